@@ -1,0 +1,1 @@
+"""The nova-numa-policy compute agent."""

@@ -1,0 +1,64 @@
+"""Options of the ``[numa_policy_reports]`` group: the report channel."""
+
+from oslo_config import cfg
+
+from nova_numa_policy.objects import report
+
+GROUP = cfg.OptGroup(
+    'numa_policy_reports',
+    title='NUMA policy reports',
+    help='How agents send HostReports and how consumers (the scheduler '
+         'plugins and the collector) read them.')
+
+OPTS = [
+    cfg.StrOpt(
+        'topic',
+        default='numa_policy_reports',
+        help='''
+oslo.messaging notification topic the agents send HostReports on.
+
+Possible values:
+
+* Any topic name; agents and every consumer must use the same one.
+
+Related options:
+
+* ``[oslo_messaging_notifications] transport_url`` selects the broker.
+'''),
+    cfg.StrOpt(
+        'report_version',
+        default=report.NumaHostReport.VERSION,
+        help='''
+HostReport version the agent sends.
+
+During a rolling upgrade, pin the agents to the version the oldest
+consumer reads; unpin once every scheduler and collector is upgraded.
+Consumers read any older minor version, and drop fields of a newer one.
+
+Possible values:
+
+* A ``1.x`` version no newer than this agent's own.
+'''),
+    cfg.IntOpt(
+        'max_report_bytes',
+        default=1024 * 1024,
+        min=1024,
+        help='''
+Largest serialized HostReport a consumer accepts, in bytes.
+
+Larger reports are dropped and counted, never stored.
+
+Possible values:
+
+* An integer of at least 1024.
+'''),
+]
+
+
+def register_opts(conf):
+    conf.register_group(GROUP)
+    conf.register_opts(OPTS, group=GROUP)
+
+
+def list_opts():
+    return {GROUP: OPTS}

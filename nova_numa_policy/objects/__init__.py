@@ -1,0 +1,1 @@
+"""Versioned objects exchanged between the agent and its consumers."""

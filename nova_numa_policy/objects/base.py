@@ -1,0 +1,16 @@
+"""Base classes for nova-numa-policy's versioned objects."""
+
+from oslo_versionedobjects import base as ovo_base
+
+
+class NumaPolicyObjectRegistry(ovo_base.VersionedObjectRegistry):
+    """Registers our objects in ovo's process-wide registry.
+
+    The registry is shared with nova inside nova-scheduler, so every class
+    name starts with ``Numa`` and none of nova's own objects is replaced.
+    """
+
+
+class NumaPolicyObject(ovo_base.VersionedObject):
+    OBJ_PROJECT_NAMESPACE = 'nova_numa_policy'
+    OBJ_SERIAL_NAMESPACE = 'nova_numa_policy_object'

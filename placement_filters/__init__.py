@@ -1,0 +1,1 @@
+"""Nova scheduler filters and weighers of nova-numa-policy."""
