@@ -23,6 +23,7 @@ type, :class:`~nova_numa_policy.exception.MalformedReport`.
 import datetime
 
 from oslo_serialization import jsonutils
+from oslo_utils import uuidutils
 from oslo_utils import versionutils
 from oslo_versionedobjects import exception as ovo_exc
 from oslo_versionedobjects import fields
@@ -183,9 +184,12 @@ def load_report(primitive, cls=NumaHostReport):
 
     :raises MalformedReport: for anything a consumer must not trust.
     """
-    cleaned = _tolerate_version(primitive, cls)
+    version, data = _tolerate_version(primitive, cls)
     try:
-        report = cls.obj_from_primitive(cleaned)
+        # Hydrate with ``cls`` itself rather than the registry's newest
+        # class of that name: a consumer reads as the version it knows.
+        report = cls._obj_from_primitive(
+            None, version, _repack(cls, version, data))
     except (ValueError, TypeError, KeyError, AttributeError,
             ovo_exc.VersionedObjectsException) as exc:
         raise exception.MalformedReport(
@@ -219,7 +223,7 @@ def _primitive_parts(primitive, cls):
 
 
 def _tolerate_version(primitive, cls):
-    """Copy a primitive, dropping fields a newer minor version added."""
+    """Return (version, data) to read, minus fields of a newer minor."""
     version, data = _primitive_parts(primitive, cls)
     try:
         theirs = versionutils.convert_version_to_tuple(version)
@@ -245,13 +249,18 @@ def _tolerate_version(primitive, cls):
                 raise exception.MalformedReport(
                     f'{cls.obj_name()}.{field_name} must be a list')
             cleaned[field_name] = [
-                _tolerate_version(child, child_cls) for child in children]
+                _repack(child_cls, *_tolerate_version(child, child_cls))
+                for child in children]
+    # Read as our own version once the unknown fields are gone.
+    return (cls.VERSION if newer else version), cleaned
+
+
+def _repack(cls, version, data):
     prefix = cls.OBJ_SERIAL_NAMESPACE
     return {f'{prefix}.name': cls.obj_name(),
             f'{prefix}.namespace': cls.OBJ_PROJECT_NAMESPACE,
-            # Read as our own version once unknown fields are gone.
-            f'{prefix}.version': cls.VERSION if newer else version,
-            f'{prefix}.data': cleaned}
+            f'{prefix}.version': version,
+            f'{prefix}.data': data}
 
 
 def _fill_defaults(obj, cls):
@@ -331,6 +340,9 @@ def _check_node(node, node_count):
 
 
 def _check_instance(instance, known_nodes):
+    # UUIDField only warns about a malformed value; consumers key on it.
+    _require(uuidutils.is_uuid_like(instance.uuid),
+             f'instance uuid {instance.uuid!r} is not a UUID')
     _require(instance.requested_policy is None
              or instance.requested_policy in policy.POLICY_VALUES,
              f'instance {instance.uuid}: unknown requested policy '

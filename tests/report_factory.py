@@ -1,0 +1,46 @@
+"""Factories for HostReports: a fresh object per call, never shared."""
+
+import datetime
+
+from nova_numa_policy.objects import report as report_obj
+
+DEFAULT_UUID = '2d3c1f2e-7f4b-4a7e-9a59-5b7c8d9e0f11'
+
+
+def make_node(node_id=0, node_count=2, cpus=None, **fields):
+    distances = [10 if other == node_id else 21
+                 for other in range(node_count)]
+    values = dict(id=node_id,
+                  cpus=cpus if cpus is not None else [2 * node_id,
+                                                      2 * node_id + 1],
+                  memory_total_mb=16384, memory_free_mb=8192,
+                  cpu_load=0.25, distances=distances)
+    values.update(fields)
+    return report_obj.NumaNodeReport(**values)
+
+
+def make_instance(uuid=DEFAULT_UUID, **fields):
+    values = dict(uuid=uuid, requested_policy='interleave',
+                  applied_policy='interleave',
+                  memory_mb_per_node={'0': 1024, '1': 1024},
+                  vcpu_cpus=[0, 2], io_rate=120.0, io_intensive=False,
+                  access_class='moderate')
+    values.update(fields)
+    return report_obj.NumaInstanceReport(**values)
+
+
+def make_report(node_count=2, **fields):
+    values = dict(
+        host='compute1', hypervisor_hostname='compute1.example.org',
+        agent_version='1.0.0', seq=7,
+        generated_at=datetime.datetime(2026, 11, 22, 8, 0, 0,
+                                       tzinfo=datetime.timezone.utc),
+        period=5.0,
+        numa_nodes=[make_node(n, node_count) for n in range(node_count)],
+        nics=[report_obj.NumaNicReport(
+            name='ens1f0', numa_node=node_count - 1, speed_mbps=25000,
+            physnet='physnet1', bridge=None)],
+        instances=[make_instance()],
+        enforceable_policies=['first-touch', 'interleave', 'home'])
+    values.update(fields)
+    return report_obj.NumaHostReport(**values)

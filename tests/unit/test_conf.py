@@ -1,0 +1,66 @@
+"""Options: every group is listed once and the committed sample is current."""
+
+import os
+import subprocess
+import sys
+import tempfile
+
+from oslo_config import cfg
+import testtools
+
+from nova_numa_policy.conf import opts
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+GENERATOR_CONFIG = os.path.join(
+    ROOT, 'etc', 'oslo-config-generator', 'nova-numa-policy.conf')
+SAMPLE = os.path.join(ROOT, 'etc', 'nova-numa-policy.conf.sample')
+
+
+class ListOptsTest(testtools.TestCase):
+
+    def test_each_group_listed_once_with_documented_options(self):
+        pairs = opts.list_opts()
+        names = [group.name for group, _ in pairs]
+        self.assertEqual(len(names), len(set(names)))
+        for group, group_opts in pairs:
+            self.assertTrue(group.help, group.name)
+            for opt in group_opts:
+                self.assertIn('Possible values', opt.help,
+                              f'[{group.name}] {opt.name}')
+
+    def test_options_register_on_a_fresh_config(self):
+        conf = cfg.ConfigOpts()
+        for module in opts.GROUP_MODULES:
+            module.register_opts(conf)
+        conf([])
+        self.assertEqual('numa_policy_reports',
+                         conf.numa_policy_reports.topic)
+        self.assertIsNone(conf.numa_policy.default_policy)
+
+    def test_bad_default_policy_is_refused_at_start(self):
+        conf = cfg.ConfigOpts()
+        for module in opts.GROUP_MODULES:
+            module.register_opts(conf)
+        conf([])
+        exc = self.assertRaises(
+            ValueError, conf.set_override, 'default_policy', 'sideways',
+            group='numa_policy')
+        self.assertIn('interleave', str(exc))
+
+
+class SampleIsCurrentTest(testtools.TestCase):
+
+    def test_committed_sample_matches_the_generator(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            output = os.path.join(tmp, 'sample.conf')
+            subprocess.run(
+                [sys.executable, '-m', 'oslo_config.generator',
+                 '--config-file', GENERATOR_CONFIG,
+                 '--output-file', output],
+                check=True, cwd=ROOT, capture_output=True)
+            with open(output) as generated, open(SAMPLE) as committed:
+                self.assertEqual(
+                    generated.read(), committed.read(),
+                    'etc/nova-numa-policy.conf.sample is stale: run '
+                    '"tox -e genconfig" and commit the result')
