@@ -1,0 +1,1 @@
+"""Benchmarks: each measures ours next to a baseline in one run."""
