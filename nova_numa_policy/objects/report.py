@@ -363,4 +363,3 @@ def _check_instance(instance, known_nodes):
 
 def utcnow():
     return datetime.datetime.now(datetime.timezone.utc)
-
