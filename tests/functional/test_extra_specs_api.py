@@ -70,7 +70,8 @@ class ExtraSpecsApiTest(integrated_helpers._IntegratedTestBase):
             self.admin_api.get_extra_spec(self.flavor_id, policy.POLICY_KEY))
 
 
-class ExtraSpecsApiBeforeValidationTest(integrated_helpers._IntegratedTestBase):
+class ExtraSpecsApiBeforeValidationTest(
+        integrated_helpers._IntegratedTestBase):
     """Below 2.86 nova validates nothing; the resolver refuses later."""
 
     microversion = '2.85'
