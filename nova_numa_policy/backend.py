@@ -91,6 +91,19 @@ class InstanceState:
     # Memory accesses per node over the last period when the host has
     # access counters ({node id: count}); None when it has not.
     accesses_per_node: dict | None = None
+    # Uncore penalty of each vCPU (stall time per unit of work, seed 001
+    # §3) over the last period when the host has counters; None when not.
+    vcpu_penalty: tuple | None = None
+    # The guest's configured memory size.
+    memory_mb: int = 0
+    # The running domain's memory policy as libvirt applies it: the
+    # <numatune><memory> mode ('strict', 'interleave', 'preferred',
+    # 'restrictive') or None when the domain has none (kernel default),
+    # and its nodeset. The mode of a running guest cannot change.
+    memory_mode: str | None = None
+    memory_nodes: frozenset = frozenset()
+    # The host CPUs the guest's emulator threads may run on.
+    emulator_affinity: frozenset = frozenset()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,0 +1,123 @@
+"""numa-policy-agent: the compute node agent's entry point."""
+
+import signal
+import sys
+
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from nova_numa_policy import conf as npconf
+from nova_numa_policy.objects import report as report_obj
+
+from agent import connection
+from agent import libvirt_backend
+from agent import notifier
+from agent import service
+from agent import traits
+
+LOG = logging.getLogger(__name__)
+CONF = npconf.CONF
+
+CLI_OPTS = [
+    cfg.BoolOpt('once', default=False,
+                help='Run one period, then exit.'),
+    cfg.BoolOpt('dry-run', default=False,
+                help='Decide and log, change nothing. With --once, print '
+                     "the period's HostReport as JSON on stdout."),
+]
+_NOVA_PHYSNETS = cfg.ListOpt('physnets', default=[])
+_NOVA_PHYSNET_NODES = cfg.ListOpt('numa_nodes', default=[],
+                                  item_type=cfg.types.Integer())
+
+
+def physnet_numa_nodes(conf):
+    """nova's [neutron_physnet_<name>] numa_nodes, when nova.conf is read.
+
+    Registered here rather than imported from nova: the agent does not
+    depend on nova being installed on the host.
+    """
+    try:
+        conf.register_opt(_NOVA_PHYSNETS, group='neutron')
+    except cfg.DuplicateOptError:
+        pass
+    result = {}
+    for physnet in conf.neutron.physnets:
+        group = f'neutron_physnet_{physnet}'
+        try:
+            conf.register_opt(_NOVA_PHYSNET_NODES, group=group)
+        except cfg.DuplicateOptError:
+            pass
+        nodes = conf[group].numa_nodes
+        if nodes:
+            result[physnet] = list(nodes)
+    return result
+
+
+def build_agent(conf, sender=None, opener=None):
+    """An Agent wired to libvirt and sysfs from ``conf``."""
+    opts = conf.numa_policy_agent
+    agent_ref = []
+    conn = connection.Connection(
+        opts.libvirt_uri,
+        on_domain_event=lambda *a: agent_ref[0].on_domain_event(*a),
+        max_delay=opts.max_reconnect_interval,
+        **({'opener': opener} if opener else {}))
+    host_backend = libvirt_backend.LibvirtBackend(
+        conn, root=opts.sysfs_root,
+        physnet_interfaces=opts.physnet_interfaces,
+        bridge_interfaces=opts.bridge_interfaces,
+        physnet_numa_nodes=physnet_numa_nodes(conf))
+    agent = service.Agent(
+        host_backend, host=opts.host, period=opts.period, sender=sender,
+        dry_run=opts.dry_run, max_actions=opts.max_actions_per_period,
+        report_version=conf.numa_policy_reports.report_version,
+        traits=traits.from_conf(conf))
+    agent_ref.append(agent)
+    return agent
+
+
+def parse_args(argv):
+    logging.register_options(CONF)
+    CONF.register_cli_opts(CLI_OPTS)
+    CONF(argv, project='nova', prog='numa-policy-agent')
+    if CONF.dry_run:
+        CONF.set_override('dry_run', True, group='numa_policy_agent')
+    if CONF.once and CONF.dry_run and not CONF.log_file:
+        # stdout carries the report; keep the log off it.
+        CONF.set_override('use_stderr', True)
+    logging.setup(CONF, 'numa-policy-agent')
+
+
+def main(argv=None):
+    parse_args(sys.argv[1:] if argv is None else argv)
+    print_report = CONF.once and CONF.dry_run
+    sender = None
+    if not print_report:
+        sender = notifier.ReportSender(
+            notifier.make_notifier(CONF, CONF.numa_policy_agent.host))
+        sender.start()
+    if not CONF.once:
+        connection.start_event_loop()
+    agent = build_agent(CONF, sender=sender)
+    signal.signal(signal.SIGTERM, agent.stop)
+    signal.signal(signal.SIGINT, agent.stop)
+    LOG.info('numa-policy-agent starting on %s (libvirt %s, period %ss%s)',
+             agent.host, CONF.numa_policy_agent.libvirt_uri, agent.period,
+             ', dry run' if agent.dry_run else '')
+    report = agent.daemon_loop(once=CONF.once)
+    if sender is not None:
+        if CONF.once:
+            sender.send_pending()
+        sender.stop()
+    if print_report:
+        if report is None:
+            LOG.error('No report: the period failed (see the log above)')
+            return 1
+        print(report_obj.report_to_json(
+            report, CONF.numa_policy_reports.report_version))
+    LOG.info('numa-policy-agent stopped')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

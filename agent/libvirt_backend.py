@@ -1,0 +1,225 @@
+"""The real backend: libvirt for guests, sysfs and /proc for the host.
+
+It observes and acts; it decides nothing. Every libvirt error is turned
+into one of :mod:`agent.errors` so the loop can tell "try again later"
+(ConnectionLost), "forget it" (DomainGone) and "cannot here" (NotEnforceable)
+apart.
+"""
+
+import logging
+import time
+
+import libvirt
+
+from nova_numa_policy import backend
+from nova_numa_policy import enforcement
+
+from agent import connection as connection_mod
+from agent import discovery
+from agent import domxml
+from agent import errors
+from agent import sysfs
+
+LOG = logging.getLogger(__name__)
+
+
+def _translate(connection, exc, what):
+    code = exc.get_error_code()
+    if code == libvirt.VIR_ERR_NO_DOMAIN:
+        return errors.DomainGone(f'{what}: domain is gone')
+    if connection_mod.is_connection_error(exc):
+        connection.lost(exc)
+        return errors.ConnectionLost(f'{what}: {exc}')
+    # Anything else is the host refusing this call: an invalid or
+    # unsupported operation, or EPERM/EACCES arriving as a system error.
+    # Retrying the same call next period would fail the same way.
+    return errors.NotEnforceable(f'{what}: {exc}')
+
+
+def _active(dom):
+    try:
+        return dom.isActive() == 1
+    except libvirt.libvirtError:
+        return False
+
+
+def cpumap(cpus, size):
+    return tuple(cpu in cpus for cpu in range(size))
+
+
+def cpus_from_map(bits):
+    return frozenset(i for i, on in enumerate(bits) if on)
+
+
+class LibvirtBackend(backend.Backend):
+    name = 'libvirt'
+
+    def __init__(self, connection, root='/', physnet_interfaces=None,
+                 bridge_interfaces=None, physnet_numa_nodes=None,
+                 clock=time.monotonic):
+        self._connection = connection
+        self._root = root
+        self._physnet_interfaces = physnet_interfaces or {}
+        self._bridge_interfaces = bridge_interfaces or {}
+        self._physnet_numa_nodes = physnet_numa_nodes or {}
+        self._clock = clock
+        self._topology = None
+        self._topology_generation = None
+        self._cpu_times = None
+        # Parsed domain XML per uuid, reused while the XML is unchanged:
+        # parsing is the largest cost of a period with many guests.
+        self._facts = {}
+
+    def _conn(self):
+        return self._connection.get()
+
+    def _call(self, what, func, *args):
+        try:
+            return func(*args)
+        except libvirt.libvirtError as exc:
+            raise _translate(self._connection, exc, what)
+
+    def capabilities(self):
+        caps = {backend.CAP_VCPU_PINNING, backend.CAP_EMULATOR_PINNING}
+        if self.live_nodeset_supported():
+            caps.add(backend.CAP_LIVE_NODESET)
+        # No CAP_PAGE_MIGRATION: the privileged page mover is not part of
+        # this backend yet, so loops that need it are not started.
+        return frozenset(caps)
+
+    def live_nodeset_supported(self):
+        """Whether this hypervisor can change a running guest's nodeset.
+
+        libvirt's qemu driver can only on a privileged (system) connection
+        with the cpuset cgroup controller; the test driver always can.
+        """
+        conn = self._conn()
+        kind = self._call('getType', conn.getType)
+        if kind == 'TEST':
+            return True
+        return kind == 'QEMU' and '/session' not in self._connection.uri
+
+    def topology(self):
+        conn = self._conn()
+        if (self._topology is None
+                or self._topology_generation != self._connection.generation):
+            caps = self._call('getCapabilities', conn.getCapabilities)
+            self._topology = discovery.discover(
+                caps, self._root, self._physnet_interfaces,
+                self._bridge_interfaces, self._physnet_numa_nodes)
+            self._topology_generation = self._connection.generation
+        return self._topology
+
+    def hostname(self):
+        conn = self._conn()
+        return self._call('getHostname', conn.getHostname)
+
+    def _usage(self, topology):
+        now = discovery.read_cpu_times(self._root)
+        before = self._cpu_times or now
+        self._cpu_times = now
+        loads = discovery.node_loads(before, now, topology.nodes)
+        return discovery.usage(topology.nodes, loads,
+                               sysfs.node_free_memory_mb(self._root))
+
+    def _domain_facts(self, dom):
+        uuid = dom.UUIDString()
+        xml = dom.XMLDesc(0)
+        cached = self._facts.get(uuid)
+        if cached is not None and cached[0] == xml:
+            return cached[1]
+        facts = domxml.parse(xml)
+        self._facts[uuid] = (xml, facts)
+        return facts
+
+    def _instance(self, dom):
+        facts = self._domain_facts(dom)
+        infos, maps = dom.vcpus()
+        emulator = cpus_from_map(dom.emulatorPinInfo(
+            libvirt.VIR_DOMAIN_AFFECT_LIVE) or ())
+        return backend.InstanceState(
+            uuid=facts.uuid,
+            requested_policy=facts.requested.value if facts.requested
+            else None,
+            hands_off_reason=facts.hands_off_reason,
+            vcpu_cpus=tuple(info[3] for info in infos),
+            vcpu_affinity=tuple(cpus_from_map(m) for m in maps),
+            vcpu_time_ns=tuple(info[2] for info in infos),
+            memory_mb=facts.memory_mb,
+            memory_mode=facts.memory_mode,
+            memory_nodes=facts.memory_nodes,
+            emulator_affinity=emulator)
+
+    def observe(self):
+        topology = self.topology()
+        conn = self._conn()
+        domains = self._call(
+            'listAllDomains', conn.listAllDomains,
+            libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE)
+        instances = []
+        for dom in domains:
+            try:
+                instances.append(self._instance(dom))
+            except libvirt.libvirtError as exc:
+                error = _translate(self._connection, exc, 'observe')
+                if isinstance(error, errors.ConnectionLost):
+                    raise error
+                # Gone or shut off since the listing: not ours to report.
+                LOG.debug('Skipping a domain that changed while observed: '
+                          '%s', exc)
+        live = {i.uuid for i in instances}
+        self._facts = {u: f for u, f in self._facts.items() if u in live}
+        return backend.HostSnapshot(
+            topology=topology, usage=self._usage(topology),
+            instances=tuple(instances), taken_at=self._clock())
+
+    def _act(self, dom, what, func, *args):
+        try:
+            return func(*args)
+        except libvirt.libvirtError as exc:
+            error = _translate(self._connection, exc, what)
+            if isinstance(error, errors.NotEnforceable) and not _active(dom):
+                # Shut off between observe and act: nothing to enforce on.
+                error = errors.DomainGone(f'{what}: domain is not running')
+            raise error
+
+    def _domain(self, instance_uuid):
+        conn = self._conn()
+        return self._call(f'lookup {instance_uuid}',
+                          conn.lookupByUUIDString, instance_uuid)
+
+    def _cpumap_size(self):
+        return max(max(n.cpus, default=-1) for n in self.topology().nodes) + 1
+
+    def pin_vcpu(self, instance_uuid, vcpu, cpus):
+        dom = self._domain(instance_uuid)
+        # pinVcpu affects the running guest only: its persistent definition
+        # stays nova's, which regenerates it on hard reboot anyway.
+        self._act(dom, f'pin vCPU {vcpu} of {instance_uuid}', dom.pinVcpu,
+                  vcpu, cpumap(cpus, self._cpumap_size()))
+
+    def pin_emulator(self, instance_uuid, cpus):
+        dom = self._domain(instance_uuid)
+        self._act(dom, f'pin emulator of {instance_uuid}', dom.pinEmulator,
+                  cpumap(cpus, self._cpumap_size()),
+                  libvirt.VIR_DOMAIN_AFFECT_LIVE)
+
+    def set_nodeset(self, instance_uuid, nodes):
+        dom = self._domain(instance_uuid)
+        try:
+            facts = self._domain_facts(dom)
+        except libvirt.libvirtError as exc:
+            raise _translate(self._connection, exc, 'set nodeset')
+        if not enforcement.live_nodeset_allowed(facts.memory_mode):
+            raise errors.NotEnforceable(
+                f'{instance_uuid}: libvirt cannot change the nodeset of a '
+                f'running guest in {facts.memory_mode} mode')
+        self._act(dom, f'set nodeset of {instance_uuid}',
+                  dom.setNumaParameters,
+                  {libvirt.VIR_DOMAIN_NUMA_NODESET:
+                   ','.join(str(n) for n in sorted(nodes))},
+                  libvirt.VIR_DOMAIN_AFFECT_LIVE)
+
+    def move_pages(self, instance_uuid, source_node, target_node, pages):
+        raise errors.PageMigrationUnavailable(
+            'page migration is not available in the libvirt backend yet')

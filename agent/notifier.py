@@ -1,0 +1,86 @@
+"""Send HostReports without ever holding up enforcement.
+
+The agent hands each report to :meth:`ReportSender.submit` and carries on;
+a daemon thread sends the newest one. While the broker is down the newest
+report waits (older ones are superseded, they would be stale anyway) and is
+sent as soon as the broker answers again.
+"""
+
+import logging
+import threading
+
+import oslo_messaging
+
+LOG = logging.getLogger(__name__)
+EVENT_TYPE = 'numa_policy.host.report'
+
+
+def make_notifier(conf, host):
+    transport = oslo_messaging.get_notification_transport(conf)
+    # The agent exists to report: without an explicit driver in
+    # [oslo_messaging_notifications], use messagingv2 rather than noop.
+    driver = None if conf.oslo_messaging_notifications.driver \
+        else 'messagingv2'
+    return oslo_messaging.Notifier(
+        transport, publisher_id=f'numa-policy-agent.{host}', driver=driver,
+        topics=[conf.numa_policy_reports.topic], retry=0)
+
+
+class ReportSender:
+    def __init__(self, notifier, retry_interval=5.0):
+        self._notifier = notifier
+        self._retry_interval = retry_interval
+        self._lock = threading.Lock()
+        self._pending = None
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread = None
+        self.sent = 0
+
+    def submit(self, payload):
+        with self._lock:
+            self._pending = payload
+        self._wake.set()
+
+    def start(self):
+        self._thread = threading.Thread(target=self._run,
+                                        name='report-sender', daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout=5.0):
+        self._stop.set()
+        self._wake.set()
+        if self._thread:
+            self._thread.join(timeout)
+
+    def _take(self):
+        with self._lock:
+            payload, self._pending = self._pending, None
+        return payload
+
+    def _put_back(self, payload):
+        with self._lock:
+            if self._pending is None:
+                self._pending = payload
+
+    def send_pending(self):
+        """Send the newest report, if any; return False if sending failed."""
+        payload = self._take()
+        if payload is None:
+            return True
+        try:
+            self._notifier.info({}, EVENT_TYPE, payload)
+        except Exception as exc:
+            # Broker down or unreachable: keep the report for later.
+            LOG.warning('Could not send the HostReport, will retry: %s', exc)
+            self._put_back(payload)
+            return False
+        self.sent += 1
+        return True
+
+    def _run(self):
+        while not self._stop.is_set():
+            self._wake.wait()
+            self._wake.clear()
+            while not self._stop.is_set() and not self.send_pending():
+                self._stop.wait(self._retry_interval)

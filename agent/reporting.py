@@ -1,0 +1,99 @@
+"""A period's HostReport, built from its snapshot: pure."""
+
+import functools
+
+import pbr.version
+
+from nova_numa_policy import backend
+from nova_numa_policy import enforcement
+from nova_numa_policy.objects import report as report_obj
+from nova_numa_policy import policy
+
+# What the agent can make true, by what the backend can do. Interleave
+# and home at boot need the driver extension but no live capability;
+# home on a running guest needs a live nodeset.
+_BOOT_POLICIES = ('first-touch', 'interleave', 'home')
+# A change of free memory or load larger than these is reported at once.
+MEMORY_CHANGE = 0.10
+LOAD_CHANGE = 0.25
+
+
+@functools.lru_cache(maxsize=1)
+def agent_version():
+    try:
+        return pbr.version.VersionInfo('nova-numa-policy').version_string()
+    except Exception:
+        return 'unknown'
+
+
+def enforceable_policies(capabilities):
+    values = list(_BOOT_POLICIES)
+    if backend.CAP_PAGE_MIGRATION in capabilities:
+        values += ['first-touch+carrefour', 'interleave+carrefour', 'auto']
+    return [v for v in policy.POLICY_VALUES if v in values]
+
+
+def _node(node, usage):
+    return report_obj.NumaNodeReport(
+        id=node.id, cpus=list(node.cpus),
+        memory_total_mb=node.memory_total_mb,
+        memory_free_mb=usage.memory_free_mb if usage else 0,
+        cpu_load=usage.cpu_load if usage else 0.0,
+        distances=list(node.distances))
+
+
+def _instance(instance, topology):
+    known = {str(n.id) for n in topology.nodes}
+    return report_obj.NumaInstanceReport(
+        uuid=instance.uuid,
+        requested_policy=instance.requested_policy,
+        applied_policy=enforcement.applied_policy(instance, topology),
+        memory_mb_per_node={str(k): int(v) for k, v in
+                            instance.memory_mb_per_node.items()
+                            if str(k) in known},
+        vcpu_cpus=[c if c is not None else -1 for c in instance.vcpu_cpus],
+        io_rate=float(instance.io_rate),
+        io_intensive=False,
+        access_class=None)
+
+
+def build_report(snapshot, host, hypervisor_hostname, seq, period,
+                 capabilities, now=None):
+    usage = {u.node_id: u for u in snapshot.usage}
+    topology = snapshot.topology
+    instances = snapshot.instances[:report_obj.MAX_INSTANCES]
+    return report_obj.NumaHostReport(
+        host=host, hypervisor_hostname=hypervisor_hostname,
+        agent_version=agent_version(), seq=seq,
+        generated_at=now or report_obj.utcnow(), period=float(period),
+        numa_nodes=[_node(n, usage.get(n.id)) for n in topology.nodes],
+        nics=[report_obj.NumaNicReport(
+            name=n.name, numa_node=n.numa_node, speed_mbps=n.speed_mbps,
+            physnet=n.physnet, bridge=n.bridge)
+            for n in topology.nics[:report_obj.MAX_NICS]],
+        instances=[_instance(i, topology) for i in instances],
+        enforceable_policies=enforceable_policies(capabilities))
+
+
+def summary(report):
+    """What a consumer acts on, to tell a significant change from noise."""
+    return (
+        tuple((i.uuid, i.requested_policy, i.applied_policy)
+              for i in report.instances),
+        tuple((n.id, n.memory_free_mb, n.memory_total_mb, n.cpu_load)
+              for n in report.numa_nodes),
+        tuple(report.enforceable_policies))
+
+
+def significant_change(before, after):
+    """Whether ``after`` (a summary) differs enough from ``before``."""
+    if before is None or before[0] != after[0] or before[2] != after[2]:
+        return True
+    for old, new in zip(before[1], after[1]):
+        if old[0] != new[0]:
+            return True
+        total = max(new[2], 1)
+        if (abs(old[1] - new[1]) / total > MEMORY_CHANGE
+                or abs(old[3] - new[3]) > LOAD_CHANGE):
+            return True
+    return len(before[1]) != len(after[1])

@@ -1,0 +1,155 @@
+"""The agent loop: observe, decide, act, report, as small steps.
+
+Each step returns whether a resync (another pass soon) is needed; broad
+exceptions are caught only in :meth:`Agent.daemon_loop`. The loop sleeps on
+an Event, so SIGTERM and libvirt lifecycle events end the wait at once.
+"""
+
+import logging
+import threading
+import time
+
+from nova_numa_policy import backend as backend_mod
+from nova_numa_policy import enforcement
+from nova_numa_policy.objects import report as report_obj
+
+from agent import enforcer
+from agent import errors
+from agent import reporting
+
+LOG = logging.getLogger(__name__)
+# After a failed pass, try again sooner than a full period.
+RESYNC_DELAY = 1.0
+
+
+class Agent:
+    def __init__(self, host_backend, host, period, sender=None,
+                 dry_run=False, max_actions=64, report_version=None,
+                 traits=None, clock=time.monotonic):
+        self.backend = host_backend
+        self.host = host
+        self.period = period
+        self.sender = sender
+        self.dry_run = dry_run
+        self.max_actions = max_actions
+        self.report_version = report_version
+        self.traits = traits
+        self._clock = clock
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self.seq = 0
+        self.last_report = None
+        self._last_summary = None
+        self._last_sent_at = None
+
+    # -- signals from other threads ------------------------------------
+
+    def on_domain_event(self, instance_uuid, what):
+        LOG.debug('Domain %s %s: starting a period now', instance_uuid, what)
+        self._wake.set()
+
+    def stop(self, *_args):
+        self._stop.set()
+        self._wake.set()
+
+    # -- steps -----------------------------------------------------------
+
+    def observe(self):
+        return self.backend.observe()
+
+    def decide(self, snapshot):
+        """Per instance, the Enforcement the policy calls for now."""
+        can_set = (backend_mod.CAP_LIVE_NODESET
+                   in self.backend.capabilities())
+        plans = []
+        for instance in snapshot.instances:
+            plan = enforcement.enforce(instance, snapshot.topology,
+                                       snapshot.usage, can_set)
+            if plan.blocked:
+                LOG.debug('Instance %s: %s not enforced now: %s',
+                          instance.uuid, instance.requested_policy,
+                          plan.blocked)
+            if plan.actions:
+                plans.append((instance, plan))
+        return plans
+
+    def act(self, snapshot, plans):
+        """Apply plans within the period's budget.
+
+        Returns (resync needed, number of changes applied).
+        """
+        budget = self.max_actions
+        resync = False
+        applied = 0
+        for instance, plan in plans:
+            if len(plan.actions) > budget:
+                LOG.info('Action budget spent; %s waits for the next period',
+                         instance.uuid)
+                return True, applied
+            outcome = enforcer.apply_plan(self.backend, instance,
+                                          snapshot.topology, plan.actions,
+                                          self.dry_run)
+            budget -= len(plan.actions)
+            applied += outcome.applied
+            resync = resync or outcome.resync
+        return resync, applied
+
+    def build_report(self, snapshot):
+        self.seq += 1
+        return reporting.build_report(
+            snapshot, self.host, self.backend.hostname(), self.seq,
+            self.period, self.backend.capabilities())
+
+    def report(self, report):
+        """Hand the report to the sender when it is due; never blocks."""
+        self.last_report = report
+        summary = reporting.summary(report)
+        now = self._clock()
+        due = (self._last_sent_at is None
+               or now - self._last_sent_at >= self.period * 0.9
+               or reporting.significant_change(self._last_summary, summary))
+        self._last_summary = summary
+        if due and self.sender is not None:
+            self.sender.submit(report_obj.dump_report(
+                report, target_version=self.report_version))
+            self._last_sent_at = now
+
+    def sync_traits(self):
+        if self.traits is None:
+            return False
+        return self.traits.sync(self.backend.capabilities())
+
+    def run_once(self):
+        """One period; return True when another pass is needed soon."""
+        snapshot = self.observe()
+        resync, applied = self.act(snapshot, self.decide(snapshot))
+        if applied:
+            # Report what is in force after this period's changes.
+            snapshot = self.observe()
+        self.report(self.build_report(snapshot))
+        return self.sync_traits() or resync
+
+    # -- loop ------------------------------------------------------------
+
+    def _next_wait(self, resync):
+        if resync:
+            return RESYNC_DELAY
+        return self.period
+
+    def daemon_loop(self, once=False):
+        while not self._stop.is_set():
+            start = self._clock()
+            try:
+                resync = self.run_once()
+            except errors.ConnectionLost as exc:
+                LOG.warning('No libvirt connection: %s', exc)
+                resync = True
+            except Exception:
+                LOG.exception('Agent period failed; retrying')
+                resync = True
+            if once:
+                return self.last_report
+            wait = self._next_wait(resync) - (self._clock() - start)
+            self._wake.wait(max(0.0, wait))
+            self._wake.clear()
+        return self.last_report

@@ -1,0 +1,134 @@
+"""Readers of /sys and /proc: NUMA memory, NIC locality, per-CPU load.
+
+Every reader takes ``root`` (``/`` in production) so tests run them on
+fixture trees. Readers return plain values; missing files mean "unknown"
+(a host without NUMA has no /sys/devices/system/node), never an error.
+"""
+
+import os
+import re
+
+from nova_numa_policy import backend
+
+NODE_DIR = 'sys/devices/system/node'
+NET_DIR = 'sys/class/net'
+_MEMINFO_LINE = re.compile(r'^(?:Node \d+ )?(\w+):\s+(\d+)')
+
+
+def _read(root, *parts):
+    try:
+        with open(os.path.join(root, *parts)) as f:
+            return f.read().strip()
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        return None
+    except OSError:
+        # e.g. EINVAL reading the speed of a link that is down.
+        return None
+
+
+def parse_cpulist(text):
+    """'0-3,8,10-11' -> frozenset of ints; '' -> empty."""
+    cpus = set()
+    for part in (text or '').split(','):
+        part = part.strip()
+        if not part:
+            continue
+        low, _, high = part.partition('-')
+        cpus.update(range(int(low), int(high or low) + 1))
+    return frozenset(cpus)
+
+
+def parse_meminfo(text):
+    """Fields of /proc/meminfo or a node's meminfo, in kB."""
+    fields = {}
+    for line in (text or '').splitlines():
+        match = _MEMINFO_LINE.match(line)
+        if match:
+            fields[match.group(1)] = int(match.group(2))
+    return fields
+
+
+def node_ids(root):
+    try:
+        names = os.listdir(os.path.join(root, NODE_DIR))
+    except FileNotFoundError:
+        return []
+    return sorted(int(n[4:]) for n in names
+                  if n.startswith('node') and n[4:].isdigit())
+
+
+def node_free_memory_mb(root):
+    """{node id: free MiB}; a host without NUMA is node 0 of /proc/meminfo."""
+    free = {}
+    for node in node_ids(root):
+        fields = parse_meminfo(_read(root, NODE_DIR, f'node{node}',
+                                     'meminfo'))
+        if 'MemFree' in fields:
+            free[node] = fields['MemFree'] // 1024
+    if not free:
+        fields = parse_meminfo(_read(root, 'proc', 'meminfo'))
+        if 'MemFree' in fields:
+            free[0] = fields['MemFree'] // 1024
+    return free
+
+
+def sysfs_topology(root):
+    """Nodes from sysfs alone, for hosts whose libvirt reports no cells."""
+    nodes = []
+    ids = node_ids(root)
+    for node in ids:
+        base = (NODE_DIR, f'node{node}')
+        fields = parse_meminfo(_read(root, *base, 'meminfo'))
+        distances = tuple(int(d) for d in
+                          (_read(root, *base, 'distance') or '').split())
+        nodes.append(backend.NodeInfo(
+            id=node,
+            cpus=tuple(sorted(parse_cpulist(_read(root, *base, 'cpulist')))),
+            memory_total_mb=fields.get('MemTotal', 0) // 1024,
+            distances=distances if len(distances) == len(ids)
+            else tuple(10 if n == node else 20 for n in ids)))
+    return tuple(nodes)
+
+
+def _int_or_none(text):
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def read_nic(root, name, physnet=None, bridge=None):
+    """One interface's locality; None if the interface does not exist."""
+    if not os.path.exists(os.path.join(root, NET_DIR, name)):
+        return None
+    numa_node = _int_or_none(_read(root, NET_DIR, name, 'device',
+                                   'numa_node'))
+    speed = _int_or_none(_read(root, NET_DIR, name, 'speed'))
+    return backend.NicInfo(
+        name=name,
+        # The kernel writes -1 when the platform does not say (no NUMA, or
+        # a firmware that leaves it out).
+        numa_node=numa_node if numa_node is not None and numa_node >= 0
+        else None,
+        speed_mbps=speed if speed is not None and speed > 0 else None,
+        physnet=physnet, bridge=bridge)
+
+
+def nic_local_cpus(root, name):
+    return parse_cpulist(_read(root, NET_DIR, name, 'device',
+                               'local_cpulist'))
+
+
+def read_nics(root, physnet_interfaces, bridge_interfaces):
+    """NicInfo for each configured uplink that exists, sorted by name."""
+    by_name = {}
+    for physnet, name in sorted(physnet_interfaces.items()):
+        by_name.setdefault(name, {})['physnet'] = physnet
+    for bridge, name in sorted(bridge_interfaces.items()):
+        by_name.setdefault(name, {})['bridge'] = bridge
+    nics = []
+    for name, labels in sorted(by_name.items()):
+        nic = read_nic(root, name, **labels)
+        if nic is not None:
+            nics.append(nic)
+    return tuple(nics)

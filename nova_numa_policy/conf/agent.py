@@ -1,0 +1,164 @@
+"""Options of the ``[numa_policy_agent]`` group: the compute agent."""
+
+import socket
+
+from oslo_config import cfg
+
+GROUP = cfg.OptGroup(
+    'numa_policy_agent',
+    title='NUMA policy agent',
+    help='The numa-policy-agent on each compute node: what it watches, how '
+         'often, and what it may change.')
+
+OPTS = [
+    cfg.StrOpt(
+        'host',
+        default=socket.gethostname(),
+        sample_default='<current_hostname>',
+        help='''
+Name of this compute host in reports; must match nova-compute's ``host``.
+
+Possible values:
+
+* The value of ``[DEFAULT] host`` in this host's nova.conf.
+'''),
+    cfg.FloatOpt(
+        'period',
+        default=5.0,
+        min=0.5,
+        help='''
+Seconds between two agent periods (observe, decide, act, report).
+
+Libvirt lifecycle events (started, resumed, migrated in, rebooted) start a
+period at once, so a new guest does not wait for the next one.
+
+Possible values:
+
+* A number of seconds, at least 0.5.
+
+Related options:
+
+* ``[numa_policy_reports] topic``: where each period's report goes.
+'''),
+    cfg.StrOpt(
+        'libvirt_uri',
+        default='qemu:///system',
+        help='''
+libvirt connection URI the agent observes and acts through.
+
+Possible values:
+
+* ``qemu:///system`` on a KVM compute node; ``test:///path/host.xml`` or
+  ``test:///default`` for libvirt's test driver.
+
+Related options:
+
+* nova's ``[libvirt] connection_uri`` should name the same hypervisor.
+'''),
+    cfg.StrOpt(
+        'sysfs_root',
+        default='/',
+        help='''
+Directory under which ``sys/`` and ``proc/`` are read.
+
+Possible values:
+
+* ``/`` in production; a fixture tree in tests.
+'''),
+    cfg.DictOpt(
+        'physnet_interfaces',
+        default={},
+        help='''
+Uplink interface of each physical network, ``physnet:interface``.
+
+The agent reports each uplink's NUMA node, speed and physnet so that
+NIC-aware scheduling knows where a network's traffic enters the host.
+
+Possible values:
+
+* A comma-separated list such as ``physnet1:ens1f0,physnet2:ens2f0``.
+
+Related options:
+
+* nova's ``[neutron_physnet_<name>] numa_nodes`` is read too when set,
+  for physnets whose uplink is not listed here.
+* ``bridge_interfaces``.
+'''),
+    cfg.DictOpt(
+        'bridge_interfaces',
+        default={},
+        help='''
+Uplink interface of each bridge, ``bridge:interface``.
+
+Possible values:
+
+* A comma-separated list such as ``br-ex:ens1f1``.
+
+Related options:
+
+* ``physnet_interfaces``.
+'''),
+    cfg.BoolOpt(
+        'dry_run',
+        default=False,
+        help='''
+Decide and log every action with its reason, but change nothing.
+
+Reports are still sent; instances show the policy actually in force.
+
+Possible values:
+
+* False (act) or True (only log what would be done).
+
+Related options:
+
+* The ``--dry-run`` command line flag sets this option.
+'''),
+    cfg.IntOpt(
+        'max_actions_per_period',
+        default=64,
+        min=0,
+        help='''
+Most vCPU, emulator and nodeset changes the agent makes in one period.
+
+A budget against disturbing many guests at once after a restart; the rest
+is done in the next periods.
+
+Possible values:
+
+* 0 (observe and report only) or more.
+'''),
+    cfg.FloatOpt(
+        'max_reconnect_interval',
+        default=60.0,
+        min=1.0,
+        help='''
+Longest wait, in seconds, between two attempts to reconnect to libvirt.
+
+The wait doubles from one second after each failed attempt up to this.
+
+Possible values:
+
+* A number of seconds, at least 1.
+'''),
+    cfg.BoolOpt(
+        'manage_traits',
+        default=False,
+        help='''
+Put traits saying what this host can enforce on its compute node
+resource provider in placement.
+
+Possible values:
+
+* True needs a ``[placement]`` section with credentials (keystoneauth).
+'''),
+]
+
+
+def register_opts(conf):
+    conf.register_group(GROUP)
+    conf.register_opts(OPTS, group=GROUP)
+
+
+def list_opts():
+    return {GROUP: OPTS}

@@ -1,0 +1,224 @@
+"""What a policy means for one guest on one host: pure decisions.
+
+Two moments matter. At boot the libvirt driver extension may choose the
+guest's memory mode (``<numatune>``), which libvirt cannot change while the
+guest runs. Once it runs, the agent can only change the nodeset of a strict
+(or restrictive, or absent) memory policy, re-pin vCPUs and the emulator,
+and migrate pages. Both moments ask this module, from plain values
+(:mod:`nova_numa_policy.backend` types and a
+:class:`~nova_numa_policy.policy.NumaPolicy`), and get plain values back.
+"""
+
+import dataclasses
+
+from nova_numa_policy import backend
+from nova_numa_policy import policy
+
+MODE_STRICT = 'strict'
+MODE_INTERLEAVE = 'interleave'
+MODE_PREFERRED = 'preferred'
+MODE_RESTRICTIVE = 'restrictive'
+# libvirt's qemu driver changes a running guest's nodeset (by rewriting
+# the cpuset.mems of its cgroups) only when the memory mode is one of
+# these, or when the guest has no <numatune> at all (doc/source/agent.rst).
+LIVE_NODESET_MODES = (None, MODE_STRICT, MODE_RESTRICTIVE)
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryTune:
+    """A guest's memory policy and the CPUs its threads should run on."""
+
+    mode: str
+    nodes: frozenset
+    # Host CPUs for vCPUs and emulator; empty leaves them where nova put them.
+    cpus: frozenset = frozenset()
+
+
+@dataclasses.dataclass(frozen=True)
+class Enforcement:
+    """The actions that bring a running guest to its policy, or why not."""
+
+    actions: tuple = ()
+    # Why the policy is not (fully) enforceable now, for the log and report.
+    blocked: str | None = None
+
+
+def _free_mb(node, usage_by_node):
+    usage = usage_by_node.get(node.id)
+    return usage.memory_free_mb if usage else node.memory_total_mb
+
+
+def _load(node, usage_by_node):
+    usage = usage_by_node.get(node.id)
+    return usage.cpu_load if usage else 0.0
+
+
+def nic_nodes(topology):
+    """The nodes that hold a NIC with a known locality."""
+    return frozenset(nic.numa_node for nic in topology.nics
+                     if nic.numa_node is not None)
+
+
+def select_home_nodes(topology, usage, memory_mb, near=frozenset()):
+    """Pick the fewest, least loaded nodes whose free memory holds the guest.
+
+    Nodes in ``near`` (those of the guest's NIC) come first, then the least
+    loaded, then the one with most free memory; node ids break ties so the
+    choice is stable between periods. Falls back to every node when even
+    all of them together lack the memory: a strict binding that cannot hold
+    the guest would have the kernel kill it.
+    """
+    usage_by_node = {u.node_id: u for u in usage}
+    ranked = sorted(
+        topology.nodes,
+        key=lambda n: (n.id not in near, round(_load(n, usage_by_node), 2),
+                       -_free_mb(n, usage_by_node), n.id))
+    chosen = []
+    free = 0
+    for node in ranked:
+        chosen.append(node.id)
+        free += _free_mb(node, usage_by_node)
+        if free >= memory_mb:
+            return frozenset(chosen)
+    return frozenset(n.id for n in topology.nodes)
+
+
+def cpus_of(topology, nodes):
+    return frozenset(cpu for node in topology.nodes if node.id in nodes
+                     for cpu in node.cpus)
+
+
+def boot_tune(numa_policy, topology, usage=(), memory_mb=0,
+              allowed_cpus=None):
+    """The ``<numatune>`` a new guest should start with, or None.
+
+    None leaves the guest to the kernel's default, which is first-touch;
+    so does a host with a single node, where no choice exists.
+    """
+    if (numa_policy is None or numa_policy.within_nova_topology
+            or len(topology.nodes) < 2):
+        return None
+    placement = numa_policy.placement
+    near = (nic_nodes(topology)
+            if numa_policy.nic_locality != policy.NicLocality.NONE
+            else frozenset())
+    all_nodes = frozenset(n.id for n in topology.nodes)
+    if placement == policy.Placement.INTERLEAVE:
+        return MemoryTune(MODE_INTERLEAVE, all_nodes)
+    if placement == policy.Placement.HOME:
+        nodes = select_home_nodes(topology, usage, memory_mb, near)
+        return MemoryTune(MODE_STRICT, nodes,
+                          _restrict(cpus_of(topology, nodes), allowed_cpus))
+    if placement == policy.Placement.FIRST_TOUCH and len(near) == 1:
+        # First-touch near the NIC: prefer its node and let the kernel
+        # spill elsewhere rather than fail an allocation.
+        return MemoryTune(MODE_PREFERRED, near,
+                          _restrict(cpus_of(topology, near), allowed_cpus))
+    return None
+
+
+def _restrict(cpus, allowed_cpus):
+    """Keep to the CPUs nova allows guests on; never produce an empty set."""
+    if not allowed_cpus:
+        return cpus
+    restricted = cpus & frozenset(allowed_cpus)
+    return restricted or frozenset(allowed_cpus)
+
+
+def live_nodeset_allowed(memory_mode):
+    return memory_mode in LIVE_NODESET_MODES
+
+
+def observed_placement(instance, topology):
+    """The policy a running guest's memory binding actually realizes."""
+    all_nodes = frozenset(n.id for n in topology.nodes)
+    mode = instance.memory_mode
+    if mode == MODE_INTERLEAVE and len(instance.memory_nodes) > 1:
+        return policy.Placement.INTERLEAVE.value
+    if (mode in (MODE_STRICT, MODE_RESTRICTIVE) and instance.memory_nodes
+            and instance.memory_nodes < all_nodes):
+        return policy.Placement.HOME.value
+    return policy.Placement.FIRST_TOUCH.value
+
+
+def applied_policy(instance, topology):
+    """What the report says is applied: 'none' unless a policy was asked."""
+    if instance.requested_policy is None or instance.hands_off_reason:
+        return 'none'
+    return observed_placement(instance, topology)
+
+
+def _pin_actions(instance, cpus, reason):
+    actions = []
+    for vcpu, affinity in enumerate(instance.vcpu_affinity):
+        if affinity != cpus:
+            actions.append(backend.PinVcpu(instance.uuid, reason, vcpu=vcpu,
+                                           cpus=cpus))
+    if instance.emulator_affinity != cpus:
+        actions.append(backend.PinEmulator(instance.uuid, reason, cpus=cpus))
+    return actions
+
+
+def _enforce_home(instance, topology, usage, can_set_nodeset):
+    all_nodes = frozenset(n.id for n in topology.nodes)
+    actions = []
+    if (instance.memory_mode in (MODE_STRICT, MODE_RESTRICTIVE)
+            and instance.memory_nodes and instance.memory_nodes < all_nodes):
+        # Already bound to home nodes (at boot or by an earlier period):
+        # keep them, moving memory again would only cost.
+        home = instance.memory_nodes
+    elif not live_nodeset_allowed(instance.memory_mode):
+        return Enforcement(blocked=(
+            f'memory mode {instance.memory_mode} cannot become strict while '
+            f'the guest runs; home applies at its next hard reboot'))
+    elif not can_set_nodeset:
+        return Enforcement(blocked='this host cannot change a running '
+                                   "guest's nodeset")
+    else:
+        home = select_home_nodes(topology, usage, instance.memory_mb)
+        actions.append(backend.SetNodeset(
+            instance.uuid, f'home: bind memory to nodes {sorted(home)}',
+            nodes=home))
+    cpus = cpus_of(topology, home)
+    actions.extend(_pin_actions(
+        instance, cpus, f'home: keep vCPUs on nodes {sorted(home)}'))
+    return Enforcement(actions=tuple(actions))
+
+
+def enforce(instance, topology, usage, can_set_nodeset=True):
+    """What to do now so a running guest gets its requested policy."""
+    if instance.requested_policy is None or instance.hands_off_reason:
+        return Enforcement()
+    if len(topology.nodes) < 2:
+        return Enforcement()
+    spec = policy.POLICIES[instance.requested_policy]
+    if spec.placement == policy.Placement.HOME:
+        return _enforce_home(instance, topology, usage, can_set_nodeset)
+    if (spec.placement == policy.Placement.INTERLEAVE
+            and instance.memory_mode != MODE_INTERLEAVE):
+        return Enforcement(blocked=(
+            'interleave must be in the domain XML when the guest starts; it '
+            'applies at its next hard reboot with the driver extension'))
+    # first-touch is the kernel's default; keeping vCPUs near their memory
+    # and auto's choice belong to the rebalancing loops.
+    return Enforcement()
+
+
+def undo(action, instance, topology):
+    """The action that restores what ``action`` changed on ``instance``."""
+    everything = cpus_of(topology, {n.id for n in topology.nodes})
+    reason = f'roll back: {action.reason}'
+    if isinstance(action, backend.PinVcpu):
+        before = (instance.vcpu_affinity[action.vcpu]
+                  if action.vcpu < len(instance.vcpu_affinity) else None)
+        return backend.PinVcpu(instance.uuid, reason, vcpu=action.vcpu,
+                               cpus=before or everything)
+    if isinstance(action, backend.PinEmulator):
+        return backend.PinEmulator(
+            instance.uuid, reason,
+            cpus=instance.emulator_affinity or everything)
+    if isinstance(action, backend.SetNodeset):
+        before = instance.memory_nodes or frozenset(
+            n.id for n in topology.nodes)
+        return backend.SetNodeset(instance.uuid, reason, nodes=before)
+    return None

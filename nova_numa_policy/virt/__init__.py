@@ -1,0 +1,1 @@
+"""nova's libvirt driver extension and the domain metadata it writes."""

@@ -1,0 +1,169 @@
+"""nova's libvirt driver, plus the guest's NUMA memory policy at boot.
+
+Set ``[DEFAULT] compute_driver =
+nova_numa_policy.virt.driver.NumaPolicyLibvirtDriver`` on a compute node.
+For an instance whose flavor has ``hw:numa_policy`` and no NUMA topology
+owned by nova, the domain XML nova generates gets the ``<numatune>`` the
+policy asks for (libvirt cannot change a running guest's memory mode), and
+every instance with a policy gets our metadata element recording it, which
+the agent reads back. Everything else is nova's own XML, untouched.
+
+The decision is :func:`nova_numa_policy.enforcement.boot_tune`; this module
+only adapts nova's objects to it.
+"""
+
+import logging
+
+from lxml import etree
+from nova import version as nova_version
+from nova.virt.libvirt import config as vconfig
+from nova.virt.libvirt import driver as libvirt_driver
+from oslo_config import cfg
+
+from nova_numa_policy import backend
+from nova_numa_policy.conf import policy as policy_conf
+from nova_numa_policy import enforcement
+from nova_numa_policy import exception
+from nova_numa_policy import policy
+from nova_numa_policy.virt import metadata
+
+LOG = logging.getLogger(__name__)
+CONF = cfg.CONF
+policy_conf.register_opts(CONF)
+
+# Major versions of nova whose _get_guest_config this extension wraps; it
+# is exercised by the functional tests on 34. Outside the range the driver
+# is plain nova (a warning says so) rather than a guess.
+MIN_NOVA_MAJOR = 32
+MAX_NOVA_MAJOR = 34
+# nova's own image properties that make it own the guest topology.
+_NOVA_TOPOLOGY_IMAGE_PROPS = ('hw_numa_nodes', 'hw_mem_page_size',
+                              'hw_cpu_policy')
+# getCellsFreeMemory answers in bytes.
+_BYTES_PER_MB = 1024 * 1024
+
+
+def nova_major():
+    return int(nova_version.version_info.version_string().split('.')[0])
+
+
+def supported(major):
+    return MIN_NOVA_MAJOR <= major <= MAX_NOVA_MAJOR
+
+
+class NumaPolicyMetadata(vconfig.LibvirtConfigObject):
+    """Our metadata element, in the shape nova's guest config expects."""
+
+    def __init__(self, record):
+        super().__init__(root_name=metadata.ELEMENT,
+                         ns_prefix=metadata.PREFIX, ns_uri=metadata.NAMESPACE)
+        self.record = record
+
+    def format_dom(self):
+        return etree.fromstring(metadata.render(self.record))
+
+
+def host_topology(caps):
+    """nova's host capabilities as our HostTopology (no distances needed)."""
+    topology = caps.host.topology
+    if topology is None:
+        return backend.HostTopology(nodes=())
+    cells = sorted(topology.cells, key=lambda c: c.id)
+    return backend.HostTopology(nodes=tuple(
+        backend.NodeInfo(id=cell.id,
+                         cpus=tuple(sorted(cpu.id for cpu in cell.cpus)),
+                         memory_total_mb=cell.memory // 1024,
+                         distances=())
+        for cell in cells))
+
+
+def free_memory(conn, topology):
+    """NodeUsage with libvirt's free memory per node; () if unavailable.
+
+    Without it every home guest would pick the same node; the agent later
+    corrects what a stale or missing figure got wrong.
+    """
+    ids = [n.id for n in topology.nodes]
+    if not ids:
+        return ()
+    try:
+        free = conn.getCellsFreeMemory(min(ids), max(ids) - min(ids) + 1)
+    except Exception as exc:  # libvirtError, or a driver without the call
+        LOG.debug('Free memory per NUMA node unavailable: %s', exc)
+        return ()
+    base = min(ids)
+    return tuple(
+        backend.NodeUsage(node_id=node_id, cpu_load=0.0,
+                          memory_free_mb=free[node_id - base] // _BYTES_PER_MB)
+        for node_id in ids if node_id - base < len(free))
+
+
+def image_properties(image_meta):
+    props = image_meta.properties
+    return {name: getattr(props, name) for name in _NOVA_TOPOLOGY_IMAGE_PROPS
+            if props.obj_attr_is_set(name)}
+
+
+def apply_tune(guest, tune):
+    numatune = vconfig.LibvirtConfigGuestNUMATune()
+    numatune.memory = vconfig.LibvirtConfigGuestNUMATuneMemory()
+    numatune.memory.mode = tune.mode
+    numatune.memory.nodeset = sorted(tune.nodes)
+    guest.numatune = numatune
+    if tune.cpus:
+        # <vcpu cpuset> binds vCPUs and, with no <emulatorpin>, the
+        # emulator threads too.
+        guest.cpuset = set(tune.cpus)
+
+
+class NumaPolicyLibvirtDriver(libvirt_driver.LibvirtDriver):
+
+    def __init__(self, virtapi, read_only=False):
+        super().__init__(virtapi, read_only)
+        major = nova_major()
+        self._numa_policy_enabled = supported(major)
+        if not self._numa_policy_enabled:
+            LOG.warning(
+                'nova %s is outside the versions %s-%s this driver '
+                'extension supports; hw:numa_policy is not written into '
+                'domain XML on this host', major, MIN_NOVA_MAJOR,
+                MAX_NOVA_MAJOR)
+
+    def _get_guest_config(self, instance, network_info, image_meta,
+                          disk_info, *args, **kwargs):
+        guest = super()._get_guest_config(instance, network_info, image_meta,
+                                          disk_info, *args, **kwargs)
+        if self._numa_policy_enabled:
+            self._add_numa_policy(guest, instance, image_meta)
+        return guest
+
+    def _add_numa_policy(self, guest, instance, image_meta):
+        try:
+            resolved = policy.resolve(
+                instance.flavor.extra_specs, image_properties(image_meta),
+                default=CONF.numa_policy.default_policy)
+        except exception.NumaPolicyError as exc:
+            # The API and scheduler refuse such flavors; one that slipped
+            # through (edited after boot) gets nova's XML, not a guess.
+            LOG.warning('Instance %s: %s; booting without a NUMA policy',
+                        instance.uuid, exc)
+            return
+        if resolved is None:
+            return
+        tune = None
+        if guest.numatune is None and instance.numa_topology is None:
+            topology = host_topology(self._host.get_capabilities())
+            tune = enforcement.boot_tune(
+                resolved, topology,
+                usage=free_memory(self._host.get_connection(), topology),
+                memory_mb=instance.flavor.memory_mb,
+                allowed_cpus=guest.cpuset)
+        if tune is not None:
+            apply_tune(guest, tune)
+        guest.metadata.append(NumaPolicyMetadata(metadata.PolicyRecord(
+            resolved, tune.mode if tune else None,
+            tune.nodes if tune else frozenset())))
+        LOG.info('Instance %s: hw:numa_policy=%s, memory %s', instance.uuid,
+                 resolved.value,
+                 f'{tune.mode} on nodes {sorted(tune.nodes)}' if tune
+                 else "left to the kernel's default")

@@ -1,0 +1,99 @@
+"""The domain metadata element that records an instance's NUMA policy.
+
+The driver extension writes it into the domain XML at boot; the agent
+reads it back, also right after its own restart, so the policy it enforces
+is the one nova resolved from the flavor when the guest was defined, without
+asking nova's API. Hard reboot, rebuild, resize and migrations regenerate the
+XML through the driver, which writes the element again.
+
+Pure: strings in, strings or values out. No nova, no libvirt.
+"""
+
+import dataclasses
+from xml.etree import ElementTree
+
+from nova_numa_policy import policy
+
+NAMESPACE = 'http://openstack.org/xmlns/nova-numa-policy/1.0'
+PREFIX = 'numapolicy'
+ELEMENT = 'policy'
+# nova's own instance metadata; since namespace 1.1 its <nova:flavor>
+# carries <nova:extraSpecs> (seen in nova 33 and 34), older ones do not.
+NOVA_NAMESPACES = ('http://openstack.org/xmlns/libvirt/nova/1.1',
+                   'http://openstack.org/xmlns/libvirt/nova/1.0')
+# So the element reads numapolicy:policy rather than ns0:policy.
+ElementTree.register_namespace(PREFIX, NAMESPACE)
+
+
+@dataclasses.dataclass(frozen=True)
+class PolicyRecord:
+    """What the driver decided for one guest when it was defined."""
+
+    policy: policy.NumaPolicy
+    # The <numatune> memory mode and nodes written at boot, if any.
+    mode: str | None = None
+    nodes: frozenset = frozenset()
+
+
+def _format_nodes(nodes):
+    return ','.join(str(n) for n in sorted(nodes))
+
+
+def _parse_nodes(text):
+    return frozenset(int(n) for n in text.split(',') if n.strip())
+
+
+def render(record):
+    """Return the element as XML text, for virDomainSetMetadata or nova."""
+    pol = record.policy
+    element = ElementTree.Element(f'{{{NAMESPACE}}}{ELEMENT}', {
+        'value': pol.value,
+        'nic-locality': pol.nic_locality.value,
+        'io-intensity': pol.io_intensity.value,
+        'within-nova-topology': str(pol.within_nova_topology).lower(),
+    })
+    if record.mode:
+        element.set('mode', record.mode)
+        element.set('nodeset', _format_nodes(record.nodes))
+    return ElementTree.tostring(element, encoding='unicode')
+
+
+def parse_element(element):
+    """Read our element; raise NumaPolicyError if its values are invalid."""
+    specs = {policy.POLICY_KEY: element.get('value'),
+             policy.NIC_LOCALITY_KEY: element.get('nic-locality'),
+             policy.IO_INTENSITY_KEY: element.get('io-intensity')}
+    resolved = policy.resolve({k: v for k, v in specs.items() if v})
+    if resolved is None:
+        return None
+    within = element.get('within-nova-topology') == 'true'
+    resolved = dataclasses.replace(resolved, within_nova_topology=within)
+    return PolicyRecord(resolved, element.get('mode'),
+                        _parse_nodes(element.get('nodeset') or ''))
+
+
+def find_record(domain_root):
+    """Our record in a parsed domain XML, or None."""
+    element = domain_root.find(f'./metadata/{{{NAMESPACE}}}{ELEMENT}')
+    return None if element is None else parse_element(element)
+
+
+def find_nova_flavor_specs(domain_root):
+    """Flavor extra specs from nova's own metadata, or None if absent."""
+    for ns in NOVA_NAMESPACES:
+        specs = domain_root.find(
+            f'./metadata/{{{ns}}}instance/{{{ns}}}flavor/{{{ns}}}extraSpecs')
+        if specs is not None:
+            return {e.get('name'): (e.text or '')
+                    for e in specs.findall(f'{{{ns}}}extraSpec')}
+    return None
+
+
+def find_nova_image_props(domain_root):
+    for ns in NOVA_NAMESPACES:
+        props = domain_root.find(
+            f'./metadata/{{{ns}}}instance/{{{ns}}}image/{{{ns}}}properties')
+        if props is not None:
+            return {e.get('name'): (e.text or '')
+                    for e in props.findall(f'{{{ns}}}property')}
+    return {}

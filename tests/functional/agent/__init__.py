@@ -1,0 +1,1 @@
+"""Functional tests of the compute agent: real broker, nova services."""

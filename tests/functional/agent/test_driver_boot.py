@@ -1,0 +1,135 @@
+"""Boot through nova's own services with the driver extension.
+
+nova-api, conductor, scheduler, placement and nova-compute run in process
+on fakelibvirt (nova's functional framework). The domain XML nova-compute
+hands to libvirt must carry the ``<numatune>`` and our metadata; that XML
+is then started on libvirt's real test driver, where the agent observes it
+and reports the policy as applied.
+"""
+
+import os
+import re
+import sys
+
+import fixtures
+from nova.tests.fixtures import libvirt as fakelibvirt
+from nova.tests.functional.libvirt import base as libvirt_base
+from xml.etree import ElementTree
+
+from nova_numa_policy.virt import driver as numa_driver
+from nova_numa_policy.virt import metadata
+from nova_numa_policy.virt import shim
+
+from agent import connection
+from agent import libvirt_backend
+from agent import service
+from tests import fixtures as host_fixtures
+
+SHIM_MODULE = f'nova.virt.{shim.MODULE}'
+
+
+def _test_driver_domain(nova_xml):
+    """nova's domain, reduced to what libvirt's test driver can define.
+
+    Devices, CPU model, features and clock are qemu's business; name, uuid,
+    metadata, memory, vCPUs and <numatune> are what the agent reads.
+    """
+    root = ElementTree.fromstring(nova_xml)
+    kept = ElementTree.Element('domain', {'type': 'test'})
+    for tag in ('name', 'uuid', 'metadata', 'memory', 'vcpu', 'numatune'):
+        element = root.find(tag)
+        if element is not None:
+            kept.append(element)
+    ElementTree.SubElement(ElementTree.SubElement(kept, 'os'),
+                           'type').text = 'hvm'
+    return ElementTree.tostring(kept, encoding='unicode')
+
+
+class DriverExtensionBootTest(libvirt_base.ServersTestBase):
+
+    microversion = 'latest'
+
+    def setUp(self):
+        super().setUp()
+        # What the shim file makes true on a compute node, without writing
+        # into the shared nova installation: nova.virt.numa_policy is our
+        # driver module (test_shim checks the file itself).
+        sys.modules[SHIM_MODULE] = numa_driver
+        self.addCleanup(sys.modules.pop, SHIM_MODULE, None)
+        self.flags(compute_driver=shim.COMPUTE_DRIVER)
+        self.defined = []
+        original = fakelibvirt.Connection.defineXML
+
+        def record(conn, xml):
+            self.defined.append(xml)
+            return original(conn, xml)
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.tests.fixtures.libvirt.Connection.defineXML', record))
+        self.start_compute(host_info=fakelibvirt.HostInfo(
+            cpu_nodes=2, cpu_sockets=1, cpu_cores=2, cpu_threads=1,
+            kB_mem=8 * 1024 * 1024))
+
+    def boot(self, extra_spec):
+        flavor = self._create_flavor(vcpu=2, memory_mb=1024,
+                                     extra_spec=extra_spec)
+        server = self._create_server(flavor_id=flavor,
+                                     networks='none')
+        self.assertEqual(1, len(self.defined))
+        return server, self.defined[0]
+
+    def test_interleave_reaches_the_domain_xml_and_the_report(self):
+        server, xml = self.boot({'hw:numa_policy': 'interleave'})
+        root = ElementTree.fromstring(xml)
+        memory = root.find('./numatune/memory')
+        self.assertEqual(('interleave', '0-1'),
+                         (memory.get('mode'), memory.get('nodeset')))
+        record = metadata.find_record(root)
+        self.assertEqual(('interleave', 'interleave', frozenset({0, 1})),
+                         (record.policy.value, record.mode, record.nodes))
+
+        # The same XML, started on libvirt's real test driver, seen by the
+        # agent on a two-node host.
+        tmp = self.useFixture(fixtures.TempDir()).path
+        sysfs_root = host_fixtures.two_sockets_nic_on_node1(
+            os.path.join(tmp, 'root'))
+        uri = 'test://' + host_fixtures.write_host_xml(
+            os.path.join(tmp, 'host.xml'), [_test_driver_domain(xml)])
+        conn = connection.Connection(uri)
+        self.addCleanup(conn.close)
+        agent = service.Agent(
+            libvirt_backend.LibvirtBackend(conn, root=sysfs_root),
+            host='compute1', period=5.0)
+        agent.run_once()
+        reported = {i.uuid: i for i in agent.last_report.instances}
+        self.assertEqual(('interleave', 'interleave'),
+                         (reported[server['id']].requested_policy,
+                          reported[server['id']].applied_policy))
+
+    def test_home_binds_memory_and_vcpus_to_one_node(self):
+        _, xml = self.boot({'hw:numa_policy': 'home'})
+        root = ElementTree.fromstring(xml)
+        memory = root.find('./numatune/memory')
+        self.assertEqual('strict', memory.get('mode'))
+        node = int(memory.get('nodeset'))
+        # fakelibvirt's 2 nodes x 2 cores: node n holds CPUs 2n and 2n+1.
+        self.assertEqual(f'{2 * node}-{2 * node + 1}',
+                         root.find('./vcpu').get('cpuset'))
+
+    def test_without_a_policy_the_xml_is_novas_own(self):
+        _, xml = self.boot({})
+        root = ElementTree.fromstring(xml)
+        self.assertIsNone(root.find('./numatune'))
+        self.assertIsNone(metadata.find_record(root))
+
+    def test_nova_owned_topology_keeps_novas_numatune(self):
+        _, xml = self.boot({'hw:numa_policy': 'first-touch',
+                            'hw:numa_nodes': '1'})
+        root = ElementTree.fromstring(xml)
+        self.assertIsNotNone(root.find('./numatune/memnode'))
+        self.assertEqual('strict',
+                         root.find('./numatune/memory').get('mode'))
+        record = metadata.find_record(root)
+        self.assertTrue(record.policy.within_nova_topology)
+        self.assertIsNone(record.mode)
+        self.assertIsNotNone(re.search(r'<cell ', xml))

@@ -1,0 +1,1 @@
+"""Unit tests of the compute agent and its pure decisions."""

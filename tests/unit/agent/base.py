@@ -1,0 +1,72 @@
+"""A two-socket host: libvirt's test driver for guests, sysfs for NUMA."""
+
+import os
+
+import fixtures
+import libvirt
+import testtools
+
+from nova_numa_policy import policy
+from nova_numa_policy.virt import metadata
+
+from agent import connection
+from agent import libvirt_backend
+from tests import fixtures as host_fixtures
+
+INTERLEAVED = '11111111-1111-4111-8111-111111111111'
+HOME_FROM_NOVA = '22222222-2222-4222-8222-222222222222'
+NOVA_TOPOLOGY = '33333333-3333-4333-8333-333333333333'
+SHUT_OFF = '44444444-4444-4444-8444-444444444444'
+NO_POLICY = '55555555-5555-4555-8555-555555555555'
+
+
+def record(value, mode=None, nodes=()):
+    return metadata.render(metadata.PolicyRecord(
+        policy.resolve({policy.POLICY_KEY: value}), mode, frozenset(nodes)))
+
+
+def domains():
+    return [
+        host_fixtures.domain_xml(
+            1, INTERLEAVED, policy=record('interleave', 'interleave', {0, 1}),
+            numatune=('interleave', '0-1')),
+        host_fixtures.domain_xml(2, HOME_FROM_NOVA,
+                                 nova_specs={policy.POLICY_KEY: 'home'}),
+        host_fixtures.domain_xml(
+            3, NOVA_TOPOLOGY, nova_topology=True,
+            nova_specs={policy.POLICY_KEY: 'first-touch',
+                        'hw:numa_nodes': '1'}),
+        host_fixtures.domain_xml(4, SHUT_OFF, running=False,
+                                 nova_specs={policy.POLICY_KEY: 'home'}),
+        host_fixtures.domain_xml(5, NO_POLICY),
+    ]
+
+
+class TestDriverHostTest(testtools.TestCase):
+    """Each test gets its own host file, sysfs tree and connection."""
+
+    def setUp(self):
+        super().setUp()
+        tmp = self.useFixture(fixtures.TempDir()).path
+        self.root = host_fixtures.two_sockets_nic_on_node1(
+            os.path.join(tmp, 'root'))
+        self.uri = 'test://' + host_fixtures.write_host_xml(
+            os.path.join(tmp, 'host.xml'), self.domains())
+        self.connection = connection.Connection(self.uri)
+        self.addCleanup(self.connection.close)
+        self.backend = libvirt_backend.LibvirtBackend(
+            self.connection, root=self.root,
+            physnet_interfaces={'physnet1': 'ens2f0'})
+
+    def domains(self):
+        return domains()
+
+    def dom(self, uuid):
+        return self.connection.get().lookupByUUIDString(uuid)
+
+    def vcpu_affinity(self, uuid):
+        return [libvirt_backend.cpus_from_map(m)
+                for m in self.dom(uuid).vcpus()[1]]
+
+    def numa_parameters(self, uuid):
+        return self.dom(uuid).numaParameters(libvirt.VIR_DOMAIN_AFFECT_LIVE)

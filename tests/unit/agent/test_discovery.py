@@ -1,0 +1,116 @@
+"""Discovery on fixture sysfs trees and on libvirt's real capabilities."""
+
+import fixtures
+import libvirt
+import testtools
+
+from agent import discovery
+from agent import sysfs
+from tests import fixtures as host_fixtures
+
+
+class SysfsTreeTest(testtools.TestCase):
+
+    def root(self, layout):
+        return layout(self.useFixture(fixtures.TempDir()).path)
+
+    def test_two_sockets_with_the_nic_on_node_1(self):
+        root = self.root(host_fixtures.two_sockets_nic_on_node1)
+        topo = discovery.discover(
+            '<capabilities/>', root, {'physnet1': 'ens2f0'},
+            {'br-ex': 'eno1', 'br-gone': 'ens9'})
+        self.assertEqual([0, 1], [n.id for n in topo.nodes])
+        self.assertEqual((4, 5, 6, 7), topo.nodes[1].cpus)
+        self.assertEqual((21, 10), topo.nodes[1].distances)
+        self.assertEqual(8192, topo.nodes[0].memory_total_mb)
+        nics = {n.name: n for n in topo.nics}
+        self.assertEqual(['eno1', 'ens2f0'], sorted(nics))  # ens9 absent
+        self.assertEqual((1, 25000, 'physnet1', None),
+                         (nics['ens2f0'].numa_node, nics['ens2f0'].speed_mbps,
+                          nics['ens2f0'].physnet, nics['ens2f0'].bridge))
+        # numa_node is -1; its local CPUs all sit on node 0.
+        self.assertEqual((0, 'br-ex'), (nics['eno1'].numa_node,
+                                        nics['eno1'].bridge))
+        self.assertEqual({0: 6144, 1: 2048}, sysfs.node_free_memory_mb(root))
+
+    def test_four_nodes(self):
+        root = self.root(host_fixtures.four_nodes)
+        topo = discovery.discover('<capabilities/>', root,
+                                  {'physnet2': 'ens3f0'}, {})
+        self.assertEqual(4, len(topo.nodes))
+        self.assertEqual((22, 16, 10, 16), topo.nodes[2].distances)
+        self.assertEqual(2, topo.nics[0].numa_node)
+        self.assertEqual(100000, topo.nics[0].speed_mbps)
+
+    def test_a_host_without_numa(self):
+        root = self.root(host_fixtures.no_numa)
+        topo = discovery.discover('<capabilities/>', root,
+                                  {'physnet1': 'eth0'}, {})
+        self.assertEqual((), topo.nodes)
+        self.assertIsNone(topo.nics[0].numa_node)
+        self.assertEqual({0: 8192}, sysfs.node_free_memory_mb(root))
+
+    def test_nova_physnet_numa_nodes_fill_unnamed_uplinks(self):
+        root = self.root(host_fixtures.two_sockets_nic_on_node1)
+        topo = discovery.discover(
+            '<capabilities/>', root, {'physnet1': 'ens2f0'}, {},
+            {'physnet1': [0], 'physnet2': [1], 'physnet3': [0, 1]})
+        by_physnet = {n.physnet: n for n in topo.nics}
+        # The configured interface wins over nova's option for physnet1;
+        # physnet3 spans both nodes and says nothing about locality.
+        self.assertEqual(1, by_physnet['physnet1'].numa_node)
+        self.assertEqual(1, by_physnet['physnet2'].numa_node)
+        self.assertNotIn('physnet3', by_physnet)
+
+    def test_cpulist(self):
+        self.assertEqual(frozenset({0, 1, 2, 5, 8, 9}),
+                         sysfs.parse_cpulist('0-2,5,8-9\n'))
+        self.assertEqual(frozenset(), sysfs.parse_cpulist(''))
+
+
+class CapabilitiesTest(testtools.TestCase):
+
+    def test_nodes_from_the_test_driver_capabilities(self):
+        conn = libvirt.open('test:///default')
+        self.addCleanup(conn.close)
+        nodes = discovery.nodes_from_capabilities(conn.getCapabilities())
+        self.assertEqual([0, 1], [n.id for n in nodes])
+        self.assertEqual(tuple(range(8, 16)), nodes[1].cpus)
+        self.assertEqual((2048, 4096), tuple(n.memory_total_mb
+                                             for n in nodes))
+        # No <distances> in the test driver: SLIT defaults.
+        self.assertEqual((10, 20), nodes[0].distances)
+
+    def test_distances_from_capabilities(self):
+        caps = """<capabilities><host><topology><cells num='2'>
+          <cell id='0'><memory unit='KiB'>1048576</memory>
+            <distances><sibling id='0' value='10'/>
+                       <sibling id='1' value='32'/></distances>
+            <cpus num='1'><cpu id='0'/></cpus></cell>
+          <cell id='1'><memory unit='KiB'>1048576</memory>
+            <distances><sibling id='0' value='32'/>
+                       <sibling id='1' value='10'/></distances>
+            <cpus num='1'><cpu id='1'/></cpus></cell>
+        </cells></topology></host></capabilities>"""
+        nodes = discovery.nodes_from_capabilities(caps)
+        self.assertEqual([(10, 32), (32, 10)], [n.distances for n in nodes])
+
+
+class LoadTest(testtools.TestCase):
+
+    def test_node_loads_from_two_proc_stat_samples(self):
+        root = self.useFixture(fixtures.TempDir()).path
+        host_fixtures.numa_host(root, 2, 2)
+        topo = discovery.discover('<capabilities/>', root, {}, {})
+        before = discovery.read_cpu_times(root)
+        host_fixtures.write_proc(root, 4, busy={0: 500, 1: 500, 2: 100},
+                                 elapsed=2000)
+        after = discovery.read_cpu_times(root)
+        loads = discovery.node_loads(before, after, topo.nodes)
+        self.assertEqual({0: 0.5, 1: 0.05}, loads)
+
+    def test_real_proc_stat_is_readable(self):
+        times = discovery.read_cpu_times('/')
+        self.assertIn(0, times)
+        busy, total = times[0]
+        self.assertLessEqual(busy, total)

@@ -1,0 +1,208 @@
+"""The real backend against libvirt's test driver and a fixture sysfs."""
+
+import threading
+
+import fixtures
+import libvirt
+import testtools
+
+from nova_numa_policy import backend
+
+from agent import connection
+from agent import enforcer
+from agent import errors
+from tests import fixtures as host_fixtures
+from tests.unit.agent import base
+
+
+class ObserveTest(base.TestDriverHostTest):
+
+    def test_topology_comes_from_sysfs_when_libvirt_has_no_cells(self):
+        topo = self.backend.topology()
+        self.assertEqual([(0, 1, 2, 3), (4, 5, 6, 7)],
+                         [n.cpus for n in topo.nodes])
+        self.assertEqual([('ens2f0', 1, 'physnet1')],
+                         [(n.name, n.numa_node, n.physnet)
+                          for n in topo.nics])
+
+    def test_running_guests_and_their_requested_policy(self):
+        snapshot = self.backend.observe()
+        by_uuid = {i.uuid: i for i in snapshot.instances}
+        self.assertNotIn(base.SHUT_OFF, by_uuid)
+        self.assertEqual(
+            {base.INTERLEAVED: 'interleave', base.HOME_FROM_NOVA: 'home',
+             base.NOVA_TOPOLOGY: 'first-touch', base.NO_POLICY: None},
+            {u: i.requested_policy for u, i in by_uuid.items()})
+        interleaved = by_uuid[base.INTERLEAVED]
+        self.assertEqual(('interleave', frozenset({0, 1})),
+                         (interleaved.memory_mode, interleaved.memory_nodes))
+        self.assertEqual(2, len(interleaved.vcpu_affinity))
+        self.assertIsNotNone(by_uuid[base.NOVA_TOPOLOGY].hands_off_reason)
+        self.assertEqual([0, 1], [u.node_id for u in snapshot.usage])
+        self.assertEqual([6144, 2048],
+                         [u.memory_free_mb for u in snapshot.usage])
+
+    def test_capabilities_exclude_page_migration(self):
+        caps = self.backend.capabilities()
+        self.assertIn(backend.CAP_VCPU_PINNING, caps)
+        self.assertIn(backend.CAP_LIVE_NODESET, caps)
+        self.assertNotIn(backend.CAP_PAGE_MIGRATION, caps)
+        self.assertRaises(errors.PageMigrationUnavailable,
+                          self.backend.move_pages, base.INTERLEAVED, 0, 1, 10)
+
+
+class ActTest(base.TestDriverHostTest):
+
+    def test_pin_vcpu_and_emulator(self):
+        self.backend.pin_vcpu(base.HOME_FROM_NOVA, 1, frozenset({4, 5}))
+        self.backend.pin_emulator(base.HOME_FROM_NOVA, frozenset({4, 5}))
+        self.assertEqual(frozenset({4, 5}),
+                         self.vcpu_affinity(base.HOME_FROM_NOVA)[1])
+        emulator = self.dom(base.HOME_FROM_NOVA).emulatorPinInfo(
+            libvirt.VIR_DOMAIN_AFFECT_LIVE)
+        self.assertEqual(frozenset({4, 5}),
+                         frozenset(i for i, on in enumerate(emulator) if on))
+
+    def test_set_nodeset_on_a_guest_without_numatune(self):
+        self.backend.set_nodeset(base.HOME_FROM_NOVA, frozenset({1}))
+        self.assertEqual('1', self.numa_parameters(base.HOME_FROM_NOVA)[
+            libvirt.VIR_DOMAIN_NUMA_NODESET])
+        snapshot = self.backend.observe()
+        home = [i for i in snapshot.instances
+                if i.uuid == base.HOME_FROM_NOVA][0]
+        self.assertEqual(('strict', frozenset({1})),
+                         (home.memory_mode, home.memory_nodes))
+
+    def test_nodeset_of_an_interleaved_guest_is_refused_before_libvirt(self):
+        # The test driver itself would accept it; qemu would not, so the
+        # backend applies qemu's rule (doc/source/agent.rst).
+        self.assertRaises(errors.NotEnforceable, self.backend.set_nodeset,
+                          base.INTERLEAVED, frozenset({1}))
+        self.assertEqual('0-1', self.numa_parameters(base.INTERLEAVED)[
+            libvirt.VIR_DOMAIN_NUMA_NODESET])
+
+    def test_libvirt_refuses_a_mode_change_of_a_running_guest(self):
+        exc = self.assertRaises(
+            libvirt.libvirtError, self.dom(base.INTERLEAVED).setNumaParameters,
+            {libvirt.VIR_DOMAIN_NUMA_MODE:
+             libvirt.VIR_DOMAIN_NUMATUNE_MEM_STRICT},
+            libvirt.VIR_DOMAIN_AFFECT_LIVE)
+        self.assertEqual(libvirt.VIR_ERR_OPERATION_INVALID,
+                         exc.get_error_code())
+
+    def test_a_shut_off_domain_is_domain_gone(self):
+        self.dom(base.HOME_FROM_NOVA).destroy()
+        self.assertRaises(errors.DomainGone, self.backend.pin_vcpu,
+                          base.HOME_FROM_NOVA, 0, frozenset({4}))
+        self.assertNotIn(base.HOME_FROM_NOVA,
+                         [i.uuid for i in self.backend.observe().instances])
+
+    def test_a_deleted_domain_is_domain_gone(self):
+        dom = self.dom(base.HOME_FROM_NOVA)
+        dom.undefine()
+        dom.destroy()
+        for call, arg in ((self.backend.pin_emulator, frozenset({4})),
+                          (self.backend.set_nodeset, frozenset({1}))):
+            self.assertRaises(errors.DomainGone, call, base.HOME_FROM_NOVA,
+                              arg)
+
+    def test_a_failed_action_rolls_back_the_ones_before_it(self):
+        before = self.vcpu_affinity(base.HOME_FROM_NOVA)
+        snapshot = self.backend.observe()
+        instance = [i for i in snapshot.instances
+                    if i.uuid == base.HOME_FROM_NOVA][0]
+        cpus = frozenset({4, 5})
+        actions = (
+            backend.PinVcpu(base.HOME_FROM_NOVA, 'test', vcpu=0, cpus=cpus),
+            backend.PinVcpu(base.HOME_FROM_NOVA, 'test', vcpu=1, cpus=cpus),
+            # The guest has 2 vCPUs: libvirt refuses vCPU 7.
+            backend.PinVcpu(base.HOME_FROM_NOVA, 'test', vcpu=7, cpus=cpus),
+        )
+        outcome = enforcer.apply_plan(self.backend, instance,
+                                      snapshot.topology, actions)
+        self.assertIsNotNone(outcome.failed)
+        self.assertEqual(before, self.vcpu_affinity(base.HOME_FROM_NOVA))
+
+    def test_dry_run_changes_nothing(self):
+        before = self.vcpu_affinity(base.HOME_FROM_NOVA)
+        snapshot = self.backend.observe()
+        instance = snapshot.instances[0]
+        enforcer.apply_plan(
+            self.backend, instance, snapshot.topology,
+            (backend.PinVcpu(base.HOME_FROM_NOVA, 't', vcpu=0,
+                             cpus=frozenset({4})),), dry_run=True)
+        self.assertEqual(before, self.vcpu_affinity(base.HOME_FROM_NOVA))
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+class ConnectionTest(testtools.TestCase):
+
+    def test_reconnects_with_doubling_backoff(self):
+        clock = FakeClock()
+        attempts = []
+
+        def opener(uri):
+            attempts.append(clock.now)
+            if len(attempts) < 3:
+                raise libvirt.libvirtError('libvirtd is down')
+            return libvirt.open(uri)
+
+        conn = connection.Connection('test:///default', clock=clock,
+                                     opener=opener, max_delay=60)
+        self.addCleanup(conn.close)
+        self.assertRaises(errors.ConnectionLost, conn.get)
+        self.assertRaises(errors.ConnectionLost, conn.get)  # waiting
+        self.assertEqual(1, len(attempts))
+        clock.now += 1
+        self.assertRaises(errors.ConnectionLost, conn.get)
+        self.assertEqual(2.0, conn.retry_in)
+        clock.now += 2
+        self.assertEqual('TEST', conn.get().getType())
+        self.assertEqual(3, len(attempts))
+
+    def test_a_closed_connection_is_reopened(self):
+        conn = connection.Connection('test:///default')
+        self.addCleanup(conn.close)
+        first = conn.get()
+        first.close()
+        self.assertEqual('TEST', conn.get().getType())
+        self.assertEqual(2, conn.generation)
+
+    def test_backoff_is_capped(self):
+        delays = [0.0]
+        for _ in range(10):
+            delays.append(connection.next_delay(delays[-1], 30))
+        self.assertEqual([0.0, 1, 2, 4, 8, 16, 30, 30, 30, 30, 30], delays)
+
+
+class EventTest(testtools.TestCase):
+
+    def test_a_started_domain_is_reported_within_a_second(self):
+        connection.start_event_loop()
+        seen = threading.Event()
+        events = []
+
+        def on_event(uuid, what):
+            events.append((uuid, what))
+            seen.set()
+
+        # Its own host file: events of test:///default are shared between
+        # connections of the process.
+        tmp = self.useFixture(fixtures.TempDir()).path
+        uri = 'test://' + host_fixtures.write_host_xml(tmp + '/h.xml', [])
+        conn = connection.Connection(uri, on_domain_event=on_event)
+        self.addCleanup(conn.close)
+        raw = conn.get()
+        raw.createXML(host_fixtures.domain_xml(
+            9, base.NO_POLICY).replace(
+                " xmlns:test='http://libvirt.org/schemas/domain/test/1.0'",
+                ''), 0)
+        self.assertTrue(seen.wait(1.0), 'no lifecycle event within 1 s')
+        self.assertIn((base.NO_POLICY, 'started'), events)

@@ -1,0 +1,146 @@
+"""One agent period on the test driver, step by step and whole."""
+
+import os
+import subprocess
+import sys
+
+import fixtures
+import libvirt
+import testtools
+
+from nova_numa_policy.objects import report as report_obj
+
+from agent import notifier
+from agent import service
+from tests.unit.agent import base
+
+
+class RecordingNotifier:
+    """Stands in for the broker: the real one is in tests/functional."""
+
+    def __init__(self, fail=0):
+        self.fail = fail
+        self.sent = []
+
+    def info(self, ctxt, event_type, payload):
+        if self.fail:
+            self.fail -= 1
+            raise ConnectionError('broker unreachable')
+        self.sent.append((event_type, payload))
+
+
+class AgentPeriodTest(base.TestDriverHostTest):
+
+    def agent(self, dry_run=False, sender=None, clock=None):
+        return service.Agent(self.backend, host='cn1', period=5.0,
+                             sender=sender, dry_run=dry_run,
+                             **({'clock': clock} if clock else {}))
+
+    def test_a_period_applies_home_and_reports_it(self):
+        agent = self.agent()
+        self.assertFalse(agent.run_once())
+        instances = {i.uuid: i for i in agent.last_report.instances}
+        home = instances[base.HOME_FROM_NOVA]
+        self.assertEqual(('home', 'home'),
+                         (home.requested_policy, home.applied_policy))
+        self.assertEqual(
+            ('interleave', 'interleave'),
+            (instances[base.INTERLEAVED].requested_policy,
+             instances[base.INTERLEAVED].applied_policy))
+        self.assertEqual('none', instances[base.NOVA_TOPOLOGY].applied_policy)
+        # Node 0 has the most free memory in the fixture tree.
+        self.assertEqual('0', self.numa_parameters(base.HOME_FROM_NOVA)[
+            'numa_nodeset'])
+        self.assertEqual([frozenset({0, 1, 2, 3})] * 2,
+                         self.vcpu_affinity(base.HOME_FROM_NOVA))
+        report_obj.check_report(agent.last_report)
+
+    def test_a_second_period_changes_nothing(self):
+        agent = self.agent()
+        agent.run_once()
+        snapshot = agent.observe()
+        self.assertEqual([], agent.decide(snapshot))
+
+    def test_dry_run_decides_but_changes_nothing(self):
+        agent = self.agent(dry_run=True)
+        agent.run_once()
+        home = [i for i in agent.last_report.instances
+                if i.uuid == base.HOME_FROM_NOVA][0]
+        self.assertEqual('first-touch', home.applied_policy)
+        self.assertEqual('', self.numa_parameters(base.HOME_FROM_NOVA)[
+            'numa_nodeset'])
+
+    def test_the_budget_defers_work_to_the_next_period(self):
+        agent = self.agent()
+        agent.max_actions = 2
+        self.assertTrue(agent.run_once())
+        self.assertEqual('', self.numa_parameters(base.HOME_FROM_NOVA)[
+            'numa_nodeset'])
+
+    def test_reports_survive_a_broker_outage(self):
+        broker = RecordingNotifier(fail=2)
+        sender = notifier.ReportSender(broker)
+        now = [0.0]
+        agent = self.agent(sender=sender, clock=lambda: now[0])
+        agent.run_once()
+        self.assertFalse(sender.send_pending())  # broker down
+        now[0] += 5.0
+        agent.run_once()                          # enforcement goes on
+        self.assertFalse(sender.send_pending())
+        self.assertTrue(sender.send_pending())    # broker back
+        self.assertEqual(1, len(broker.sent))
+        event, payload = broker.sent[0]
+        self.assertEqual(notifier.EVENT_TYPE, event)
+        # Only the newest report is sent after the outage.
+        self.assertEqual(2, report_obj.load_report(payload).seq)
+
+    def test_a_lost_connection_does_not_end_the_loop(self):
+        agent = self.agent()
+        self.connection.get().close()
+
+        def refuse(uri):
+            raise libvirt.libvirtError('libvirtd is down')
+
+        self.connection._opener = refuse
+        self.assertIsNone(agent.daemon_loop(once=True))
+
+    def test_unchanged_reports_wait_for_the_period(self):
+        broker = RecordingNotifier()
+        sender = notifier.ReportSender(broker)
+        agent = self.agent(sender=sender, clock=lambda: 0.0)
+        agent.run_once()
+        sender.send_pending()
+        agent.run_once()
+        sender.send_pending()
+        self.assertEqual(1, len(broker.sent))
+        self.dom(base.HOME_FROM_NOVA).destroy()  # a significant change
+        agent.run_once()
+        sender.send_pending()
+        self.assertEqual(2, len(broker.sent))
+
+    def test_stop_ends_the_loop_promptly(self):
+        agent = self.agent()
+        agent.period = 3600
+        agent.stop()
+        agent.daemon_loop()  # returns at once instead of waiting an hour
+
+
+class ConsoleScriptTest(testtools.TestCase):
+
+    def test_once_dry_run_prints_a_valid_report(self):
+        conf = self.useFixture(fixtures.TempDir()).join('a.conf')
+        with open(conf, 'w') as f:
+            f.write('[numa_policy_agent]\nlibvirt_uri = test:///default\n'
+                    'host = cn-test\n')
+        result = subprocess.run(
+            [sys.executable, '-m', 'agent.cmd', '--once', '--dry-run',
+             '--config-file', conf],
+            capture_output=True, text=True, timeout=60,
+            cwd=os.path.dirname(os.path.dirname(os.path.dirname(
+                os.path.dirname(os.path.abspath(__file__))))))
+        self.assertEqual(0, result.returncode, result.stderr)
+        report = report_obj.report_from_json(result.stdout, 1024 * 1024)
+        self.assertEqual('cn-test', report.host)
+        self.assertEqual([0, 1], report.node_ids())
+        self.assertEqual(['6695eb01-f6a4-8304-79aa-97f2502e193f'],
+                         [i.uuid for i in report.instances])

@@ -1,0 +1,29 @@
+"""The shim that lets nova-compute load the driver extension."""
+
+import importlib.util
+
+import fixtures
+import testtools
+
+from nova_numa_policy.virt import driver
+from nova_numa_policy.virt import shim
+
+
+class ShimTest(testtools.TestCase):
+
+    def test_the_shim_exports_the_driver_and_is_idempotent(self):
+        virt_dir = self.useFixture(fixtures.TempDir()).path
+        path = shim.install(virt_dir)
+        self.assertEqual(path, shim.install(virt_dir))
+        spec = importlib.util.spec_from_file_location('shimmed', path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        self.assertIs(driver.NumaPolicyLibvirtDriver,
+                      module.NumaPolicyLibvirtDriver)
+        self.assertEqual('numa_policy.NumaPolicyLibvirtDriver',
+                         shim.COMPUTE_DRIVER)
+
+    def test_supported_nova_versions(self):
+        self.assertTrue(driver.supported(driver.nova_major()))
+        self.assertFalse(driver.supported(driver.MIN_NOVA_MAJOR - 1))
+        self.assertFalse(driver.supported(driver.MAX_NOVA_MAJOR + 1))
