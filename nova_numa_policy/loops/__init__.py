@@ -1,0 +1,1 @@
+"""Rebalancing strategies: pure decide functions over a HostSnapshot."""

@@ -1,0 +1,133 @@
+"""``auto``: pick a guest's policy from its measured access imbalance.
+
+Seed 000 Table 1 classes, imbalance being the relative standard deviation
+of accesses per node over the guest's nodes: below ``low`` (85 %)
+first-touch, up to ``high`` (130 %) first-touch + Carrefour, above it
+interleave + Carrefour. Without access counters memory per node stands
+in for accesses (a first-touch guest's memory follows its allocators).
+
+Against flapping: a new class must win ``max_pin_count`` + 1 periods in a
+row (seed 004 pin count); classes only move up between revisits, because
+interleaving or Carrefour lowers the imbalance they were chosen for; every
+``revisit_periods`` the choice is cleared and measured again.
+"""
+
+import dataclasses
+
+import numpy as np
+
+from nova_numa_policy import backend
+from nova_numa_policy.loops import base
+from nova_numa_policy.loops import carrefour
+from nova_numa_policy.loops import hysteresis
+
+FIRST_TOUCH = 'first-touch'
+FT_CARREFOUR = 'first-touch+carrefour'
+IL_CARREFOUR = 'interleave+carrefour'
+RANK = {FIRST_TOUCH: 0, FT_CARREFOUR: 1, IL_CARREFOUR: 2}
+PAGES_PER_MB = 256
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    low: float = 0.85
+    high: float = 1.30
+    max_pin_count: int = 2
+    revisit_periods: int = 720  # one hour of 5 s periods
+    # Memory counts as interleaved once its spread over the guest's nodes
+    # has a relative std deviation below this.
+    interleaved_rsd: float = 0.10
+    batch_pages: int = 65536
+    page_rebalancer: carrefour.Config = carrefour.Config()
+
+
+def classify(imb, config):
+    if imb < config.low:
+        return FIRST_TOUCH
+    if imb <= config.high:
+        return FT_CARREFOUR
+    return IL_CARREFOUR
+
+
+def measured_imbalance(topology, inst):
+    acc = base.access_vector(topology, inst)
+    if acc is None or acc.sum() <= 0:
+        acc = base.memory_vector(topology, inst)
+    nodes = sorted(set(base.vcpu_nodes(topology, inst))
+                   | set(np.flatnonzero(acc > 0)))
+    return base.imbalance(acc[nodes])
+
+
+def _interleave(topology, inst, config):
+    """Spread memory evenly over the guest's vCPU nodes, a batch a time."""
+    nodes = sorted(set(base.vcpu_nodes(topology, inst)))
+    mem = base.memory_vector(topology, inst)
+    if len(nodes) < 2 or base.imbalance(mem[nodes]) <= config.interleaved_rsd:
+        return []
+    src = max(range(len(mem)), key=lambda n: mem[n])
+    dst = min(nodes, key=lambda n: mem[n])
+    target = mem.sum() / len(nodes)
+    pages = int(min(config.batch_pages,
+                    min(mem[src] - target, target - mem[dst]) * PAGES_PER_MB))
+    if pages <= 0:
+        return []
+    return [backend.MovePages(
+        instance_uuid=inst.uuid, source_node=src, target_node=dst,
+        pages=pages, reason=f'auto: {IL_CARREFOUR}, interleaving memory '
+                            f'over nodes {nodes}')]
+
+
+def _act(topology, inst, policy, interleaved, config):
+    """Actions for the chosen policy.
+
+    Interleaving is a one-time static placement, after which only Carrefour
+    acts: a second interleave would undo Carrefour's hot-page moves every
+    period.
+    """
+    if policy == IL_CARREFOUR and not interleaved:
+        return _interleave(topology, inst, config)
+    if policy in (IL_CARREFOUR, FT_CARREFOUR):
+        return carrefour.decide_instance(topology, inst,
+                                         config.page_rebalancer)
+    return []
+
+
+def _next_choice(current, proposed, config):
+    if current is not None and RANK[proposed] < RANK[current.value]:
+        proposed = current.value  # only upwards between revisits
+    return hysteresis.update(current, proposed, config.max_pin_count)
+
+
+class Auto(base.Strategy):
+    name = 'auto'
+    inputs = ('accesses_per_node', 'memory_mb_per_node', 'vcpu_cpus')
+    required_capabilities = frozenset({backend.CAP_PAGE_MIGRATION})
+    Config = Config
+
+    def initial_state(self, seed=0):
+        return {'choice': {}, 'age': {}, 'interleaved': frozenset()}
+
+    def decide(self, snapshot, state, config):
+        topo = snapshot.topology
+        choice = dict(state['choice'])
+        age = dict(state['age'])
+        done = set(state['interleaved'])
+        actions = []
+        for inst in base.managed(snapshot):
+            if inst.requested_policy != 'auto' or not inst.vcpu_cpus:
+                continue
+            uuid = inst.uuid
+            age[uuid] = age.get(uuid, 0) + 1
+            if age[uuid] > config.revisit_periods:
+                choice.pop(uuid, None)
+                done.discard(uuid)
+                age[uuid] = 0
+            proposed = classify(measured_imbalance(topo, inst), config)
+            choice[uuid] = _next_choice(choice.get(uuid), proposed, config)
+            policy = choice[uuid].value
+            mine = _act(topo, inst, policy, uuid in done, config)
+            if policy == IL_CARREFOUR and not mine:
+                done.add(uuid)
+            actions.extend(mine)
+        return actions, {'choice': choice, 'age': age,
+                         'interleaved': frozenset(done)}

@@ -1,0 +1,178 @@
+"""Bias Random vCPU Migration (seed 001 Algorithm 1).
+
+Per NUMA-sensitive vCPU and per node, an uncore penalty smoothed by an
+EWMA (7/8 old, 1/8 new sample); each period, for every other node with a
+lower penalty than the current one the migration probability rises by
+``prob_step`` (else falls), bounded to 0..100, and the bias points at the
+node with the lowest penalty. A random draw below the probability moves
+the vCPU to its bias node and resets the probability.
+
+Adaptations, each for a stated reason:
+
+* the seed steps the probability by 1 per 10 ms tick; a 5 s agent period
+  steps it by ``prob_step`` (25) so a decision takes a few periods;
+* a node the vCPU has not run on recently has no sample: its penalty is
+  estimated from the measured one, scaled by the distance from that node
+  to the guest's memory and sibling vCPUs (NUMA distances of the host);
+  estimates are refreshed every ``reset_periods``, the seed's periodic
+  reset that forces re-exploration;
+* without hardware counters (no ``vcpu_penalty``) the sample itself is
+  that distance proxy at the current node;
+* load balancing overrides: a move to a node with no free CPU is skipped;
+* the destination goes through the pin count (seed 004) like every
+  affinity change;
+* a vCPU whose affinity someone else narrowed (nova, vNUIOA) is left
+  alone, so two loops never pull one vCPU back and forth.
+
+The random draws come from a generator seeded from the runner's seed and
+the period number, so decisions are reproducible.
+"""
+
+import dataclasses
+import random
+
+import numpy as np
+
+from nova_numa_policy import backend
+from nova_numa_policy.loops import base
+from nova_numa_policy.loops import hysteresis
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    ewma_old_weight: float = 7.0 / 8.0
+    prob_step: int = 25
+    # Below this penalty (stall time per unit of work) a vCPU is not
+    # NUMA-sensitive and is left to the host's load balancer.
+    min_penalty: float = 0.05
+    reset_periods: int = 60
+    max_pin_count: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class VcpuState:
+    unc: tuple  # smoothed penalty per node, None when unknown
+    prob: int = 0
+    bias: int = 0
+    seen: int = 0  # periods since the last reset
+
+
+def _proxy(dist, mem, nodes, vcpu):
+    """Distance-weighted latency of each node to memory and siblings.
+
+    ``mem`` is the guest's memory fraction per node; the result is in units
+    of the local distance, minus one: 0 when everything is local.
+    """
+    peers = np.bincount([n for i, n in enumerate(nodes) if i != vcpu],
+                        minlength=len(mem)).astype(float)
+    peers = peers / peers.sum() if peers.sum() else mem
+    return 0.5 * (dist @ mem) + 0.5 * (dist @ peers) - 1.0
+
+
+def _sample(inst, vcpu, proxy, node):
+    if inst.vcpu_penalty is not None and vcpu < len(inst.vcpu_penalty):
+        return float(inst.vcpu_penalty[vcpu])
+    return float(proxy[node])
+
+
+def update(prev, node, sample, proxy, config):
+    """Algorithm 1, UPDATE: new VcpuState after one sample on ``node``."""
+    n = len(proxy)
+    if prev is None or prev.seen >= config.reset_periods:
+        prev = VcpuState(unc=(None,) * n, bias=node)
+    unc = list(prev.unc)
+    old = unc[node]
+    unc[node] = sample if old is None else (
+        config.ewma_old_weight * old + (1 - config.ewma_old_weight) * sample)
+    scale = unc[node] / proxy[node] if proxy[node] > 0 else 0.0
+    est = [u if u is not None else (proxy[i] * scale if scale else
+                                    unc[node])
+           for i, u in enumerate(unc)]
+    prob, bias = prev.prob, prev.bias
+    for i in range(n):
+        if i == node:
+            continue
+        if est[node] > est[i]:
+            prob = min(100, prob + config.prob_step)
+            if est[bias] > est[i]:
+                bias = i
+        else:
+            prob = max(0, prob - config.prob_step)
+    return VcpuState(unc=tuple(unc), prob=prob, bias=bias,
+                     seen=prev.seen + 1)
+
+
+def _pinned_by_other(topology, inst, vcpu, pin):
+    """True when nova or another loop narrowed the vCPU's affinity.
+
+    BRM does not fight over such a vCPU.
+    """
+    if vcpu >= len(inst.vcpu_affinity):
+        return False
+    affinity = inst.vcpu_affinity[vcpu]
+    everything = {c for n in topology.nodes for c in n.cpus}
+    if not affinity or set(affinity) >= everything:
+        return False
+    return pin is None or affinity != frozenset(
+        topology.node(pin.value).cpus)
+
+
+def _free_cpu(topology, counts, node):
+    return counts[node] < len(topology.node(node).cpus)
+
+
+class Brm(base.Strategy):
+    name = 'brm'
+    inputs = ('vcpu_penalty', 'vcpu_cpus', 'memory_mb_per_node')
+    required_capabilities = frozenset({backend.CAP_VCPU_PINNING})
+    Config = Config
+
+    def initial_state(self, seed=0):
+        return {'seed': seed, 'tick': 0, 'vcpus': {}, 'pins': {}}
+
+    def decide(self, snapshot, state, config):
+        topo = snapshot.topology
+        rng = random.Random(f"{state['seed']}:{state['tick']}")
+        vcpus = dict(state['vcpus'])
+        pins = dict(state['pins'])
+        counts = np.zeros(len(topo.nodes))
+        for inst in snapshot.instances:
+            for node in base.vcpu_nodes(topo, inst):
+                counts[node] += 1
+        dist = np.array([n.distances for n in topo.nodes], float) / 10.0
+        actions = []
+        for inst in base.managed(snapshot):
+            nodes = base.vcpu_nodes(topo, inst)
+            mem = base.memory_vector(topo, inst)
+            mem = mem / mem.sum() if mem.sum() else mem
+            for v, node in enumerate(nodes):
+                if _pinned_by_other(topo, inst, v, pins.get((inst.uuid, v))):
+                    continue
+                proxy = _proxy(dist, mem, nodes, v)
+                sample = _sample(inst, v, proxy, node)
+                key = (inst.uuid, v)
+                if sample < config.min_penalty:
+                    vcpus.pop(key, None)  # not NUMA-sensitive
+                    continue
+                st = update(vcpus.get(key), node, sample, proxy, config)
+                draw = rng.randrange(100)
+                if draw >= st.prob or st.bias == node:
+                    vcpus[key] = st
+                    continue
+                pin = hysteresis.update(pins.get(key), st.bias,
+                                        config.max_pin_count)
+                pins[key] = pin
+                vcpus[key] = dataclasses.replace(st, prob=0)
+                if pin.value != st.bias or not _free_cpu(topo, counts,
+                                                         st.bias):
+                    continue
+                counts[node] -= 1
+                counts[st.bias] += 1
+                actions.append(backend.PinVcpu(
+                    instance_uuid=inst.uuid, vcpu=v,
+                    cpus=frozenset(topo.node(st.bias).cpus),
+                    reason=f'brm: penalty {st.unc[node]:.3f} on node '
+                           f'{node} above node {st.bias}, probability '
+                           f'{st.prob} drew {draw}'))
+        return actions, {'seed': state['seed'], 'tick': state['tick'] + 1,
+                         'vcpus': vcpus, 'pins': pins}

@@ -1,0 +1,216 @@
+"""SimulatedBackend: the project's Backend interface on a simulated host.
+
+``observe()`` reports what the real backend would see after a period;
+``advance()`` runs one period of the performance model and records each
+guest's normalized throughput, so experiments can compare loops.
+"""
+
+import numpy as np
+
+from nova_numa_policy import backend
+from nova_numa_policy.sim import model
+from nova_numa_policy.sim import state as st
+from nova_numa_policy.sim import workload as wl
+
+# Cost of migrating one 4 KiB page to the guest (copy, TLB shootdown,
+# fault on next touch): an order of magnitude of Linux move_pages(2), not a
+# seed number. It keeps needless page moves from being free.
+MIGRATION_US_PER_PAGE = 4.0
+# Cache refill after a vCPU changes node, seconds of lost work.
+VCPU_MOVE_COST_S = 0.002
+
+
+class SimulatedBackend(backend.Backend):
+    name = 'simulated'
+
+    def __init__(self, host, vms, period_s=5.0, seed=0, access_counters=True,
+                 noise=0.01):
+        self.host = host
+        self.vms = list(vms)
+        self.period_s = period_s
+        self.rng = np.random.default_rng(seed)
+        self.access_counters = access_counters
+        self.noise = noise
+        self.now = 0.0
+        self._result = None
+        self._moved_pages = {vm.uuid: 0 for vm in self.vms}
+        self._moved_vcpus = {vm.uuid: 0 for vm in self.vms}
+        for vm in self.vms:
+            if vm.vcpu_time_ns is None:
+                vm.vcpu_time_ns = np.zeros(vm.n_vcpus, dtype=np.int64)
+
+    # -- the Backend interface ------------------------------------------
+    def capabilities(self):
+        caps = {backend.CAP_VCPU_PINNING, backend.CAP_EMULATOR_PINNING,
+                backend.CAP_LIVE_NODESET, backend.CAP_PAGE_MIGRATION}
+        if self.access_counters:
+            caps.add(backend.CAP_ACCESS_COUNTERS)
+        return frozenset(caps)
+
+    def topology(self):
+        return self.host.to_topology()
+
+    def observe(self):
+        result = self.result()
+        usage = tuple(
+            backend.NodeUsage(node_id=n, cpu_load=float(result.cpu_load[n]),
+                              memory_free_mb=int(self._free_mb(n)))
+            for n in range(self.host.n_nodes))
+        instances = []
+        first = 0
+        for i, vm in enumerate(self.vms):
+            last = first + vm.n_vcpus
+            instances.append(self._instance(vm, result, i, first, last))
+            first = last
+        return backend.HostSnapshot(topology=self.topology(), usage=usage,
+                                    instances=tuple(instances),
+                                    taken_at=self.now)
+
+    def pin_vcpu(self, instance_uuid, vcpu, cpus):
+        vm = self.vm(instance_uuid)
+        cpus = frozenset(cpus)
+        vm.vcpu_affinity[vcpu] = cpus
+        if int(vm.vcpu_cpus[vcpu]) not in cpus:
+            old = self.host.node_of_cpu(int(vm.vcpu_cpus[vcpu]))
+            vm.vcpu_cpus[vcpu] = self._least_busy_cpu(cpus)
+            if self.host.node_of_cpu(int(vm.vcpu_cpus[vcpu])) != old:
+                vm.vcpu_moves += 1
+                self._moved_vcpus[vm.uuid] += 1
+        self._result = None
+
+    def pin_emulator(self, instance_uuid, cpus):
+        self.vm(instance_uuid).emulator_cpus = frozenset(cpus)
+
+    def set_nodeset(self, instance_uuid, nodes):
+        vm = self.vm(instance_uuid)
+        vm.nodeset = frozenset(nodes)
+        # A live nodeset change migrates memory off the nodes left out.
+        targets = sorted(vm.nodeset)
+        per_node = vm.memory_per_node_mb()
+        for node in range(self.host.n_nodes):
+            if node not in vm.nodeset and per_node[node] > 0:
+                pages = int(per_node[node] * st.PAGES_PER_MB)
+                for target in targets:
+                    self.move_pages(instance_uuid, node, target,
+                                    pages // len(targets) + 1)
+
+    def move_pages(self, instance_uuid, source_node, target_node, pages):
+        vm = self.vm(instance_uuid)
+        want = min(pages / st.PAGES_PER_MB, self._free_mb(target_node))
+        moved = 0.0
+        for seg in self._segments_to_move(vm, target_node):
+            if moved >= want:
+                break
+            take = min(vm.seg_mb[seg, source_node], want - moved)
+            vm.seg_mb[seg, source_node] -= take
+            vm.seg_mb[seg, target_node] += take
+            moved += take
+        count = int(round(moved * st.PAGES_PER_MB))
+        vm.pages_moved += count
+        self._moved_pages[vm.uuid] += count
+        self._result = None
+        return count
+
+    # -- simulation --------------------------------------------------------
+    def vm(self, uuid):
+        for vm in self.vms:
+            if vm.uuid == uuid:
+                return vm
+        raise KeyError(uuid)
+
+    def result(self):
+        if self._result is None:
+            self._result = model.evaluate(self.host, self.vms)
+        return self._result
+
+    def advance(self):
+        """Run one period; return each guest's throughput in it."""
+        result = self.result()
+        tp = result.vm_throughput.copy()
+        for i, vm in enumerate(self.vms):
+            lost = (self._moved_pages[vm.uuid] * MIGRATION_US_PER_PAGE * 1e-6
+                    + self._moved_vcpus[vm.uuid] * VCPU_MOVE_COST_S)
+            tp[i] *= max(0.0, 1.0 - lost / (self.period_s * vm.n_vcpus))
+            vm.vcpu_time_ns += int(self.period_s * 1e9)
+            self._moved_pages[vm.uuid] = 0
+            self._moved_vcpus[vm.uuid] = 0
+        self.now += self.period_s
+        return tp
+
+    def reboot(self, uuid, policy=st.FIRST_TOUCH):
+        """Seed 002 §2.2: a guest reboot lets the host scatter it again."""
+        vm = self.vm(uuid)
+        everything = frozenset(range(self.host.n_cpus))
+        nodes = []
+        for v in range(vm.n_vcpus):
+            vm.vcpu_affinity[v] = everything
+            cpu = int(self.rng.integers(self.host.n_cpus))
+            vm.vcpu_cpus[v] = cpu
+            nodes.append(self.host.node_of_cpu(cpu))
+        vm.nodeset = frozenset(range(self.host.n_nodes))
+        vm.seg_mb = st.initial_placement(self.host.n_nodes, vm.profile,
+                                         vm.memory_mb, nodes, policy,
+                                         vm.nodeset)
+        self._result = None
+
+    # -- helpers -------------------------------------------------------------
+    def _free_mb(self, node):
+        used = sum(vm.seg_mb[:, node].sum() for vm in self.vms)
+        return max(0.0, self.host.memory_mb_per_node - used)
+
+    def _least_busy_cpu(self, cpus):
+        counts = np.zeros(self.host.n_cpus)
+        for vm in self.vms:
+            np.add.at(counts, vm.vcpu_cpus, 1)
+        return min(sorted(cpus), key=lambda cpu: counts[cpu])
+
+    def _segments_to_move(self, vm, target_node):
+        """Hot pages first, those the target node's vCPUs use most first.
+
+        The interface moves a count of pages; a real mover picks them from
+        access samples, so the simulated one picks the hottest.
+        """
+        p = vm.profile
+        nodes = vm.vcpu_cpus // self.host.cpus_per_node
+        on_target = float((nodes == target_node).sum())
+        private = 1.0 - p.shared_fraction - p.io_fraction
+        sizes = np.maximum(vm.seg_mb.sum(axis=1), 1e-9)
+        heat = np.zeros(len(sizes))
+        heat[wl.SEG_SHARED] = p.shared_fraction * vm.n_vcpus
+        heat[wl.SEG_IO] = p.io_fraction * vm.n_vcpus
+        near = np.zeros(len(sizes))
+        near[wl.SEG_SHARED] = p.shared_fraction * on_target
+        near[wl.SEG_IO] = p.io_fraction * on_target
+        for i in range(vm.n_vcpus):
+            heat[wl.FIRST_PRIVATE + i] = private
+            near[wl.FIRST_PRIVATE + i] = private * (nodes[i] == target_node)
+        order = np.lexsort((-heat / sizes, -near / sizes))
+        return [int(s) for s in order]
+
+    def _instance(self, vm, result, index, first, last):
+        per_node = vm.memory_per_node_mb()
+        accesses = None
+        if self.access_counters:
+            counts = result.vm_accesses[index] * self.host.freq_ghz * 1e9 \
+                * self.period_s
+            counts = counts * (1.0 + self.noise * self.rng.standard_normal(
+                len(counts)))
+            accesses = {n: int(max(0.0, counts[n]))
+                        for n in range(self.host.n_nodes)}
+        penalty = None
+        if self.access_counters:
+            penalty = tuple(float(x) for x in
+                            result.vcpu_penalty[first:last])
+        return backend.InstanceState(
+            uuid=vm.uuid, requested_policy=vm.requested_policy,
+            hands_off_reason=vm.hands_off_reason,
+            memory_mb_per_node={n: int(round(per_node[n]))
+                                for n in range(self.host.n_nodes)
+                                if per_node[n] >= 0.5},
+            vcpu_cpus=tuple(int(x) for x in vm.vcpu_cpus),
+            vcpu_affinity=tuple(vm.vcpu_affinity),
+            vcpu_time_ns=tuple(int(x) for x in vm.vcpu_time_ns),
+            io_rate=float(result.vm_io_rate[index]),
+            accesses_per_node=accesses, vcpu_penalty=penalty,
+            memory_mb=vm.memory_mb, memory_nodes=vm.nodeset,
+            emulator_affinity=vm.emulator_cpus)

@@ -1,0 +1,161 @@
+"""Named experiments: a host, its guests and what happens during the run.
+
+Every builder takes a seed; the seed decides where the host's scheduler
+first puts each vCPU (as Linux's load balancer would, blind to memory),
+so runs differ the way repeated runs on a real host do.
+"""
+
+import dataclasses
+
+import numpy as np
+
+from nova_numa_policy.sim import state as st
+from nova_numa_policy.sim import topology
+from nova_numa_policy.sim import workload as wl
+
+
+@dataclasses.dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    build: object  # seed -> (SimHost, [SimVm])
+    target_loops: tuple = ()
+    # (period, guest name prefix) pairs: reboot those guests then.
+    reboots: tuple = ()
+
+
+def make_vm(host, uuid, profile, cpus, memory_mb=1024, policy=st.FIRST_TOUCH,
+            requested=None, nic=None, pinned=False, hands_off=None):
+    """A guest booted on ``cpus`` whose memory follows ``policy``."""
+    prof = wl.PROFILES[profile]
+    cpus = np.asarray(cpus, int)
+    nodes = [host.node_of_cpu(int(c)) for c in cpus]
+    everything = frozenset(range(host.n_cpus))
+    affinity = [frozenset(host.node_cpus(n)) if pinned else everything
+                for n in nodes]
+    nodeset = frozenset(range(host.n_nodes))
+    if policy == st.HOME:
+        nodeset = frozenset({nodes[0]})
+    seg = st.initial_placement(host.n_nodes, prof, memory_mb, nodes, policy,
+                               nodeset)
+    return st.SimVm(uuid=uuid, profile=prof, memory_mb=memory_mb,
+                    vcpu_cpus=cpus, vcpu_affinity=affinity, seg_mb=seg,
+                    nodeset=frozenset(range(host.n_nodes)),
+                    requested_policy=requested, nic=nic,
+                    hands_off_reason=hands_off)
+
+
+def _master_slave(seed):
+    # Seed 000 "high" class: two 24-vCPU guests, 3 vCPUs of each on every
+    # node; first-touch puts all shared data on each master's node.
+    host = topology.amd48()
+    rng = np.random.default_rng(seed)
+    vms = []
+    for k in range(2):
+        cpus = [node * 6 + 3 * k + j for node in range(8) for j in range(3)]
+        cpus = list(rng.permutation(cpus))
+        vms.append(make_vm(host, f'master-slave-{k}', 'master-slave', cpus,
+                           memory_mb=8192,
+                           requested='first-touch+carrefour'))
+    return host, vms
+
+
+def _low(seed):
+    # Seed 000 "low" class, well placed: one 6-vCPU guest per node, memory
+    # first-touched locally. No loop may cost it more than 2 %.
+    host = topology.amd48()
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(8)
+    vms = [make_vm(host, f'low-{k}', 'private-stream',
+                   list(host.node_cpus(int(order[k]))), memory_mb=4096,
+                   requested='auto')
+           for k in range(8)]
+    return host, vms
+
+
+def _shared_contention(seed):
+    # Seed 001 §2.2: two guests whose threads share data; the load balancer
+    # split each across the sockets.
+    host = topology.xeon2()
+    rng = np.random.default_rng(seed)
+    free0 = list(rng.permutation(host.node_cpus(0)))
+    free1 = list(rng.permutation(host.node_cpus(1)))
+    a = [free0.pop(), free0.pop(), free1.pop()]
+    b = [free1.pop(), free1.pop(), free0.pop()]
+    vms = [make_vm(host, 'shared-a', 'shared-sync', a, 2048,
+                   requested='first-touch'),
+           make_vm(host, 'shared-b', 'shared-sync', b, 2048,
+                   requested='first-touch')]
+    return host, vms
+
+
+def _io_mix(seed):
+    # Seed 002 §6.2.2: four each of netperf, memcached and YCSB guests, one
+    # vCPU and 1 GB each, placed by a NUMA-blind default (numad-like).
+    # Memory is first-touched where each guest booted; the load balancer
+    # then moved its vCPU (seed 002 §2.2), so memory and vCPU often part.
+    host = topology.ivybridge4()
+    rng = np.random.default_rng(seed)
+    booted = list(rng.choice(host.n_cpus, size=12, replace=False))
+    running = list(rng.choice(host.n_cpus, size=12, replace=False))
+    vms = []
+    for k, name in enumerate(('netperf', 'memcached', 'ycsb') * 4):
+        vm = make_vm(host, f'{name}-{k // 3}', name, [int(booted[k])],
+                     1024, requested='first-touch', nic='ens1')
+        vm.vcpu_cpus[0] = int(running[k])
+        vms.append(vm)
+    return host, vms
+
+
+def _auto_mix(seed):
+    # One guest of each seed 000 Table 1 class, 16 vCPUs spread two per
+    # node, all asking for ``auto``.
+    host = topology.amd48()
+    rng = np.random.default_rng(seed)
+    vms = []
+    for k, name in enumerate(('private-stream', 'moderate',
+                              'master-slave')):
+        cpus = [node * 6 + 2 * k + j for node in range(8) for j in range(2)]
+        vms.append(make_vm(host, f'{name}-auto', name,
+                           list(rng.permutation(cpus)), 8192,
+                           requested='auto'))
+    return host, vms
+
+
+def _dense(seed, count=100):
+    # Benchmark host: 100 two-vCPU guests of every class on AMD48.
+    host = topology.amd48()
+    rng = np.random.default_rng(seed)
+    names = ('private-stream', 'moderate', 'master-slave', 'shared-sync',
+             'netperf', 'memcached', 'ycsb', 'cpu-bound')
+    policies = ('auto', 'first-touch+carrefour', 'interleave+carrefour',
+                'first-touch')
+    vms = []
+    for k in range(count):
+        cpus = [int(c) for c in rng.choice(host.n_cpus, 2, replace=False)]
+        vms.append(make_vm(host, f'vm-{k:03d}', names[k % len(names)], cpus,
+                           1024, requested=policies[k % len(policies)],
+                           nic='eth0'))
+    return host, vms
+
+
+SCENARIOS = {s.name: s for s in (
+    Scenario('master-slave', 'Two 24-vCPU master-slave guests (seed 000 '
+             'high imbalance) under first-touch on AMD48.', _master_slave,
+             ('carrefour',)),
+    Scenario('low', 'Eight well-placed private-data guests (seed 000 low '
+             'imbalance) on AMD48.', _low, ()),
+    Scenario('shared-contention', 'Two 3-vCPU guests sharing data, split '
+             'across the sockets of a 2-socket Xeon (seed 001).',
+             _shared_contention, ('brm',)),
+    Scenario('io-mix', 'Four each of netperf, memcached and YCSB guests on '
+             'the 4-socket host of seed 002, NIC on node 0.', _io_mix,
+             ('vnuioa',)),
+    Scenario('io-mix-reboot', 'io-mix, with the YCSB guests rebooted at '
+             'period 40 (seed 002 §2.2).', _io_mix, ('vnuioa',),
+             ((40, 'ycsb'),)),
+    Scenario('auto-mix', 'One low, one moderate and one high imbalance '
+             'guest asking for auto on AMD48.', _auto_mix, ('auto',)),
+    Scenario('dense', '100 two-vCPU guests of every class on AMD48 '
+             '(benchmark).', _dense, ('auto', 'carrefour', 'brm', 'vnuioa')),
+)}

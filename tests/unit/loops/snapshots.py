@@ -1,0 +1,32 @@
+"""Factories for hand-written snapshots (a 2-node and a 4-node host)."""
+
+from nova_numa_policy import backend
+
+
+def topology(nodes=2, cpus=4, nic_node=0):
+    infos = tuple(
+        backend.NodeInfo(id=n, cpus=tuple(range(n * cpus, (n + 1) * cpus)),
+                         memory_total_mb=16384,
+                         distances=tuple(10 if m == n else 20
+                                         for m in range(nodes)))
+        for n in range(nodes))
+    return backend.HostTopology(nodes=infos, nics=(
+        backend.NicInfo(name='eth0', numa_node=nic_node),))
+
+
+def instance(uuid='vm', cpus=(0,), mem=None, acc=None, policy='auto',
+             io_rate=0.0, penalty=None, hands_off=None, affinity=None):
+    everything = frozenset(range(64))
+    return backend.InstanceState(
+        uuid=uuid, requested_policy=policy, hands_off_reason=hands_off,
+        memory_mb_per_node=mem or {}, vcpu_cpus=tuple(cpus),
+        vcpu_affinity=affinity or tuple(everything for _ in cpus),
+        io_rate=io_rate, accesses_per_node=acc, vcpu_penalty=penalty)
+
+
+def snapshot(instances, topo=None):
+    topo = topo or topology()
+    usage = tuple(backend.NodeUsage(node_id=n.id, cpu_load=0.0,
+                                    memory_free_mb=8192) for n in topo.nodes)
+    return backend.HostSnapshot(topology=topo, usage=usage,
+                                instances=tuple(instances), taken_at=0.0)

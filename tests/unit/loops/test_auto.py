@@ -1,0 +1,55 @@
+import testtools
+
+from nova_numa_policy.loops import auto
+from tests.unit.loops import snapshots as s
+
+
+class ClassifyTest(testtools.TestCase):
+
+    def test_seed000_table1_boundaries(self):
+        config = auto.Config()
+        for imb, policy in ((0.07, auto.FIRST_TOUCH),
+                            (0.84, auto.FIRST_TOUCH),
+                            (0.85, auto.FT_CARREFOUR),
+                            (1.30, auto.FT_CARREFOUR),
+                            (1.31, auto.IL_CARREFOUR),
+                            (2.63, auto.IL_CARREFOUR)):
+            self.assertEqual(policy, auto.classify(imb, config), imb)
+
+
+class AutoDecideTest(testtools.TestCase):
+
+    def _run(self, accs, config=None):
+        strategy = auto.Auto()
+        state = strategy.initial_state()
+        config = config or auto.Config()
+        for acc in accs:
+            snap = s.snapshot([s.instance(cpus=(0, 4), mem={0: 900,
+                                                            1: 100},
+                                          acc=acc)])
+            actions, state = strategy.decide(snap, state, config)
+        return state['choice']['vm'].value, actions
+
+    def test_switch_needs_the_pin_count(self):
+        balanced = {0: 10 ** 9, 1: 10 ** 9}
+        skewed = {0: 10 ** 9, 1: 0}  # imbalance 100 %
+        self.assertEqual(auto.FIRST_TOUCH,
+                         self._run([balanced, skewed, skewed])[0])
+        self.assertEqual(auto.FT_CARREFOUR,
+                         self._run([balanced] + [skewed] * 3)[0])
+
+    def test_does_not_step_down_before_a_revisit(self):
+        balanced = {0: 10 ** 9, 1: 10 ** 9}
+        skewed = {0: 10 ** 9, 1: 0}
+        self.assertEqual(auto.FT_CARREFOUR,
+                         self._run([skewed] + [balanced] * 5)[0])
+        config = auto.Config(revisit_periods=3)
+        self.assertEqual(auto.FIRST_TOUCH,
+                         self._run([skewed] + [balanced] * 5, config)[0])
+
+    def test_ignores_guests_not_asking_for_auto(self):
+        snap = s.snapshot([s.instance(policy='first-touch', cpus=(0,),
+                                      acc={0: 1, 1: 0})])
+        actions, state = auto.Auto().decide(snap, auto.Auto().initial_state(),
+                                            auto.Config())
+        self.assertEqual(([], {}), (actions, state['choice']))

@@ -1,0 +1,62 @@
+import testtools
+
+from nova_numa_policy import backend
+from nova_numa_policy.loops import brm
+from tests.unit.loops import snapshots as s
+
+
+class UpdateTest(testtools.TestCase):
+
+    def test_ewma_seven_eighths(self):
+        config = brm.Config()
+        st = brm.update(None, 0, 0.8, [1.0, 1.0], config)
+        st = brm.update(st, 0, 0.0, [1.0, 1.0], config)
+        self.assertAlmostEqual(0.7, st.unc[0])
+
+    def test_probability_bounded_and_bias_to_lowest(self):
+        config = brm.Config(prob_step=40)
+        st = None
+        for _ in range(5):
+            st = brm.update(st, 0, 1.0, [1.0, 0.5, 0.2], config)
+        self.assertEqual(100, st.prob)
+        self.assertEqual(2, st.bias)
+        for _ in range(5):
+            st = brm.update(st, 0, 0.01, [1.0, 5.0, 5.0], config)
+        self.assertEqual(0, st.prob)
+
+
+class BrmDecideTest(testtools.TestCase):
+
+    def _run(self, seed, periods=6, hands_off=None, penalty=(0.5, 0.5)):
+        strategy = brm.Brm()
+        state = strategy.initial_state(seed)
+        # vCPU 1 runs on node 1, away from its memory and its sibling.
+        inst = s.instance(cpus=(0, 4), mem={0: 1024}, penalty=penalty,
+                          hands_off=hands_off)
+        moves = []
+        for _ in range(periods):
+            actions, state = strategy.decide(s.snapshot([inst]), state,
+                                             brm.Config())
+            moves.extend(actions)
+        return moves
+
+    def test_moves_the_remote_vcpu_to_its_bias_node(self):
+        moves = self._run(seed=1)
+        self.assertTrue(moves)
+        self.assertIsInstance(moves[0], backend.PinVcpu)
+        self.assertEqual((1, frozenset(range(4))),
+                         (moves[0].vcpu, moves[0].cpus))
+
+    def test_deterministic_for_a_seed(self):
+        self.assertEqual(self._run(seed=3), self._run(seed=3))
+
+    def test_insensitive_and_hands_off_vcpus_stay(self):
+        self.assertEqual([], self._run(seed=1, penalty=(0.01, 0.01)))
+        self.assertEqual([], self._run(seed=1, hands_off='nova owns it'))
+
+    def test_proxy_without_counters_still_finds_the_memory(self):
+        # The snapshot never changes here, so the move may be repeated.
+        moves = self._run(seed=1, penalty=None)
+        self.assertTrue(moves)
+        self.assertEqual({(1, frozenset(range(4)))},
+                         {(m.vcpu, m.cpus) for m in moves})

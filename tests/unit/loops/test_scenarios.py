@@ -1,0 +1,77 @@
+"""What issue 5 asks each loop to show, measured on the simulator."""
+
+import numpy as np
+import testtools
+
+from nova_numa_policy.sim import experiment
+
+PERIODS = 40
+
+
+def _gain(scenario, loops, seed=0, periods=PERIODS):
+    base = experiment.run(scenario, (), periods, seed).steady().mean()
+    run = experiment.run(scenario, loops, periods, seed)
+    return run.steady().mean() / base, run
+
+
+class TargetScenarioTest(testtools.TestCase):
+    """Each loop improves its target scenario against no loop."""
+
+    def test_carrefour_improves_master_slave(self):
+        gain, _ = _gain('master-slave', ['carrefour'])
+        self.assertGreater(gain, 1.5)
+
+    def test_brm_improves_shared_data_contention(self):
+        gain, run = _gain('shared-contention', ['brm'])
+        self.assertGreater(gain, 1.10)
+        self.assertGreater(sum(run.vcpu_moves.values()), 0)
+
+    def test_vnuioa_improves_the_io_mix(self):
+        gain, _ = _gain('io-mix', ['vnuioa'])
+        self.assertGreater(gain, 1.10)
+
+    def test_auto_improves_the_mix_and_picks_each_class(self):
+        gain, run = _gain('auto-mix', ['auto'])
+        self.assertGreater(gain, 1.05)
+        self.assertEqual({'private-stream-auto': 'first-touch',
+                          'moderate-auto': 'first-touch+carrefour',
+                          'master-slave-auto': 'interleave+carrefour'},
+                         run.auto_choices)
+
+
+class DoNoHarmTest(testtools.TestCase):
+
+    def test_no_loop_costs_a_well_placed_low_workload_2_percent(self):
+        base = experiment.run('low', (), PERIODS, 0).steady()
+        for loops in (['carrefour'], ['brm'], ['vnuioa'], ['auto'],
+                      ['carrefour', 'brm', 'vnuioa', 'auto']):
+            run = experiment.run('low', loops, PERIODS, 0).steady()
+            self.assertGreaterEqual((run / base).min(), 0.98, loops)
+
+    def test_soak_of_1000_periods_does_not_flap(self):
+        run = experiment.run('io-mix', ['vnuioa', 'brm'], 1000, 3)
+        moves = sum(run.vcpu_moves.values())
+        # Convergence happens early; afterwards moves must be rare.
+        early = experiment.run('io-mix', ['vnuioa', 'brm'], 100, 3)
+        late_moves = moves - sum(early.vcpu_moves.values())
+        self.assertLessEqual(late_moves, len(run.names) * 2)
+        pages_late = (sum(run.pages_moved.values())
+                      - sum(early.pages_moved.values()))
+        self.assertLessEqual(pages_late, 256 * 1024)
+
+    def test_recovers_95_percent_within_6_periods_of_a_reboot(self):
+        # Seed 002 §2.2: the YCSB guests reboot at period 40.
+        run = experiment.run('io-mix-reboot', ['vnuioa'], 60, 0)
+        totals = run.throughput.sum(axis=1)
+        before = totals[30:40].mean()
+        self.assertGreaterEqual(totals[40 + 6], 0.95 * before)
+
+    def test_run_to_run_rsd_over_10_seeds_at_most_2_percent(self):
+        means = [experiment.run('master-slave', ['carrefour'], 30,
+                                seed).steady().mean() for seed in range(10)]
+        self.assertLessEqual(np.std(means) / np.mean(means), 0.02)
+
+    def test_same_seed_same_result(self):
+        a = experiment.run('shared-contention', ['brm'], 20, 7)
+        b = experiment.run('shared-contention', ['brm'], 20, 7)
+        self.assertTrue(np.array_equal(a.throughput, b.throughput))

@@ -1,0 +1,67 @@
+import numpy as np
+import testtools
+
+from nova_numa_policy import backend
+from nova_numa_policy.sim import backend as sim_backend
+from nova_numa_policy.sim import scenarios
+
+
+def _sim(name='master-slave', seed=0, **kwargs):
+    host, vms = scenarios.SCENARIOS[name].build(seed)
+    return sim_backend.SimulatedBackend(host, vms, seed=seed, **kwargs)
+
+
+class SimulatedBackendTest(testtools.TestCase):
+
+    def test_is_a_backend_with_every_capability(self):
+        sim = _sim()
+        self.assertIsInstance(sim, backend.Backend)
+        self.assertEqual(frozenset(backend.CAPABILITIES), sim.capabilities())
+        self.assertNotIn(backend.CAP_ACCESS_COUNTERS,
+                         _sim(access_counters=False).capabilities())
+
+    def test_observe_reports_memory_and_vcpus(self):
+        snap = _sim().observe()
+        self.assertEqual(8, len(snap.topology.nodes))
+        inst = snap.instances[0]
+        self.assertEqual(8192, sum(inst.memory_mb_per_node.values()))
+        self.assertEqual(24, len(inst.vcpu_cpus))
+        self.assertEqual(24, len(inst.vcpu_penalty))
+        self.assertEqual(8, len(inst.accesses_per_node))
+
+    def test_move_pages_moves_and_returns_the_count(self):
+        sim = _sim()
+        vm = sim.vm('master-slave-0')
+        src = int(vm.memory_per_node_mb().argmax())
+        dst = (src + 1) % 8
+        before = vm.memory_per_node_mb()
+        moved = sim.move_pages(vm.uuid, src, dst, 25600)
+        after = vm.memory_per_node_mb()
+        self.assertEqual(25600, moved)
+        self.assertAlmostEqual(before[src] - 100, after[src])
+        self.assertAlmostEqual(before[dst] + 100, after[dst])
+
+    def test_pin_vcpu_moves_it_into_the_set(self):
+        sim = _sim('shared-contention')
+        sim.pin_vcpu('shared-a', 2, frozenset(range(4)))
+        vm = sim.vm('shared-a')
+        self.assertIn(int(vm.vcpu_cpus[2]), range(4))
+        self.assertEqual(frozenset(range(4)), vm.vcpu_affinity[2])
+
+    def test_spreading_the_master_memory_raises_throughput(self):
+        sim = _sim()
+        before = sim.advance().copy()
+        vm = sim.vm('master-slave-0')
+        src = int(vm.memory_per_node_mb().argmax())
+        for dst in range(8):
+            if dst != src:
+                sim.move_pages(vm.uuid, src, dst, 200 * 256)
+        sim.advance()  # the period that pays for the migration
+        after = sim.advance()
+        self.assertGreater(after[0], before[0] * 1.2)
+
+    def test_deterministic_with_a_seed(self):
+        a = _sim('io-mix', seed=5).observe()
+        b = _sim('io-mix', seed=5).observe()
+        self.assertEqual(a, b)
+        self.assertTrue(np.isfinite(_sim('dense').advance()).all())
