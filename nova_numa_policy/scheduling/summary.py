@@ -1,0 +1,118 @@
+"""What the scheduler keeps of a HostReport: a small, immutable summary.
+
+A report carries up to a thousand instances; the scheduler needs a few
+numbers per node. Summarising once at ingest keeps the cache small and the
+per-host path free of anything but arithmetic on tuples.
+"""
+
+import dataclasses
+import math
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NodeState:
+    """One host NUMA node as the scheduler sees it."""
+
+    id: int
+    cpus: int
+    load: float  # measured busy fraction of the node's CPUs
+    free_mb: int
+    total_mb: int
+    # I/O-intensive instances whose memory is mostly on this node.
+    io_neighbours: int = 0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class HostSummary:
+    host: str
+    nodename: str
+    generated_at: float  # POSIX seconds, the agent's clock
+    seq: int
+    nodes: tuple  # of NodeState, in report order
+    # The whole host seen as one node, for instances no node can hold.
+    whole: NodeState
+    # Nodes any uplink sits on, and the same per physnet.
+    nic_nodes: frozenset
+    physnet_nodes: dict
+    enforceable: frozenset
+    largest_node_cpus: int
+    largest_node_mb: int
+
+    @property
+    def key(self):
+        return (self.host, self.nodename)
+
+    def is_fresh(self, now, ttl):
+        return now - self.generated_at <= ttl
+
+
+def _nic_nodes(report, node_ids):
+    if len(node_ids) == 1:
+        # On a single-node host every device is local to the only node,
+        # whatever the kernel reports as its numa_node.
+        any_nodes = frozenset(node_ids) if report.nics else frozenset()
+        physnets = {nic.physnet: any_nodes for nic in report.nics
+                    if nic.physnet}
+        return any_nodes, physnets
+    physnets = {}
+    any_nodes = set()
+    for nic in report.nics:
+        if nic.numa_node is None:
+            continue  # locality unknown: local to nothing we can prove
+        any_nodes.add(nic.numa_node)
+        if nic.physnet:
+            physnets.setdefault(nic.physnet, set()).add(nic.numa_node)
+    return (frozenset(any_nodes),
+            {name: frozenset(ids) for name, ids in physnets.items()})
+
+
+def _io_neighbours(report, io_rate):
+    counts = {}
+    for instance in report.instances:
+        if not (instance.io_intensive or instance.io_rate >= io_rate):
+            continue
+        per_node = instance.memory_mb_per_node
+        if per_node:
+            home = int(max(per_node, key=per_node.get))
+            counts[home] = counts.get(home, 0) + 1
+    return counts
+
+
+def _whole_host(nodes):
+    cpus = sum(node.cpus for node in nodes)
+    busy = sum(node.load * node.cpus for node in nodes)
+    return NodeState(
+        id=-1, cpus=cpus, load=busy / cpus if cpus else 1.0,
+        free_mb=sum(node.free_mb for node in nodes),
+        total_mb=sum(node.total_mb for node in nodes),
+        io_neighbours=sum(node.io_neighbours for node in nodes))
+
+
+def summarize(report, io_rate):
+    """Summarise a checked NumaHostReport.
+
+    :param io_rate: requests per second from which an instance counts as
+        I/O intensive (``[numa_policy_scheduler] io_intensive_rate``).
+    """
+    neighbours = _io_neighbours(report, io_rate)
+    nodes = tuple(
+        NodeState(id=n.id, cpus=len(n.cpus), load=n.cpu_load,
+                  free_mb=n.memory_free_mb, total_mb=n.memory_total_mb,
+                  io_neighbours=neighbours.get(n.id, 0))
+        for n in report.numa_nodes)
+    nic_nodes, physnet_nodes = _nic_nodes(report, [n.id for n in nodes])
+    return HostSummary(
+        host=report.host, nodename=report.hypervisor_hostname,
+        generated_at=report.generated_at.timestamp(), seq=report.seq,
+        nodes=nodes, whole=_whole_host(nodes), nic_nodes=nic_nodes,
+        physnet_nodes=physnet_nodes,
+        enforceable=frozenset(report.enforceable_policies),
+        largest_node_cpus=max(node.cpus for node in nodes),
+        largest_node_mb=max(node.total_mb for node in nodes))
+
+
+def projected_load(node, vcpus):
+    """The node's load with ``vcpus`` more busy vCPUs on it."""
+    if not node.cpus:
+        return math.inf
+    return node.load + vcpus / node.cpus

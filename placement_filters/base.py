@@ -1,0 +1,73 @@
+"""Glue shared by the filters and weighers: nova objects in, pure inputs out.
+
+Everything that reads a RequestSpec or the configuration runs once per
+scheduling request; the per-host path is a dict lookup and arithmetic.
+"""
+
+import time
+
+from oslo_config import cfg
+
+from nova_numa_policy.conf import scheduler as sched_conf
+from nova_numa_policy.scheduling import scoring
+from placement_filters import listener
+
+CONF = cfg.CONF
+
+# The image properties that make nova own a guest's NUMA topology; the
+# scheduler sees them as ImageMetaProps fields, not as a dict.
+_TOPOLOGY_IMAGE_PROPS = ('hw_numa_nodes', 'hw_mem_page_size',
+                         'hw_cpu_policy')
+
+
+def settings():
+    group = CONF.numa_policy_scheduler
+    return scoring.Settings(
+        ttl=group.report_ttl,
+        strict=group.no_report_mode == sched_conf.STRICT,
+        threshold=group.node_load_threshold,
+        weigh_plain_flavors=group.weigh_plain_flavors)
+
+
+def _image_props(spec_obj):
+    image = spec_obj.image if spec_obj.obj_attr_is_set('image') else None
+    if image is None or not image.obj_attr_is_set('properties'):
+        return {}
+    props = image.properties
+    return {name: getattr(props, name) for name in _TOPOLOGY_IMAGE_PROPS
+            if props.obj_attr_is_set(name)}
+
+
+def _physnets(spec_obj):
+    if not spec_obj.obj_attr_is_set('network_metadata'):
+        return ()
+    metadata = spec_obj.network_metadata
+    if metadata is None or not metadata.obj_attr_is_set('physnets'):
+        return ()
+    return metadata.physnets
+
+
+def request_for(spec_obj):
+    """The pure :class:`~scoring.Request` of a nova RequestSpec."""
+    flavor = spec_obj.flavor
+    return scoring.make_request(
+        flavor.extra_specs, vcpus=flavor.vcpus, memory_mb=flavor.memory_mb,
+        image_props=_image_props(spec_obj), physnets=_physnets(spec_obj),
+        # Explicit topology, pinning, huge pages and NUMA-aware vSwitches
+        # all show up as a guest NUMA topology NUMATopologyFilter fits.
+        nova_topology=spec_obj.obj_attr_is_set('numa_topology') and (
+            spec_obj.numa_topology is not None),
+        instance_uuid=spec_obj.obj_attr_is_set('instance_uuid') and (
+            spec_obj.instance_uuid) or None)
+
+
+def host_key(host_state):
+    return (host_state.host, host_state.nodename)
+
+
+def cache():
+    return listener.RUNTIME.get_cache()
+
+
+def now():
+    return time.time()

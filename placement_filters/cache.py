@@ -1,0 +1,117 @@
+"""The scheduler's in-memory cache of agent reports.
+
+Written by the notification listener's thread, read by the filters and
+weighers without a lock: every entry is an immutable
+:class:`~nova_numa_policy.scheduling.summary.HostSummary` replaced whole,
+and a dict lookup is atomic, so the per-host path is one ``dict.get``.
+"""
+
+import collections
+import json
+import threading
+import time
+
+from oslo_log import log as logging
+
+from nova_numa_policy import exception
+from nova_numa_policy.objects import report as report_mod
+from nova_numa_policy.scheduling import summary as summary_mod
+
+LOG = logging.getLogger(__name__)
+
+# Reasons a report is dropped; each has its own counter.
+DROP_OVERSIZED = 'oversized'
+DROP_MALFORMED = 'malformed'
+DROP_FUTURE = 'from the future'
+DROP_OUTDATED = 'older than the cached one'
+
+DROP_LOG_INTERVAL = 60.0
+
+
+class ReportCache:
+    """Fresh-enough summaries of the last report of each compute node."""
+
+    def __init__(self, max_hosts, max_report_bytes, io_rate, ttl,
+                 clock=time.time):
+        self.max_hosts = max_hosts
+        self.max_report_bytes = max_report_bytes
+        self.io_rate = io_rate
+        self.ttl = ttl
+        self.clock = clock
+        # Ordered by last update, so the first entry is the one to evict.
+        self._entries = collections.OrderedDict()
+        self._write_lock = threading.Lock()
+        self.accepted = 0
+        self.dropped = collections.Counter()
+        self._last_drop_log = None
+
+    def get(self, key):
+        """The summary for ``(host, nodename)``, or None. Lock free."""
+        return self._entries.get(key)
+
+    def snapshot(self):
+        """A copy of every entry, for the why-not explanation."""
+        with self._write_lock:
+            return dict(self._entries)
+
+    def __len__(self):
+        return len(self._entries)
+
+    def ingest(self, payload):
+        """Check, summarise and store one notification payload.
+
+        :returns: True if the report was stored. Never raises for a bad
+            report: it is counted and logged (rate limited) instead.
+        """
+        try:
+            summary = self._summarize(payload)
+        except exception.MalformedReport as exc:
+            reason = (DROP_OVERSIZED if 'exceeds the limit' in str(exc)
+                      else DROP_MALFORMED)
+            self._drop(reason, exc)
+            return False
+        if summary.generated_at > self.clock() + self.ttl:
+            self._drop(DROP_FUTURE, f'{summary.key} generated at '
+                       f'{summary.generated_at}')
+            return False
+        return self._store(summary)
+
+    def _summarize(self, payload):
+        # Size first, so an oversized report costs no object building.
+        size = len(json.dumps(payload, separators=(',', ':'), default=str))
+        if size > self.max_report_bytes:
+            raise exception.MalformedReport(
+                f'report of {size} bytes exceeds the limit of '
+                f'{self.max_report_bytes}')
+        report = report_mod.load_report(payload)
+        return summary_mod.summarize(report, self.io_rate)
+
+    def _store(self, summary):
+        key = summary.key
+        with self._write_lock:
+            old = self._entries.get(key)
+            if old is not None and (old.generated_at, old.seq) > (
+                    summary.generated_at, summary.seq):
+                outdated = True
+            else:
+                outdated = False
+                self._entries[key] = summary
+                self._entries.move_to_end(key)
+                while len(self._entries) > self.max_hosts:
+                    self._entries.popitem(last=False)
+                self.accepted += 1
+        if outdated:
+            # Redelivery or reordering; harmless, but worth a count.
+            self._drop(DROP_OUTDATED, key)
+        return not outdated
+
+    def _drop(self, reason, detail):
+        self.dropped[reason] += 1
+        now = self.clock()
+        if (self._last_drop_log is None
+                or now - self._last_drop_log >= DROP_LOG_INTERVAL):
+            self._last_drop_log = now
+            LOG.warning('Dropped a NUMA host report (%(reason)s): '
+                        '%(detail)s. Dropped so far: %(counts)s.',
+                        {'reason': reason, 'detail': detail,
+                         'counts': dict(self.dropped)})

@@ -1,0 +1,124 @@
+"""The plugins in nova's own in-process scheduler, fed through the notifier.
+
+Three fake-driver computes look identical to nova; only the agent reports,
+sent by a real oslo.messaging notifier and received by the scheduler's own
+listener, tell them apart. Nodes are ``(cpus, load, free_mb)``.
+"""
+
+import time
+
+from oslo_config import cfg
+import oslo_messaging as messaging
+
+from nova.tests.functional import integrated_helpers
+
+from placement_filters import listener
+from tests.unit.scheduler import reports
+
+CONF = cfg.CONF
+
+IDLE = (8, 0.1, 32768)
+BUSY = (8, 0.75, 32768)
+NOVA_FILTERS = CONF.filter_scheduler.enabled_filters
+OUR_FILTERS = ['NumaPolicyFilter', 'NumaNicLocalityFilter',
+               'NumaNodeLoadFilter']
+HOSTS = ('host1', 'host2', 'host3')
+
+
+class _PluginsTestBase(integrated_helpers._IntegratedTestBase):
+    ADMIN_API = True
+    microversion = 'latest'
+    NO_REPORT_MODE = 'strict'
+
+    def setUp(self):
+        listener.RUNTIME.stop()  # a listener of an earlier test, if any
+        super().setUp()
+        # Before nova's own check for leaked pollers, which runs later.
+        self.addCleanup(listener.RUNTIME.stop)
+        self.notifier = messaging.Notifier(
+            messaging.get_notification_transport(CONF),
+            publisher_id='numa-policy-agent', driver='messagingv2',
+            topics=[CONF.numa_policy_reports.topic])
+
+    def _setup_scheduler_service(self):
+        self.flags(available_filters=['nova.scheduler.filters.all_filters',
+                                      'placement_filters.all_filters'],
+                   enabled_filters=NOVA_FILTERS + OUR_FILTERS,
+                   weight_classes=['nova.scheduler.weights.all_weighers',
+                                   'placement_filters.all_weighers'],
+                   group='filter_scheduler')
+        self.flags(no_report_mode=self.NO_REPORT_MODE,
+                   group='numa_policy_scheduler')
+        return super()._setup_scheduler_service()
+
+    def _setup_compute_service(self):
+        for host in HOSTS:
+            self._start_compute(host)
+        return self.computes['host1']
+
+    def report(self, **by_host):
+        """Send each host's report through the notifier; wait for all."""
+        for host, kwargs in by_host.items():
+            self.notifier.info({}, 'numa_policy.host.report',
+                               reports.make_payload(host=host, **kwargs))
+        cache = listener.RUNTIME.get_cache()
+        deadline = time.monotonic() + 10
+        while not all(cache.get((h, h)) for h in by_host):
+            self.assertLess(time.monotonic(), deadline,
+                            'reports did not reach the scheduler cache')
+            time.sleep(0.05)
+
+    def boot(self, extra_specs=None, expected_state='ACTIVE'):
+        flavor_id = self._create_flavor(extra_spec=extra_specs or {})
+        server = self._create_server(flavor_id=flavor_id,
+                                     networks='none',
+                                     expected_state=expected_state)
+        if expected_state == 'ERROR':
+            self.assertIn('No valid host', server['fault']['message'])
+        return server['OS-EXT-SRV-ATTR:host']
+
+
+class SchedulerPluginsTest(_PluginsTestBase):
+
+    def test_io_heavy_flavor_lands_where_the_nic_local_node_has_headroom(self):
+        # host1's uplink sits on its loaded node; host2's on an idle one.
+        self.report(host1=dict(nodes=(BUSY, IDLE), nics=((0, 'physnet1'),)),
+                    host2=dict(nodes=(IDLE, BUSY), nics=((0, 'physnet1'),)),
+                    host3=dict(nodes=(BUSY, IDLE), nics=((0, 'physnet1'),)))
+        for _ in range(2):
+            self.assertEqual('host2', self.boot({
+                'hw:numa_policy': 'interleave',
+                'hw:numa_nic_locality': 'required'}))
+
+    def test_an_over_threshold_host_is_avoided(self):
+        self.report(host1=dict(nodes=(BUSY, BUSY)),
+                    host2=dict(nodes=(BUSY, BUSY)),
+                    host3=dict(nodes=(IDLE, BUSY)))
+        self.assertEqual('host3', self.boot())
+        self.assertEqual('host3', self.boot({'hw:numa_policy': 'home'}))
+
+    def test_a_host_without_agent_is_avoided_in_strict_mode(self):
+        # host3 has no agent; host1 and host2 are too loaded to qualify.
+        self.report(host1=dict(nodes=(BUSY, BUSY)),
+                    host2=dict(nodes=(BUSY, BUSY)))
+        self.boot({'hw:numa_policy': 'interleave'}, expected_state='ERROR')
+
+    def test_plain_flavors_spread_like_nova_when_hosts_are_equal(self):
+        self.report(**{host: dict(nodes=(IDLE, IDLE)) for host in HOSTS})
+        # nova's RAM weigher spreads identical hosts one server each.
+        self.assertEqual(set(HOSTS), {self.boot() for _ in HOSTS})
+
+    def test_a_policy_nova_would_contradict_is_refused(self):
+        self.report(**{host: dict(nodes=(IDLE, IDLE)) for host in HOSTS})
+        self.boot({'hw:numa_policy': 'interleave', 'hw:numa_nodes': '1'},
+                  expected_state='ERROR')
+
+
+class PermissiveModeTest(_PluginsTestBase):
+    NO_REPORT_MODE = 'permissive'
+
+    def test_a_host_without_agent_is_used_in_permissive_mode(self):
+        # The same hosts as the strict-mode test, which ends in ERROR.
+        self.report(host1=dict(nodes=(BUSY, BUSY)),
+                    host2=dict(nodes=(BUSY, BUSY)))
+        self.assertEqual('host3', self.boot({'hw:numa_policy': 'interleave'}))

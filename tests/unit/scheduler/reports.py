@@ -1,0 +1,59 @@
+"""Factories of HostReports of given topologies, for scheduler tests.
+
+A fresh object per call. A node is ``(cpus, load, free_mb)``; a NIC is
+``(numa_node, physnet)``.
+"""
+
+import datetime
+
+from nova_numa_policy.objects import report as report_obj
+from nova_numa_policy.scheduling import summary as summary_mod
+
+TOTAL_MB = 65536
+ALL_POLICIES = ('first-touch', 'interleave', 'home', 'first-touch+carrefour',
+                'interleave+carrefour', 'auto')
+
+
+def _node(node_id, count, cpus, load, free_mb, first_cpu):
+    return report_obj.NumaNodeReport(
+        id=node_id, cpus=list(range(first_cpu, first_cpu + cpus)),
+        memory_total_mb=max(TOTAL_MB, free_mb), memory_free_mb=free_mb,
+        cpu_load=load,
+        distances=[10 if other == node_id else 21 for other in range(count)])
+
+
+def make_report(host='compute1', nodename=None, nodes=((8, 0.1, 32768),) * 2,
+                nics=((0, 'physnet1'),), enforceable=ALL_POLICIES,
+                generated_at=None, seq=1, instances=()):
+    nodes_out, first = [], 0
+    for node_id, (cpus, load, free_mb) in enumerate(nodes):
+        nodes_out.append(_node(node_id, len(nodes), cpus, load, free_mb,
+                               first))
+        first += cpus
+    return report_obj.NumaHostReport(
+        host=host, hypervisor_hostname=nodename or host,
+        agent_version='1.0.0', seq=seq,
+        generated_at=generated_at or datetime.datetime.now(
+            datetime.timezone.utc),
+        period=60.0, numa_nodes=nodes_out,
+        nics=[report_obj.NumaNicReport(
+            name=f'eth{i}', numa_node=node, speed_mbps=40000,
+            physnet=physnet, bridge=None)
+            for i, (node, physnet) in enumerate(nics)],
+        instances=list(instances),
+        enforceable_policies=list(enforceable))
+
+
+def make_instance(uuid, memory_mb_per_node, io_rate=0.0):
+    return report_obj.NumaInstanceReport(
+        uuid=uuid, requested_policy=None, applied_policy='none',
+        memory_mb_per_node=memory_mb_per_node, vcpu_cpus=[],
+        io_rate=io_rate, io_intensive=False, access_class=None)
+
+
+def make_payload(**kwargs):
+    return report_obj.dump_report(make_report(**kwargs))
+
+
+def make_summary(io_rate=500.0, **kwargs):
+    return summary_mod.summarize(make_report(**kwargs), io_rate)

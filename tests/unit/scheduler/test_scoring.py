@@ -1,0 +1,247 @@
+"""Table-driven specifications of the pure scheduler verdicts and weights.
+
+Every case reads as a sentence: "<flavor> <passes/fails> <host>". Nodes
+are ``(cpus, load, free_mb)``; NICs are ``(numa_node, physnet)``.
+"""
+
+import collections
+import datetime
+
+import testtools
+
+from nova_numa_policy.scheduling import scoring
+from tests.unit.scheduler import reports
+
+NOW = 1_800_000_000.0
+SETTINGS = scoring.Settings(ttl=180, strict=True, threshold=0.8)
+PERMISSIVE = scoring.Settings(ttl=180, strict=False, threshold=0.8)
+
+IO_HEAVY = {'hw:numa_policy': 'interleave',
+            'hw:numa_nic_locality': 'required'}
+POLICY = {'hw:numa_policy': 'interleave'}
+PINNED = {'hw:cpu_policy': 'dedicated'}
+
+IDLE = (8, 0.1, 32768)
+BUSY = (8, 0.75, 32768)   # 0.75 + 2 vCPUs / 8 CPUs = 1.0 > 0.8
+FULL = (8, 0.1, 512)      # no room for 2048 MB
+
+
+def host(nodes=(IDLE, IDLE), nics=((0, 'physnet1'),), age=10.0,
+         enforceable=reports.ALL_POLICIES, instances=()):
+    generated = datetime.datetime.fromtimestamp(NOW - age,
+                                                datetime.timezone.utc)
+    return reports.make_summary(nodes=nodes, nics=nics,
+                                generated_at=generated,
+                                enforceable=enforceable,
+                                instances=instances)
+
+
+def request(specs=None, vcpus=2, memory_mb=2048, physnets=(),
+            nova_topology=False):
+    return scoring.make_request(specs or {}, vcpus, memory_mb,
+                                physnets=physnets,
+                                nova_topology=nova_topology)
+
+
+Case = collections.namedtuple(
+    'Case', 'name request host settings passed node', defaults=(
+        SETTINGS, None, None))
+
+
+def add_cases(cls, fn, cases):
+    """One test method per case, so each failure names its specification."""
+    for case in cases:
+        def test(self, case=case):
+            verdict = fn(case.request, case.host, case.settings, NOW)
+            self.assertEqual(case.passed, verdict.passed, verdict)
+            if case.node is not None:
+                self.assertEqual(case.node, verdict.node, verdict)
+            self.assertTrue(verdict.reason)
+        setattr(cls, 'test_' + case.name, test)
+    return cls
+
+
+POLICY_CASES = [
+    Case('plain_flavor_passes_a_host_without_report_even_when_strict',
+         request(), None, passed=True),
+    Case('policy_passes_a_host_whose_agent_enforces_it',
+         request(POLICY), host(), passed=True),
+    Case('policy_fails_a_host_whose_agent_cannot_enforce_it',
+         request(POLICY), host(enforceable=('first-touch',)), passed=False),
+    Case('policy_fails_a_host_without_report_when_strict',
+         request(POLICY), None, passed=False),
+    Case('policy_passes_a_host_without_report_when_permissive',
+         request(POLICY), None, PERMISSIVE, passed=True),
+    Case('policy_fails_a_host_whose_report_is_stale_when_strict',
+         request(POLICY), host(age=181), passed=False),
+    Case('companion_key_alone_needs_no_agent',
+         request({'hw:numa_nic_locality': 'preferred'}), None, passed=True),
+    Case('first_touch_with_pinning_is_nova_s_and_needs_no_agent',
+         request(dict(PINNED, **{'hw:numa_policy': 'first-touch'}),
+                 nova_topology=True), None, passed=True),
+    Case('policy_contradicting_nova_topology_fails_every_host',
+         request({'hw:numa_policy': 'interleave', 'hw:numa_nodes': '1'}),
+         host(), passed=False),
+    Case('unknown_policy_value_stored_before_2_86_fails_every_host',
+         request({'hw:numa_policy': 'bogus'}), host(), passed=False),
+]
+
+NIC_CASES = [
+    Case('flavor_without_nic_requirement_passes_any_host',
+         request(POLICY), host(nics=()), passed=True),
+    Case('io_heavy_passes_a_host_whose_nic_local_node_has_headroom',
+         request(IO_HEAVY), host(nodes=(IDLE, BUSY)), passed=True, node=0),
+    Case('io_heavy_fails_a_host_whose_nic_local_node_is_loaded',
+         request(IO_HEAVY), host(nodes=(BUSY, IDLE)), passed=False, node=0),
+    Case('io_heavy_fails_a_host_whose_nic_local_node_lacks_memory',
+         request(IO_HEAVY), host(nodes=(FULL, IDLE)), passed=False),
+    Case('io_heavy_uses_the_uplink_of_its_physnet',
+         request(IO_HEAVY, physnets=('physnet2',)),
+         host(nodes=(BUSY, IDLE), nics=((0, 'physnet1'), (1, 'physnet2'))),
+         passed=True, node=1),
+    Case('io_heavy_fails_when_its_physnet_uplink_is_loaded',
+         request(IO_HEAVY, physnets=('physnet1',)),
+         host(nodes=(BUSY, IDLE), nics=((0, 'physnet1'), (1, 'physnet2'))),
+         passed=False, node=0),
+    Case('io_heavy_fails_a_host_without_an_uplink_for_its_physnet',
+         request(IO_HEAVY, physnets=('physnet3',)), host(), passed=False),
+    Case('io_heavy_uses_any_uplink_when_the_host_maps_no_physnet',
+         request(IO_HEAVY, physnets=('physnet1',)),
+         host(nodes=(BUSY, IDLE), nics=((1, None),)), passed=True, node=1),
+    Case('io_heavy_fails_a_host_that_reports_no_uplink',
+         request(IO_HEAVY), host(nics=()), passed=False),
+    Case('uplink_of_unknown_locality_is_local_to_no_node',
+         request(IO_HEAVY), host(nics=((None, 'physnet1'),)), passed=False),
+    Case('on_a_single_node_host_every_uplink_is_local',
+         request(IO_HEAVY), host(nodes=(IDLE,), nics=((None, None),)),
+         passed=True, node=0),
+    Case('io_heavy_fails_a_host_without_report_when_strict',
+         request(IO_HEAVY), None, passed=False),
+    Case('io_heavy_passes_a_host_without_report_when_permissive',
+         request(IO_HEAVY), None, PERMISSIVE, passed=True),
+    Case('nova_owned_topology_is_left_to_numa_topology_filter',
+         request(dict(PINNED, **{'hw:numa_nic_locality': 'required'}),
+                 nova_topology=True), host(nodes=(BUSY, BUSY)), passed=True),
+]
+
+LOAD_CASES = [
+    Case('plain_flavor_passes_a_host_with_one_node_under_threshold',
+         request(), host(nodes=(BUSY, IDLE)), passed=True, node=1),
+    Case('plain_flavor_fails_a_host_where_every_node_would_be_over',
+         request(), host(nodes=(BUSY, BUSY)), passed=False),
+    Case('load_counts_the_instance_s_own_vcpus',
+         request(vcpus=6), host(nodes=((8, 0.1, 32768),) * 2),
+         passed=False),
+    Case('small_flavor_fits_where_a_larger_one_would_not',
+         request(vcpus=1), host(nodes=((8, 0.6, 32768),) * 2), passed=True),
+    Case('flavor_larger_than_any_node_is_judged_on_the_whole_host',
+         request(vcpus=10, memory_mb=40000),
+         host(nodes=((8, 0.1, 32768),) * 2), passed=True, node=-1),
+    Case('plain_flavor_fails_a_host_without_free_memory_on_any_node',
+         request(), host(nodes=(FULL, FULL)), passed=False),
+    Case('host_without_report_passes_even_when_strict',
+         request(POLICY), None, passed=True),
+    Case('nova_owned_topology_is_left_to_numa_topology_filter_for_load',
+         request({'hw:numa_nodes': '1'}, nova_topology=True),
+         host(nodes=(BUSY, BUSY)), passed=True),
+]
+
+
+PolicyVerdictTest = add_cases(
+    type('PolicyVerdictTest', (testtools.TestCase,), {}),
+    scoring.policy_verdict, POLICY_CASES)
+NicVerdictTest = add_cases(
+    type('NicVerdictTest', (testtools.TestCase,), {}),
+    scoring.nic_verdict, NIC_CASES)
+LoadVerdictTest = add_cases(
+    type('LoadVerdictTest', (testtools.TestCase,), {}),
+    scoring.load_verdict, LOAD_CASES)
+
+
+WeightCase = collections.namedtuple(
+    'WeightCase', 'name request hosts settings expected',
+    defaults=(SETTINGS, None))
+
+
+def add_weight_cases(cls, fn, cases):
+    """Each case lists hosts best first; None means "weighs neutrally"."""
+    for case in cases:
+        def test(self, case=case):
+            if case.expected == 'neutral':
+                self.assertFalse(scoring.applies(fn, case.request,
+                                                 case.settings))
+                return
+            self.assertTrue(scoring.applies(fn, case.request,
+                                            case.settings))
+            weights = scoring.neutral_fill(
+                [None if h is None else fn(case.request, h, case.settings)
+                 for h in case.hosts])
+            for better, worse in zip(weights, weights[1:]):
+                self.assertGreater(better, worse, weights)
+        setattr(cls, 'test_' + case.name, test)
+    return cls
+
+
+NIC_WEIGHT_CASES = [
+    WeightCase('io_heavy_prefers_more_headroom_on_the_nic_local_node',
+               request(IO_HEAVY), [host(nodes=(IDLE, BUSY)),
+                                   host(nodes=((8, 0.5, 32768), IDLE))]),
+    WeightCase('io_heavy_prefers_a_nic_local_fit_to_a_remote_one',
+               request(IO_HEAVY), [host(nodes=(IDLE, BUSY)),
+                                   host(nodes=(BUSY, IDLE))]),
+    WeightCase('io_heavy_avoids_an_uplink_shared_with_io_intensive_guests',
+               request(IO_HEAVY), [
+                   host(),
+                   host(instances=[reports.make_instance(
+                       '7b0c6bb4-9c58-4e0c-8f0a-3a1f6f8a8f01', {'0': 1024},
+                       io_rate=800.0)])]),
+    WeightCase('a_host_without_report_sits_between_known_hosts',
+               request(IO_HEAVY), [host(nodes=(IDLE, BUSY)), None,
+                                   host(nodes=(BUSY, IDLE))]),
+    WeightCase('preferred_locality_is_weighed_too',
+               request({'hw:numa_nic_locality': 'preferred'}),
+               [host(nodes=(IDLE, BUSY)), host(nodes=(BUSY, IDLE))]),
+    WeightCase('high_io_intensity_is_weighed_too',
+               request({'hw:numa_io_intensity': 'high'}),
+               [host(nodes=(IDLE, BUSY)), host(nodes=(BUSY, IDLE))]),
+    WeightCase('plain_flavor_is_weighed_neutrally', request(), [],
+               expected='neutral'),
+    WeightCase('policy_without_io_keys_is_weighed_neutrally',
+               request(POLICY), [], expected='neutral'),
+    WeightCase('nova_owned_topology_is_weighed_neutrally',
+               request(dict(PINNED, **{'hw:numa_nic_locality': 'required'}),
+                       nova_topology=True), [], expected='neutral'),
+]
+
+LOAD_WEIGHT_CASES = [
+    WeightCase('policy_prefers_the_host_whose_best_node_has_most_headroom',
+               request(POLICY), [host(nodes=(BUSY, IDLE)),
+                                 host(nodes=((8, 0.4, 32768), BUSY)),
+                                 host(nodes=(BUSY, BUSY))]),
+    WeightCase('memory_that_fits_nowhere_weighs_least',
+               request(POLICY), [host(nodes=(BUSY, BUSY)),
+                                 host(nodes=(FULL, FULL))]),
+    WeightCase('plain_flavor_is_weighed_neutrally_by_default', request(),
+               [], expected='neutral'),
+    WeightCase('plain_flavor_is_weighed_when_the_operator_asks',
+               request(), [host(nodes=(IDLE, IDLE)), host(nodes=(BUSY, BUSY))],
+               settings=scoring.Settings(ttl=180, strict=True, threshold=0.8,
+                                         weigh_plain_flavors=True)),
+]
+
+NicWeightTest = add_weight_cases(
+    type('NicWeightTest', (testtools.TestCase,), {}),
+    scoring.nic_weight, NIC_WEIGHT_CASES)
+LoadWeightTest = add_weight_cases(
+    type('LoadWeightTest', (testtools.TestCase,), {}),
+    scoring.load_weight, LOAD_WEIGHT_CASES)
+
+
+class NeutralFillTest(testtools.TestCase):
+
+    def test_unknown_hosts_get_the_median_of_known_ones(self):
+        self.assertEqual([0.1, 0.5, 0.9, 0.5],
+                         scoring.neutral_fill([0.1, None, 0.9, 0.5]))
+
+    def test_all_unknown_is_all_equal(self):
+        self.assertEqual([0.0, 0.0], scoring.neutral_fill([None, None]))
