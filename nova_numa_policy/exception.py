@@ -36,3 +36,7 @@ class MalformedReport(ValueError):
     Consumers catch exactly this type, count the report as dropped and carry
     on; it never escapes into nova.
     """
+
+
+class OversizedReport(MalformedReport):
+    """A HostReport larger than a consumer accepts (bytes or counts)."""

@@ -65,10 +65,11 @@ class ReportCache:
         """
         try:
             summary = self._summarize(payload)
+        except exception.OversizedReport as exc:
+            self._drop(DROP_OVERSIZED, exc)
+            return False
         except exception.MalformedReport as exc:
-            reason = (DROP_OVERSIZED if 'exceeds the limit' in str(exc)
-                      else DROP_MALFORMED)
-            self._drop(reason, exc)
+            self._drop(DROP_MALFORMED, exc)
             return False
         if summary.generated_at > self.clock() + self.ttl:
             self._drop(DROP_FUTURE, f'{summary.key} generated at '
@@ -80,11 +81,11 @@ class ReportCache:
         # Size first, so an oversized report costs no object building.
         size = len(json.dumps(payload, separators=(',', ':'), default=str))
         if size > self.max_report_bytes:
-            raise exception.MalformedReport(
+            raise exception.OversizedReport(
                 f'report of {size} bytes exceeds the limit of '
                 f'{self.max_report_bytes}')
-        report = report_mod.load_report(payload)
-        return summary_mod.summarize(report, self.io_rate)
+        data = report_mod.load_report_data(payload)
+        return summary_mod.summarize(data, self.io_rate)
 
     def _store(self, summary):
         key = summary.key

@@ -14,3 +14,9 @@ class NumaPolicyObjectRegistry(ovo_base.VersionedObjectRegistry):
 class NumaPolicyObject(ovo_base.VersionedObject):
     OBJ_PROJECT_NAMESPACE = 'nova_numa_policy'
     OBJ_SERIAL_NAMESPACE = 'nova_numa_policy_object'
+
+    # Values of fields a sender of an older minor version did not know;
+    # a field with no default is required in every version.
+    DEFAULTS = {}
+    # Fields holding lists of child objects, and the child class.
+    CHILDREN = {}

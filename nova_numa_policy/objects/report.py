@@ -20,12 +20,13 @@ before anyone reads it: a malformed report raises exactly one exception
 type, :class:`~nova_numa_policy.exception.MalformedReport`.
 """
 
+import copy
 import datetime
+import functools
+import re
 
 from oslo_serialization import jsonutils
-from oslo_utils import uuidutils
 from oslo_utils import versionutils
-from oslo_versionedobjects import exception as ovo_exc
 from oslo_versionedobjects import fields
 
 from nova_numa_policy import exception
@@ -170,7 +171,7 @@ def report_to_json(report, target_version=None):
 def report_from_json(text, max_bytes):
     """Read a report from JSON text no longer than ``max_bytes``."""
     if len(text) > max_bytes:
-        raise exception.MalformedReport(
+        raise exception.OversizedReport(
             f'report of {len(text)} bytes exceeds the limit of {max_bytes}')
     try:
         primitive = jsonutils.loads(text)
@@ -184,19 +185,46 @@ def load_report(primitive, cls=NumaHostReport):
 
     :raises MalformedReport: for anything a consumer must not trust.
     """
-    version, data = _tolerate_version(primitive, cls)
-    try:
-        # Hydrate with ``cls`` itself rather than the registry's newest
-        # class of that name: a consumer reads as the version it knows.
-        report = cls._obj_from_primitive(
-            None, version, _repack(cls, version, data))
-    except (ValueError, TypeError, KeyError, AttributeError,
-            ovo_exc.VersionedObjectsException) as exc:
-        raise exception.MalformedReport(
-            f'{cls.obj_name()} could not be read: {exc}')
-    _fill_defaults(report, cls)
-    check_report(report)
+    version, data = _read_checked(primitive, cls)
+    # Hydrate with ``cls`` itself rather than the registry's newest class
+    # of that name: a consumer reads as the version it knows.
+    report = cls._obj_from_primitive(None, version,
+                                     _repack(cls, version, data))
+    report.obj_reset_changes(recursive=True)
     return report
+
+
+def load_report_data(primitive):
+    """Check a wire primitive and return its data as plain dicts.
+
+    The same checks as :func:`load_report`, without building objects: the
+    scheduler's report cache reads thousands of reports a second. Children
+    are lists of dicts, ``generated_at`` an aware datetime; fields an older
+    agent did not send hold their defaults.
+
+    :raises MalformedReport: for anything a consumer must not trust.
+    """
+    _, data = _read_checked(primitive, NumaHostReport)
+    plain = dict(data)
+    plain['generated_at'] = _parse_time(data['generated_at'])
+    for name in NumaHostReport.CHILDREN:
+        plain[name] = [child[DATA_KEY] for child in data[name]]
+    return plain
+
+
+def check_report(report):
+    """Check a report built in this process, as a consumer would."""
+    _read_checked(dump_report(report), type(report))
+
+
+DATA_KEY = f'{base.NumaPolicyObject.OBJ_SERIAL_NAMESPACE}.data'
+
+
+def _read_checked(primitive, cls):
+    """Return (version, data) of a primitive that passed every check."""
+    version, data = _tolerate_version(primitive, cls)
+    _check_host(data)
+    return version, data
 
 
 def _primitive_parts(primitive, cls):
@@ -222,35 +250,56 @@ def _primitive_parts(primitive, cls):
     return version, data
 
 
-def _tolerate_version(primitive, cls):
-    """Return (version, data) to read, minus fields of a newer minor."""
-    version, data = _primitive_parts(primitive, cls)
+@functools.lru_cache(maxsize=64)
+def _parse_version(version):
+    # Every report carries a version per object; a fleet has few distinct
+    # ones, so each is parsed once.
+    return versionutils.convert_version_to_tuple(version)
+
+
+def _version_tuple(version, cls):
     try:
-        theirs = versionutils.convert_version_to_tuple(version)
-    except (ValueError, AttributeError):
+        return _parse_version(version)
+    except (ValueError, AttributeError, TypeError):
         raise exception.MalformedReport(
-            f'{cls.obj_name()} has an unreadable version {version!r}')
-    ours = versionutils.convert_version_to_tuple(cls.VERSION)
+            f'{cls.obj_name()} has an unreadable version {version!r:.40}')
+
+
+def _tolerate_version(primitive, cls):
+    """Return (version, data) to read: typed, defaulted, newer fields gone.
+
+    Children come back repacked as primitives of their own class.
+    """
+    version, data = _primitive_parts(primitive, cls)
+    theirs = _version_tuple(version, cls)
+    ours = _version_tuple(cls.VERSION, cls)
     if theirs[0] != ours[0]:
         raise exception.MalformedReport(
             f'{cls.obj_name()} major version {version} is not supported '
             f'(this consumer reads {ours[0]}.x)')
     newer = theirs > ours
-    unknown = set(data) - set(cls.fields)
-    if unknown and not newer:
+    if not newer and not data.keys() <= cls.fields.keys():
         raise exception.MalformedReport(
             f'{cls.obj_name()} {version} has unknown fields '
-            f'{sorted(unknown)}')
-    cleaned = {k: v for k, v in data.items() if k in cls.fields}
-    for field_name, child_cls in getattr(cls, 'CHILDREN', {}).items():
-        if field_name in cleaned:
-            children = cleaned[field_name]
-            if not isinstance(children, list):
-                raise exception.MalformedReport(
-                    f'{cls.obj_name()}.{field_name} must be a list')
-            cleaned[field_name] = [
-                _repack(child_cls, *_tolerate_version(child, child_cls))
-                for child in children]
+            f'{sorted(set(data) - set(cls.fields))}')
+    cleaned = {}
+    for name, check in _checkers(cls):
+        if name in data:
+            cleaned[name] = check(data[name], name)
+        elif name in cls.DEFAULTS:
+            cleaned[name] = copy.copy(cls.DEFAULTS[name])
+        else:
+            raise exception.MalformedReport(
+                f'{cls.obj_name()} lacks required field {name}')
+    for name, child_cls in cls.CHILDREN.items():
+        limit = _COUNT_LIMITS.get(name)
+        if limit is not None and len(cleaned[name]) > limit:
+            raise exception.OversizedReport(
+                f'a report has at most {limit} {name}, got '
+                f'{len(cleaned[name])}')
+        cleaned[name] = [
+            _repack(child_cls, *_tolerate_version(child, child_cls))
+            for child in cleaned[name]]
     # Read as our own version once the unknown fields are gone.
     return (cls.VERSION if newer else version), cleaned
 
@@ -263,102 +312,180 @@ def _repack(cls, version, data):
             f'{prefix}.data': data}
 
 
-def _fill_defaults(obj, cls):
-    for name, default in getattr(cls, 'DEFAULTS', {}).items():
-        if not obj.obj_attr_is_set(name):
-            setattr(obj, name, default)
-    for name, child_cls in getattr(cls, 'CHILDREN', {}).items():
-        if obj.obj_attr_is_set(name):
-            for child in getattr(obj, name):
-                _fill_defaults(child, child_cls)
-    obj.obj_reset_changes()
+# -- type checks, derived from each class's ovo fields -----------------
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _require(condition, message):
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _typed(test, what):
+    def check(value, name):
+        _require(test(value), '%s must be %s, got %.40r', name, what, value)
+        return value
+    return check
+
+
+def _list_of(test, what):
+    def check(value, name):
+        _require(isinstance(value, list) and all(map(test, value)),
+                 '%s must be a list of %s', name, what)
+        return value
+    return check
+
+
+def _dict_of_ints(value, name):
+    _require(isinstance(value, dict)
+             and all(isinstance(k, str) and _is_int(v)
+                     for k, v in value.items()),
+             '%s must map names to integers', name)
+    return value
+
+
+def _timestamp(value, name):
+    _require(isinstance(value, str), '%s must be an ISO 8601 string', name)
+    _parse_time(value)
+    return value
+
+
+# Agents send canonical UUIDs; a regex is far cheaper than parsing.
+_UUID = re.compile(
+    r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}',
+    re.IGNORECASE)
+
+
+def _is_uuid(value):
+    return isinstance(value, str) and _UUID.fullmatch(value) is not None
+
+
+def _parse_time(value):
+    try:
+        parsed = datetime.datetime.fromisoformat(value)
+    except ValueError:
+        raise exception.MalformedReport(f'unreadable time {value!r:.40}')
+    _require(parsed.tzinfo is not None, 'times must carry a time zone')
+    return parsed
+
+
+def _objects(value, name):
+    _require(isinstance(value, list), f'{name} must be a list')
+    return value
+
+
+_CHECKS_BY_FIELD = {
+    fields.IntegerField: _typed(_is_int, 'an integer'),
+    fields.FloatField: _typed(_is_number, 'a number'),
+    fields.StringField: _typed(lambda v: isinstance(v, str), 'a string'),
+    fields.UUIDField: _typed(_is_uuid, 'a canonical UUID'),
+    fields.BooleanField: _typed(lambda v: isinstance(v, bool), 'a boolean'),
+    fields.DateTimeField: _timestamp,
+    fields.ListOfIntegersField: _list_of(_is_int, 'integers'),
+    fields.ListOfStringsField: _list_of(
+        lambda v: isinstance(v, str), 'strings'),
+    fields.DictOfIntegersField: _dict_of_ints,
+    fields.ListOfObjectsField: _objects,
+}
+
+
+def _nullable(check):
+    def nullable_check(value, name):
+        return None if value is None else check(value, name)
+    return nullable_check
+
+
+@functools.cache
+def _checkers(cls):
+    checkers = []
+    for name, field in cls.fields.items():
+        check = _CHECKS_BY_FIELD[type(field)]
+        checkers.append((name, _nullable(check) if field.nullable
+                         else check))
+    return tuple(checkers)
+
+
+# -- value checks on typed data ----------------------------------------
+
+_COUNT_LIMITS = {'numa_nodes': MAX_NODES, 'nics': MAX_NICS,
+                 'instances': MAX_INSTANCES}
+
+
+def _require(condition, message, *args):
+    # The message is formatted only on failure: this runs for every field
+    # of thousands of reports a second.
     if not condition:
-        raise exception.MalformedReport(message)
+        raise exception.MalformedReport(message % args if args else message)
 
 
 def _check_name(value, what):
     _require(value is None or 0 < len(value) <= MAX_NAME_LENGTH,
-             f'{what} must be 1 to {MAX_NAME_LENGTH} characters')
+             '%s must be 1 to %d characters', what, MAX_NAME_LENGTH)
 
 
-def _check_all_set(obj):
-    missing = [name for name in obj.fields if not obj.obj_attr_is_set(name)]
-    _require(not missing,
-             f'{obj.obj_name()} lacks required fields {sorted(missing)}')
-
-
-def check_report(report):
-    """Check a report's sizes and values; raise MalformedReport if off."""
-    _check_all_set(report)
-    for name in NumaHostReport.CHILDREN:
-        for child in getattr(report, name):
-            _check_all_set(child)
-    _check_name(report.host, 'host')
-    _check_name(report.hypervisor_hostname, 'hypervisor_hostname')
-    _require(report.seq >= 0, 'seq must not be negative')
-    _require(report.period > 0, 'period must be positive')
-    _require(report.generated_at.tzinfo is not None,
-             'generated_at must carry a time zone')
-    nodes = report.numa_nodes
-    _require(0 < len(nodes) <= MAX_NODES,
-             f'a report has 1 to {MAX_NODES} NUMA nodes, got {len(nodes)}')
-    _require(len(report.nics) <= MAX_NICS,
-             f'a report has at most {MAX_NICS} NICs')
-    _require(len(report.instances) <= MAX_INSTANCES,
-             f'a report has at most {MAX_INSTANCES} instances')
-    node_ids = [node.id for node in nodes]
-    _require(len(set(node_ids)) == len(node_ids), 'NUMA node ids repeat')
-    _require(sum(len(node.cpus) for node in nodes) <= MAX_CPUS,
-             f'a report has at most {MAX_CPUS} CPUs')
+def _check_host(data):
+    _check_name(data['host'], 'host')
+    _check_name(data['hypervisor_hostname'], 'hypervisor_hostname')
+    _require(data['seq'] >= 0, 'seq must not be negative')
+    _require(data['period'] > 0, 'period must be positive')
+    nodes = [child[DATA_KEY] for child in data['numa_nodes']]
+    _require(nodes, 'a report has at least one NUMA node')
+    node_ids = {node['id'] for node in nodes}
+    _require(len(node_ids) == len(nodes), 'NUMA node ids repeat')
+    cpu_count = sum(len(node['cpus']) for node in nodes)
+    if cpu_count > MAX_CPUS:
+        raise exception.OversizedReport(
+            f'a report has at most {MAX_CPUS} CPUs, got {cpu_count}')
     for node in nodes:
         _check_node(node, len(nodes))
-    known = set(node_ids)
-    for nic in report.nics:
-        _check_name(nic.name, 'NIC name')
-        _require(nic.numa_node is None or nic.numa_node in known,
-                 f'NIC {nic.name} is on unknown node {nic.numa_node}')
-    for instance in report.instances:
-        _check_instance(instance, known)
-    unknown = set(report.enforceable_policies) - set(policy.POLICY_VALUES)
-    _require(not unknown, f'unknown enforceable policies {sorted(unknown)}')
+    for child in data['nics']:
+        nic = child[DATA_KEY]
+        _check_name(nic['name'], 'NIC name')
+        _check_name(nic['physnet'], 'physnet')
+        _check_name(nic['bridge'], 'bridge')
+        _require(nic['numa_node'] is None or nic['numa_node'] in node_ids,
+                 'NIC %s is on unknown node %s', nic['name'],
+                 nic['numa_node'])
+    for child in data['instances']:
+        _check_instance(child[DATA_KEY], node_ids)
+    unknown = set(data['enforceable_policies']).difference(
+        policy.POLICIES)
+    _require(not unknown, 'unknown enforceable policies %s', sorted(unknown))
 
 
 def _check_node(node, node_count):
-    _require(node.id >= 0, 'NUMA node ids are not negative')
-    _require(0 <= node.memory_free_mb <= node.memory_total_mb,
-             f'node {node.id}: free memory must be between 0 and the total')
-    _require(0.0 <= node.cpu_load <= 1.0,
-             f'node {node.id}: cpu_load must be between 0.0 and 1.0')
-    _require(len(node.distances) == node_count,
-             f'node {node.id}: the distance row must have one entry per '
-             f'node ({node_count})')
-    _require(all(0 < d <= MAX_DISTANCE for d in node.distances),
-             f'node {node.id}: distances must be 1 to {MAX_DISTANCE}')
+    node_id = node['id']
+    _require(node_id >= 0, 'NUMA node ids are not negative')
+    _require(0 <= node['memory_free_mb'] <= node['memory_total_mb'],
+             'node %s: free memory must be between 0 and the total',
+             node_id)
+    _require(0.0 <= node['cpu_load'] <= 1.0,
+             'node %s: cpu_load must be between 0.0 and 1.0', node_id)
+    distances = node['distances']
+    _require(len(distances) == node_count,
+             'node %s: the distance row must have one entry per node (%s)',
+             node_id, node_count)
+    _require(all(0 < d <= MAX_DISTANCE for d in distances),
+             'node %s: distances must be 1 to %s', node_id, MAX_DISTANCE)
 
 
 def _check_instance(instance, known_nodes):
-    # UUIDField only warns about a malformed value; consumers key on it.
-    _require(uuidutils.is_uuid_like(instance.uuid),
-             f'instance uuid {instance.uuid!r} is not a UUID')
-    _require(instance.requested_policy is None
-             or instance.requested_policy in policy.POLICY_VALUES,
-             f'instance {instance.uuid}: unknown requested policy '
-             f'{instance.requested_policy!r}')
-    _require(instance.applied_policy in APPLIED_POLICY_VALUES,
-             f'instance {instance.uuid}: unknown applied policy '
-             f'{instance.applied_policy!r}')
-    _require(instance.access_class is None
-             or instance.access_class in ACCESS_CLASSES,
-             f'instance {instance.uuid}: unknown access class '
-             f'{instance.access_class!r}')
-    _require(instance.io_rate >= 0, f'instance {instance.uuid}: negative '
-             f'io_rate')
-    for key, mb in instance.memory_mb_per_node.items():
+    uuid = instance['uuid']
+    requested = instance['requested_policy']
+    _require(requested is None or requested in policy.POLICIES,
+             'instance %s: unknown requested policy %.40r', uuid, requested)
+    applied = instance['applied_policy']
+    _require(applied in APPLIED_POLICY_VALUES,
+             'instance %s: unknown applied policy %.40r', uuid, applied)
+    access = instance['access_class']
+    _require(access is None or access in ACCESS_CLASSES,
+             'instance %s: unknown access class %.40r', uuid, access)
+    _require(instance['io_rate'] >= 0, 'instance %s: negative io_rate',
+             uuid)
+    for key, mb in instance['memory_mb_per_node'].items():
         _require(key.isdigit() and int(key) in known_nodes and mb >= 0,
-                 f'instance {instance.uuid}: memory on unknown node {key!r}')
+                 'instance %s: memory on unknown node %.40r', uuid, key)
 
 
 def utcnow():

@@ -46,32 +46,32 @@ class HostSummary:
         return now - self.generated_at <= ttl
 
 
-def _nic_nodes(report, node_ids):
+def _nic_nodes(nics, node_ids):
     if len(node_ids) == 1:
         # On a single-node host every device is local to the only node,
         # whatever the kernel reports as its numa_node.
-        any_nodes = frozenset(node_ids) if report.nics else frozenset()
-        physnets = {nic.physnet: any_nodes for nic in report.nics
-                    if nic.physnet}
+        any_nodes = frozenset(node_ids) if nics else frozenset()
+        physnets = {nic['physnet']: any_nodes for nic in nics
+                    if nic['physnet']}
         return any_nodes, physnets
     physnets = {}
     any_nodes = set()
-    for nic in report.nics:
-        if nic.numa_node is None:
+    for nic in nics:
+        if nic['numa_node'] is None:
             continue  # locality unknown: local to nothing we can prove
-        any_nodes.add(nic.numa_node)
-        if nic.physnet:
-            physnets.setdefault(nic.physnet, set()).add(nic.numa_node)
+        any_nodes.add(nic['numa_node'])
+        if nic['physnet']:
+            physnets.setdefault(nic['physnet'], set()).add(nic['numa_node'])
     return (frozenset(any_nodes),
             {name: frozenset(ids) for name, ids in physnets.items()})
 
 
-def _io_neighbours(report, io_rate):
+def _io_neighbours(instances, io_rate):
     counts = {}
-    for instance in report.instances:
-        if not (instance.io_intensive or instance.io_rate >= io_rate):
+    for instance in instances:
+        if not (instance['io_intensive'] or instance['io_rate'] >= io_rate):
             continue
-        per_node = instance.memory_mb_per_node
+        per_node = instance['memory_mb_per_node']
         if per_node:
             home = int(max(per_node, key=per_node.get))
             counts[home] = counts.get(home, 0) + 1
@@ -88,25 +88,27 @@ def _whole_host(nodes):
         io_neighbours=sum(node.io_neighbours for node in nodes))
 
 
-def summarize(report, io_rate):
-    """Summarise a checked NumaHostReport.
+def summarize(data, io_rate):
+    """Summarise a checked report, as ``report.load_report_data`` gives it.
 
     :param io_rate: requests per second from which an instance counts as
         I/O intensive (``[numa_policy_scheduler] io_intensive_rate``).
     """
-    neighbours = _io_neighbours(report, io_rate)
+    neighbours = _io_neighbours(data['instances'], io_rate)
     nodes = tuple(
-        NodeState(id=n.id, cpus=len(n.cpus), load=n.cpu_load,
-                  free_mb=n.memory_free_mb, total_mb=n.memory_total_mb,
-                  io_neighbours=neighbours.get(n.id, 0))
-        for n in report.numa_nodes)
-    nic_nodes, physnet_nodes = _nic_nodes(report, [n.id for n in nodes])
+        NodeState(id=n['id'], cpus=len(n['cpus']), load=n['cpu_load'],
+                  free_mb=n['memory_free_mb'],
+                  total_mb=n['memory_total_mb'],
+                  io_neighbours=neighbours.get(n['id'], 0))
+        for n in data['numa_nodes'])
+    nic_nodes, physnet_nodes = _nic_nodes(data['nics'],
+                                          [n.id for n in nodes])
     return HostSummary(
-        host=report.host, nodename=report.hypervisor_hostname,
-        generated_at=report.generated_at.timestamp(), seq=report.seq,
+        host=data['host'], nodename=data['hypervisor_hostname'],
+        generated_at=data['generated_at'].timestamp(), seq=data['seq'],
         nodes=nodes, whole=_whole_host(nodes), nic_nodes=nic_nodes,
         physnet_nodes=physnet_nodes,
-        enforceable=frozenset(report.enforceable_policies),
+        enforceable=frozenset(data['enforceable_policies']),
         largest_node_cpus=max(node.cpus for node in nodes),
         largest_node_mb=max(node.total_mb for node in nodes))
 

@@ -56,4 +56,5 @@ def make_payload(**kwargs):
 
 
 def make_summary(io_rate=500.0, **kwargs):
-    return summary_mod.summarize(make_report(**kwargs), io_rate)
+    return summary_mod.summarize(
+        report_obj.load_report_data(make_payload(**kwargs)), io_rate)
