@@ -1,0 +1,1 @@
+"""Tempest plugin of nova-numa-policy: flavor validation, boot scenarios."""
