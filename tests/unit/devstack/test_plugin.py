@@ -266,7 +266,7 @@ class ProjectConfigTest(PluginTestCase):
         node = self.node()
         node.run('stack:post-config')
         conf = self._load(node)
-        self.assertEqual(9797, conf.numa_policy_api.bind_port)
+        self.assertEqual(8799, conf.numa_policy_api.bind_port)
         self.assertEqual('keystone', conf.numa_policy_api.auth_strategy)
         self.assertEqual(5.0, conf.numa_policy_agent.period)
         self.assertEqual('qemu:///system', conf.numa_policy_agent.libvirt_uri)
@@ -325,7 +325,7 @@ class KeystoneTest(PluginTestCase):
         self.assertEqual('numa-policy', service[2])
         self.assertEqual(
             [('get_or_create_endpoint', 'numa-policy', 'RegionOne',
-              'http://192.0.2.10:9797')],
+              'http://192.0.2.10:8799')],
             node.calls('get_or_create_endpoint'))
 
     def test_nothing_registered_where_the_api_does_not_run(self):
@@ -349,7 +349,7 @@ class ServicesTest(PluginTestCase):
                 f'{node.bin_dir}/numa-policy-agent {command}', 'libvirt'),
         }, node.started())
         self.assertEqual(
-            [('wait_for_service', '60', 'http://192.0.2.10:9797')],
+            [('wait_for_service', '60', 'http://192.0.2.10:8799')],
             node.calls('wait_for_service'))
 
     def test_schema_created_before_the_collector_starts(self):

@@ -1,0 +1,1 @@
+"""The collector: agent reports and actions from the bus into SQL."""

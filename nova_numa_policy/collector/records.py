@@ -1,0 +1,126 @@
+"""Pure conversions between what comes off the bus and database rows.
+
+Nothing here touches the database or the bus: payloads in, checked objects
+and plain row dicts out, so every rule is unit tested on its own.
+"""
+
+from oslo_serialization import jsonutils
+from oslo_utils import timeutils
+
+from nova_numa_policy.collector import actions
+from nova_numa_policy import exception
+from nova_numa_policy.objects import report as report_obj
+
+KIND_REPORT = 'report'
+KIND_ACTION = 'action'
+
+
+def naive_utc(moment):
+    """SQL columns hold naive UTC times; convert an aware datetime."""
+    return timeutils.normalize_time(moment)
+
+
+def parse_payload(event_type, payload, max_report_bytes):
+    """Read one notification into ``(kind, value)``.
+
+    The reports topic carries HostReports and, under
+    :data:`~nova_numa_policy.collector.actions.ACTION_EVENT_TYPE`, agent
+    actions; every other event type is read as a HostReport, so the
+    collector does not depend on the report's event type name.
+
+    :raises MalformedReport: for a payload that must be dropped.
+    """
+    if event_type == actions.ACTION_EVENT_TYPE:
+        return KIND_ACTION, actions.load_action(payload)
+    if isinstance(payload, str):
+        text = payload
+    else:
+        try:
+            text = jsonutils.dumps(payload)
+        except (TypeError, ValueError) as exc:
+            raise exception.MalformedReport(
+                f'report payload is not serializable: {exc}')
+    return KIND_REPORT, report_obj.report_from_json(text, max_report_bytes)
+
+
+def is_newer(row, stored):
+    """Whether a host or instance ``row`` supersedes the ``stored`` one.
+
+    Reports of one host sort by generation time, then sequence number:
+    ``seq`` restarts with the agent process, the time keeps the order
+    across restarts and ``seq`` breaks ties within one clock tick. A row
+    equal to the stored one is a redelivery, not newer.
+    """
+    if stored is None:
+        return True
+    return ((row['generated_at'], row['seq'])
+            > (stored.generated_at, stored.seq))
+
+
+def _node_row(node):
+    return {'id': node.id, 'cpus': list(node.cpus),
+            'memory_total_mb': node.memory_total_mb,
+            'memory_free_mb': node.memory_free_mb,
+            'cpu_load': node.cpu_load, 'distances': list(node.distances)}
+
+
+def _nic_row(nic):
+    return {'name': nic.name, 'numa_node': nic.numa_node,
+            'speed_mbps': nic.speed_mbps, 'physnet': nic.physnet,
+            'bridge': nic.bridge}
+
+
+def host_row(report, received_at):
+    """The ``numa_hosts`` row of a host's latest report."""
+    return {
+        'host': report.host,
+        'hypervisor_hostname': report.hypervisor_hostname,
+        'agent_version': report.agent_version,
+        'seq': report.seq,
+        'generated_at': naive_utc(report.generated_at),
+        'received_at': naive_utc(received_at),
+        'period': report.period,
+        'numa_nodes': [_node_row(node) for node in report.numa_nodes],
+        'nics': [_nic_row(nic) for nic in report.nics],
+        'enforceable_policies': list(report.enforceable_policies),
+        'instance_count': len(report.instances),
+    }
+
+
+def history_row(report, received_at):
+    """The ``numa_reports`` row: identity plus the full wire primitive."""
+    return {
+        'host': report.host,
+        'seq': report.seq,
+        'generated_at': naive_utc(report.generated_at),
+        'received_at': naive_utc(received_at),
+        'payload': report_obj.dump_report(report),
+    }
+
+
+def instance_rows(report):
+    """The ``numa_instances`` rows a report describes, keyed by uuid."""
+    generated_at = naive_utc(report.generated_at)
+    return {
+        instance.uuid: {
+            'uuid': instance.uuid,
+            'host': report.host,
+            'requested_policy': instance.requested_policy,
+            'applied_policy': instance.applied_policy,
+            'memory_mb_per_node': dict(instance.memory_mb_per_node),
+            'vcpu_cpus': list(instance.vcpu_cpus),
+            'io_rate': instance.io_rate,
+            'io_intensive': instance.io_intensive,
+            'access_class': instance.access_class,
+            'generated_at': generated_at,
+        }
+        for instance in report.instances
+    }
+
+
+def action_row(action, received_at):
+    """The ``numa_actions`` row of a checked action dict."""
+    row = dict(action)
+    row['generated_at'] = naive_utc(action['generated_at'])
+    row['received_at'] = naive_utc(received_at)
+    return row

@@ -1,0 +1,1 @@
+"""The read-only REST API over the collector database (``/v1``)."""

@@ -1,0 +1,117 @@
+"""Handlers of the ``/v1`` resources: authorize, validate, read, render.
+
+Every handler checks the policy first, so a caller without the right gets
+403 whatever it sent, then validates its input (400), then reads.
+"""
+
+import functools
+
+from oslo_db import exception as db_exc
+from oslo_policy import policy as oslo_policy
+
+from nova_numa_policy.rest import errors
+from nova_numa_policy.rest import policies
+from nova_numa_policy.rest import validation
+from nova_numa_policy.rest import views
+
+HISTORY_MAX = 1000
+
+
+def _storage_errors(method):
+    """Turn database failures the caller can act on into HTTP errors."""
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except db_exc.DBConnectionError:
+            raise errors.ServiceUnavailable(
+                'the collector database is unavailable; retry later')
+    return wrapper
+
+
+class Controllers:
+
+    def __init__(self, storage, enforcer, default_limit, max_limit):
+        self._storage = storage
+        self._enforcer = enforcer
+        self._default_limit = min(default_limit, max_limit)
+        self._max_limit = max_limit
+
+    def _authorize(self, context, rule):
+        try:
+            self._enforcer.authorize(rule, {}, context, do_raise=True)
+        except (oslo_policy.PolicyNotAuthorized,
+                oslo_policy.InvalidScope):
+            raise errors.Forbidden(f'policy does not allow {rule} to be '
+                                   f'performed')
+
+    def _query(self, request, parsers, max_limit=None):
+        return validation.query(
+            request.GET.items(), parsers, max_limit or self._max_limit,
+            min(self._default_limit, max_limit or self._max_limit))
+
+    @_storage_errors
+    def list_hosts(self, request, context):
+        self._authorize(context, policies.HOSTS_LIST)
+        query = self._query(request, {'marker': validation.name})
+        rows = self._storage.list_hosts(query['limit'], query.get('marker'))
+        return views.page('hosts', [views.host_summary(r) for r in rows],
+                          query['limit'], request.path_url, {},
+                          lambda item: item['host'])
+
+    @_storage_errors
+    def show_host(self, request, context, host):
+        self._authorize(context, policies.HOSTS_SHOW)
+        validation.no_query(request.GET.items())
+        host = validation.name('host', host)
+        row = self._storage.get_host(host)
+        if row is None:
+            raise errors.NotFound(f'no report from host {host!r}')
+        return {'host': views.host_detail(row)}
+
+    @_storage_errors
+    def list_host_reports(self, request, context, host):
+        self._authorize(context, policies.HOSTS_SHOW)
+        query = self._query(request, {}, max_limit=HISTORY_MAX)
+        host = validation.name('host', host)
+        rows = self._storage.list_reports(host, query['limit'])
+        if not rows and self._storage.get_host(host) is None:
+            raise errors.NotFound(f'no report from host {host!r}')
+        return {'reports': [views.report_summary(r) for r in rows]}
+
+    @_storage_errors
+    def list_instances(self, request, context):
+        self._authorize(context, policies.INSTANCES_LIST)
+        query = self._query(request, {'marker': validation.instance_uuid,
+                                      'host': validation.name})
+        rows = self._storage.list_instances(
+            query['limit'], query.get('marker'), host=query.get('host'))
+        filters = {k: query[k] for k in ('host',) if k in query}
+        return views.page('instances', [views.instance(r) for r in rows],
+                          query['limit'], request.path_url, filters,
+                          lambda item: item['uuid'])
+
+    @_storage_errors
+    def show_instance(self, request, context, uuid):
+        self._authorize(context, policies.INSTANCES_SHOW)
+        validation.no_query(request.GET.items())
+        uuid = validation.instance_uuid('uuid', uuid)
+        row = self._storage.get_instance(uuid)
+        if row is None:
+            raise errors.NotFound(f'no report describes instance {uuid}')
+        return {'instance': views.instance(row)}
+
+    @_storage_errors
+    def list_actions(self, request, context):
+        self._authorize(context, policies.ACTIONS_LIST)
+        query = self._query(request, {
+            'marker': validation.positive_int, 'host': validation.name,
+            'instance_uuid': validation.instance_uuid})
+        rows = self._storage.list_actions(
+            query['limit'], query.get('marker'), host=query.get('host'),
+            instance_uuid=query.get('instance_uuid'))
+        filters = {k: query[k] for k in ('host', 'instance_uuid')
+                   if k in query}
+        return views.page('actions', [views.action(r) for r in rows],
+                          query['limit'], request.path_url, filters,
+                          lambda item: item['id'])

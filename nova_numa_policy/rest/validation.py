@@ -1,0 +1,85 @@
+"""Pure checks of path and query parameters; BadRequest on anything off.
+
+Each listing declares the parameters it takes as ``{name: parser}``; a
+parser turns the raw string into its value or raises BadRequest naming the
+parameter, what it must be and what was sent.
+"""
+
+import re
+import uuid
+
+from nova_numa_policy.rest import errors
+
+MAX_NAME_LENGTH = 255
+# Names are any text without control characters (C0, DEL, C1); the same
+# pattern is published in the OpenAPI description.
+NAME_PATTERN = '^[^\u0000-\u001f\u007f-\u009f]+$'
+_NAME = re.compile(NAME_PATTERN)
+# Longest raw value echoed back in an error message.
+_ECHO = 64
+
+
+def _echo(value):
+    value = value if len(value) <= _ECHO else value[:_ECHO] + '...'
+    return repr(value)
+
+
+def name(param, value):
+    """A host name: 1 to 255 characters, none of them a control one."""
+    if not 0 < len(value) <= MAX_NAME_LENGTH or not _NAME.match(value):
+        raise errors.BadRequest(
+            f'{param} must be 1 to {MAX_NAME_LENGTH} characters without '
+            f'control characters, got {_echo(value)}')
+    return value
+
+
+def instance_uuid(param, value):
+    """A UUID, returned in its canonical lower-case form."""
+    try:
+        return str(uuid.UUID(value))
+    except ValueError:
+        raise errors.BadRequest(f'{param} must be a UUID, got {_echo(value)}')
+
+
+def positive_int(param, value, maximum=2 ** 63 - 1):
+    if not (value.isascii() and value.isdigit()) or not (
+            0 < int(value) <= maximum):
+        raise errors.BadRequest(
+            f'{param} must be an integer from 1 to {maximum}, got '
+            f'{_echo(value)}')
+    return int(value)
+
+
+def query(params, parsers, max_limit, default_limit):
+    """Check a request's query parameters against the ones it may have.
+
+    :param params: (name, value) pairs as sent, repeats included.
+    :param parsers: {name: parser(param, value)} of the route's filters and
+        its marker; ``limit`` is always allowed.
+    :returns: {name: parsed value}, with ``limit`` always set.
+    """
+    allowed = ('limit',) + tuple(parsers)
+    seen = {}
+    for key, value in params:
+        if key not in allowed:
+            raise errors.BadRequest(
+                f'unknown query parameter {_echo(key)}; this resource takes '
+                f'{", ".join(sorted(allowed))}')
+        if key in seen:
+            raise errors.BadRequest(f'query parameter {key} is repeated')
+        seen[key] = value
+    result = {'limit': default_limit}
+    if 'limit' in seen:
+        result['limit'] = positive_int('limit', seen.pop('limit'),
+                                       maximum=max_limit)
+    for key, value in seen.items():
+        result[key] = parsers[key](key, value)
+    return result
+
+
+def no_query(params):
+    """A resource that takes no query parameter refuses any."""
+    for key, _value in params:
+        raise errors.BadRequest(
+            f'unknown query parameter {_echo(key)}; this resource takes '
+            f'none')

@@ -1,0 +1,126 @@
+"""Pure conversions of stored rows into API bodies."""
+
+import datetime
+import urllib.parse
+
+from nova_numa_policy.objects import report as report_obj
+
+
+def _time(moment):
+    """Stored times are naive UTC; the API says so explicitly."""
+    return moment.replace(tzinfo=datetime.timezone.utc).isoformat()
+
+
+def policy_applied(requested, applied):
+    """Whether the agent made true what the instance asked for.
+
+    None when the instance asked for nothing; ``auto`` is satisfied by any
+    concrete policy the agent chose.
+    """
+    if requested is None:
+        return None
+    if requested == 'auto':
+        return applied != report_obj.APPLIED_NONE
+    return requested == applied
+
+
+def host_summary(row):
+    return {
+        'host': row['host'],
+        'hypervisor_hostname': row['hypervisor_hostname'],
+        'agent_version': row['agent_version'],
+        'seq': row['seq'],
+        'generated_at': _time(row['generated_at']),
+        'received_at': _time(row['received_at']),
+        'period': row['period'],
+        'node_count': len(row['numa_nodes']),
+        'instance_count': row['instance_count'],
+        'enforceable_policies': list(row['enforceable_policies']),
+    }
+
+
+def _instance_memory_per_node(instances):
+    totals = {}
+    for instance in instances:
+        for node, mb in instance['memory_mb_per_node'].items():
+            totals[int(node)] = totals.get(int(node), 0) + mb
+    return totals
+
+
+def _node(node, nics, instance_mb):
+    return {
+        'id': node['id'],
+        'cpus': node['cpus'],
+        'cpu_load': node['cpu_load'],
+        'memory_total_mb': node['memory_total_mb'],
+        'memory_free_mb': node['memory_free_mb'],
+        'instance_memory_mb': instance_mb.get(node['id'], 0),
+        'distances': node['distances'],
+        'nics': [nic['name'] for nic in nics
+                 if nic['numa_node'] == node['id']],
+    }
+
+
+def host_detail(row):
+    """A host's summary plus its nodes, NICs and instances."""
+    body = host_summary(row)
+    instance_mb = _instance_memory_per_node(row['instances'])
+    body['numa_nodes'] = [_node(node, row['nics'], instance_mb)
+                          for node in row['numa_nodes']]
+    body['nics'] = [dict(nic) for nic in row['nics']]
+    body['instances'] = [instance(i) for i in row['instances']]
+    return body
+
+
+def instance(row):
+    return {
+        'uuid': row['uuid'],
+        'host': row['host'],
+        'requested_policy': row['requested_policy'],
+        'applied_policy': row['applied_policy'],
+        'policy_applied': policy_applied(row['requested_policy'],
+                                         row['applied_policy']),
+        'memory_mb_per_node': dict(row['memory_mb_per_node']),
+        'vcpu_cpus': list(row['vcpu_cpus']),
+        'io_rate': row['io_rate'],
+        'io_intensive': row['io_intensive'],
+        'access_class': row['access_class'],
+        'generated_at': _time(row['generated_at']),
+    }
+
+
+def action(row):
+    return {
+        'id': row['id'],
+        'host': row['host'],
+        'seq': row['seq'],
+        'generated_at': _time(row['generated_at']),
+        'received_at': _time(row['received_at']),
+        'instance_uuid': row['instance_uuid'],
+        'kind': row['kind'],
+        'outcome': row['outcome'],
+        'reason': row['reason'],
+        'details': dict(row['details']),
+    }
+
+
+def report_summary(row):
+    return {'seq': row['seq'], 'generated_at': _time(row['generated_at']),
+            'received_at': _time(row['received_at'])}
+
+
+def page(key, items, limit, url, params, marker_of):
+    """A listing body with a ``next`` link when the page is full.
+
+    :param url: the request's URL without query string.
+    :param params: the request's validated filters, without limit/marker.
+    :param marker_of: returns the marker of an item.
+    """
+    body = {key: items, 'links': []}
+    if len(items) == limit:
+        query = dict(params, limit=limit, marker=marker_of(items[-1]))
+        body['links'].append({
+            'rel': 'next',
+            'href': f'{url}?{urllib.parse.urlencode(sorted(query.items()))}',
+        })
+    return body

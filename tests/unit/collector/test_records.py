@@ -1,0 +1,87 @@
+import datetime
+
+from oslo_serialization import jsonutils
+import testtools
+
+from nova_numa_policy.collector import actions
+from nova_numa_policy.collector import records
+from nova_numa_policy import exception
+from tests.unit.collector import fakes
+
+
+class ParsePayloadTest(testtools.TestCase):
+
+    def test_a_report_payload_is_read_whatever_its_event_type(self):
+        for event_type in ('numa_policy.report', 'numa_policy.host_report'):
+            kind, report = records.parse_payload(
+                event_type, fakes.make_payload(seq=3), 1024 * 1024)
+            self.assertEqual(records.KIND_REPORT, kind)
+            self.assertEqual(3, report.seq)
+
+    def test_a_report_sent_as_json_text_is_read(self):
+        kind, report = records.parse_payload(
+            'numa_policy.report', jsonutils.dumps(fakes.make_payload()),
+            1024 * 1024)
+        self.assertEqual('compute-1', report.host)
+
+    def test_an_action_event_is_read_as_an_action(self):
+        kind, action = records.parse_payload(
+            actions.ACTION_EVENT_TYPE, fakes.make_action_payload(), 1024)
+        self.assertEqual(records.KIND_ACTION, kind)
+        self.assertEqual('move_pages', action['kind'])
+
+    def test_an_oversized_report_is_malformed(self):
+        exc = self.assertRaises(
+            exception.MalformedReport, records.parse_payload,
+            'numa_policy.report', fakes.make_payload(), 1024)
+        self.assertIn('exceeds the limit of 1024', str(exc))
+
+    def test_a_payload_of_garbage_is_malformed(self):
+        for payload in ({'x': 1}, 'not json', 42, None):
+            with self.subTest(repr(payload)):
+                self.assertRaises(exception.MalformedReport,
+                                  records.parse_payload, 'numa_policy.report',
+                                  payload, 1024 * 1024)
+
+
+class RowsTest(testtools.TestCase):
+
+    def test_host_row_carries_nodes_nics_and_naive_utc_times(self):
+        report = fakes.make_report(seq=5)
+        received = fakes.at(6).astimezone(
+            datetime.timezone(datetime.timedelta(hours=2)))
+        row = records.host_row(report, received)
+        self.assertEqual(fakes.at(5).replace(tzinfo=None),
+                         row['generated_at'])
+        self.assertEqual(fakes.at(6).replace(tzinfo=None), row['received_at'])
+        self.assertEqual([0, 1], [n['id'] for n in row['numa_nodes']])
+        self.assertEqual(0.5, row['numa_nodes'][1]['cpu_load'])
+        self.assertEqual('eth0', row['nics'][0]['name'])
+        self.assertEqual(1, row['instance_count'])
+
+    def test_instance_rows_are_keyed_by_uuid(self):
+        report = fakes.make_report(instances=[
+            fakes.make_instance(fakes.UUID_A),
+            fakes.make_instance(fakes.UUID_B, requested=None,
+                                applied='none', memory={})])
+        rows = records.instance_rows(report)
+        self.assertEqual({fakes.UUID_A, fakes.UUID_B}, set(rows))
+        self.assertIsNone(rows[fakes.UUID_B]['requested_policy'])
+        self.assertEqual({'0': 512, '1': 512},
+                         rows[fakes.UUID_A]['memory_mb_per_node'])
+
+    def test_newer_means_later_time_then_higher_seq(self):
+        row = records.host_row(fakes.make_report(seq=2), fakes.at(9))
+
+        class Stored:
+            generated_at = row['generated_at']
+            seq = 2
+
+        self.assertTrue(records.is_newer(row, None))
+        self.assertFalse(records.is_newer(row, Stored))
+        Stored.seq = 1
+        self.assertTrue(records.is_newer(row, Stored))
+        Stored.seq = 9
+        Stored.generated_at = row['generated_at'] - datetime.timedelta(
+            microseconds=1)
+        self.assertTrue(records.is_newer(row, Stored))

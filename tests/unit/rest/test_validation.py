@@ -1,0 +1,62 @@
+import testtools
+
+from nova_numa_policy.rest import errors
+from nova_numa_policy.rest import validation
+
+UUID = '11111111-1111-4111-8111-111111111111'
+PARSERS = {'marker': validation.instance_uuid, 'host': validation.name}
+
+
+def _query(*pairs):
+    return validation.query(list(pairs), PARSERS, max_limit=50,
+                            default_limit=20)
+
+
+class QueryTest(testtools.TestCase):
+
+    def test_no_parameter_gives_the_default_limit(self):
+        self.assertEqual({'limit': 20}, _query())
+
+    def test_every_parameter_is_parsed(self):
+        self.assertEqual(
+            {'limit': 5, 'marker': UUID, 'host': 'compute-1'},
+            _query(('limit', '5'), ('marker', UUID.upper()),
+                   ('host', 'compute-1')))
+
+    def test_bad_input_is_400_with_what_was_expected(self):
+        cases = [
+            ('unknown parameter', [('sort', 'x')],
+             "unknown query parameter 'sort'; this resource takes host, "
+             "limit, marker"),
+            ('repeated parameter', [('host', 'a'), ('host', 'b')],
+             'query parameter host is repeated'),
+            ('limit zero', [('limit', '0')],
+             "limit must be an integer from 1 to 50, got '0'"),
+            ('limit above max', [('limit', '51')], 'from 1 to 50'),
+            ('limit not a number', [('limit', '1e3')], "got '1e3'"),
+            ('limit in other digits', [('limit', '\u0663')], 'from 1 to'),
+            ('negative limit', [('limit', '-1')], "got '-1'"),
+            ('marker not a uuid', [('marker', 'abc')],
+             "marker must be a UUID, got 'abc'"),
+            ('empty host', [('host', '')],
+             'host must be 1 to 255 characters without control'),
+            ('control character', [('host', 'a\x00b')], 'control'),
+            ('C1 control character', [('host', 'a\x85b')], 'control'),
+            ('long host', [('host', 'h' * 256)], "got 'hhhh"),
+        ]
+        for name, pairs, message in cases:
+            with self.subTest(name):
+                exc = self.assertRaises(errors.BadRequest, _query, *pairs)
+                self.assertIn(message, exc.message)
+                self.assertEqual(400, exc.status)
+
+    def test_long_values_are_cut_in_messages(self):
+        exc = self.assertRaises(errors.BadRequest, _query,
+                                ('host', 'h' * 1000))
+        self.assertLess(len(exc.message), 200)
+
+    def test_a_resource_without_parameters_refuses_any(self):
+        exc = self.assertRaises(errors.BadRequest, validation.no_query,
+                                [('limit', '1')])
+        self.assertIn("'limit'; this resource takes none", exc.message)
+        self.assertIsNone(validation.no_query([]))

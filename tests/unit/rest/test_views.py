@@ -1,0 +1,77 @@
+import datetime
+
+import testtools
+
+from nova_numa_policy.rest import views
+
+
+class PolicyAppliedTest(testtools.TestCase):
+
+    def test_table(self):
+        rows = [
+            (None, 'none', None),
+            (None, 'interleave', None),
+            ('interleave', 'interleave', True),
+            ('interleave', 'first-touch', False),
+            ('interleave', 'none', False),
+            ('auto', 'interleave+carrefour', True),
+            ('auto', 'none', False),
+        ]
+        for requested, applied, expected in rows:
+            with self.subTest(f'{requested} -> {applied}'):
+                self.assertEqual(expected,
+                                 views.policy_applied(requested, applied))
+
+
+class HostDetailTest(testtools.TestCase):
+
+    def test_nodes_carry_instance_memory_and_their_nics(self):
+        moment = datetime.datetime(2025, 1, 31, 12, 0)
+        node = {'id': 0, 'cpus': [0], 'cpu_load': 0.5,
+                'memory_total_mb': 100, 'memory_free_mb': 10,
+                'distances': [10]}
+        row = {
+            'host': 'h', 'hypervisor_hostname': 'h', 'agent_version': '1',
+            'seq': 1, 'generated_at': moment, 'received_at': moment,
+            'period': 60.0, 'instance_count': 2,
+            'enforceable_policies': [],
+            'numa_nodes': [node, dict(node, id=1)],
+            'nics': [{'name': 'eth0', 'numa_node': 1, 'speed_mbps': None,
+                      'physnet': None, 'bridge': None},
+                     {'name': 'eth1', 'numa_node': None, 'speed_mbps': None,
+                      'physnet': None, 'bridge': None}],
+            'instances': [
+                {'uuid': 'a', 'host': 'h', 'requested_policy': None,
+                 'applied_policy': 'none',
+                 'memory_mb_per_node': {'0': 30, '1': 5}, 'vcpu_cpus': [],
+                 'io_rate': 0.0, 'io_intensive': False,
+                 'access_class': None, 'generated_at': moment},
+                {'uuid': 'b', 'host': 'h', 'requested_policy': 'home',
+                 'applied_policy': 'home', 'memory_mb_per_node': {'0': 12},
+                 'vcpu_cpus': [], 'io_rate': 0.0, 'io_intensive': False,
+                 'access_class': None, 'generated_at': moment}],
+        }
+        body = views.host_detail(row)
+        self.assertEqual([42, 5], [n['instance_memory_mb']
+                                   for n in body['numa_nodes']])
+        self.assertEqual([[], ['eth0']], [n['nics']
+                                          for n in body['numa_nodes']])
+        self.assertEqual('2025-01-31T12:00:00+00:00', body['generated_at'])
+        self.assertEqual(2, body['node_count'])
+
+
+class PageTest(testtools.TestCase):
+
+    def test_a_full_page_links_to_the_next(self):
+        body = views.page('items', [{'k': 'a'}, {'k': 'b'}], 2,
+                          'http://api/v1/items', {'host': 'h x'},
+                          lambda item: item['k'])
+        self.assertEqual(
+            [{'rel': 'next',
+              'href': 'http://api/v1/items?host=h+x&limit=2&marker=b'}],
+            body['links'])
+
+    def test_a_short_page_is_the_last(self):
+        body = views.page('items', [{'k': 'a'}], 2, 'http://api/v1/items',
+                          {}, lambda item: item['k'])
+        self.assertEqual([], body['links'])
