@@ -1,9 +1,14 @@
 """The ``oslo.config.opts`` entry point for oslo-config-generator."""
 
+from nova_numa_policy.conf import agent
+from nova_numa_policy.conf import collector
+from nova_numa_policy.conf import loops
 from nova_numa_policy.conf import policy
 from nova_numa_policy.conf import reports
+from nova_numa_policy.conf import rest
+from nova_numa_policy.conf import scheduler
 
-GROUP_MODULES = (policy, reports)
+GROUP_MODULES = (policy, reports, scheduler, collector, rest, agent, loops)
 
 
 def list_opts():

@@ -59,22 +59,32 @@ def measured_imbalance(topology, inst):
 
 
 def _interleave(topology, inst, config):
-    """Spread memory evenly over the guest's vCPU nodes, a batch a time."""
+    """Spread memory evenly over the guest's vCPU nodes, a batch a time.
+
+    Each period moves up to ``batch_pages`` from the fullest node to every
+    node below the even share, in proportion to its deficit, so the guest
+    never passes through a state with its memory piled on a second node.
+    """
     nodes = sorted(set(base.vcpu_nodes(topology, inst)))
     mem = base.memory_vector(topology, inst)
     if len(nodes) < 2 or base.imbalance(mem[nodes]) <= config.interleaved_rsd:
         return []
     src = max(range(len(mem)), key=lambda n: mem[n])
-    dst = min(nodes, key=lambda n: mem[n])
     target = mem.sum() / len(nodes)
-    pages = int(min(config.batch_pages,
-                    min(mem[src] - target, target - mem[dst]) * PAGES_PER_MB))
-    if pages <= 0:
-        return []
-    return [backend.MovePages(
-        instance_uuid=inst.uuid, source_node=src, target_node=dst,
-        pages=pages, reason=f'auto: {IL_CARREFOUR}, interleaving memory '
-                            f'over nodes {nodes}')]
+    under = [n for n in nodes if n != src and mem[n] < target]
+    deficits = np.array([target - mem[n] for n in under])
+    budget = min(config.batch_pages,
+                 (mem[src] - target) * PAGES_PER_MB,
+                 deficits.sum() * PAGES_PER_MB)
+    actions = []
+    for node, deficit in zip(under, deficits):
+        pages = int(budget * deficit / deficits.sum())
+        if pages > 0:
+            actions.append(backend.MovePages(
+                instance_uuid=inst.uuid, source_node=src, target_node=node,
+                pages=pages, reason=f'auto: {IL_CARREFOUR}, interleaving '
+                                    f'memory over nodes {nodes}'))
+    return actions
 
 
 def _act(topology, inst, policy, interleaved, config):

@@ -2,15 +2,16 @@
 
 Each period the runner observes once, lets every strategy decide on the
 same snapshot, drops actions on hands-off guests and actions without a
-reason, trims what exceeds the period's budgets (pages per second, vCPU
-moves), logs every action with its reason, and applies them unless it is
-a dry run.
+reason, refuses what the do-no-harm guard (``guard.py``) refuses, trims
+what exceeds the period's budgets (pages per second, vCPU moves), logs
+every action with its reason, and applies them unless it is a dry run.
 """
 
 import dataclasses
 import logging
 
 from nova_numa_policy import backend
+from nova_numa_policy.loops import guard as harm_guard
 
 LOG = logging.getLogger(__name__)
 
@@ -64,10 +65,14 @@ class _Allowance:
 
 class Runner:
     def __init__(self, backend_, strategies_, configs=None, budget=None,
-                 dry_run=False, seed=0):
+                 dry_run=False, seed=0, guard=None):
         self.backend = backend_
         self.dry_run = dry_run
         self.budget = budget or Budget()
+        self.guard = guard or harm_guard.Config(
+            period_s=self.budget.period_s)
+        self.guard_state = harm_guard.initial_state()
+        self.actions_refused = 0
         configs = configs or {}
         caps = backend_.capabilities()
         self.strategies = []
@@ -90,7 +95,11 @@ class Runner:
     def decide(self, snapshot):
         hands_off = {i.uuid for i in snapshot.instances
                      if i.hands_off_reason}
+        by_uuid = {i.uuid: i for i in snapshot.instances}
+        self.guard_state = harm_guard.observe(snapshot, self.guard_state,
+                                              self.guard)
         actions = []
+        arrivals = {}
         for s in self.strategies:
             proposed, self.states[s.name] = s.decide(
                 snapshot, self.states[s.name], self.configs[s.name])
@@ -98,6 +107,19 @@ class Runner:
                 if action.instance_uuid in hands_off or not action.reason:
                     self.actions_dropped += 1
                     continue
+                why = harm_guard.refusal(snapshot, self.guard_state,
+                                         self.guard, action, arrivals)
+                if why:
+                    self.actions_refused += 1
+                    LOG.debug('%s: refused %s: %s', s.name, action, why)
+                    continue
+                self.guard_state = harm_guard.disturb(
+                    snapshot, self.guard_state, self.guard, action)
+                inst = by_uuid.get(action.instance_uuid)
+                if inst and isinstance(action, backend.PinVcpu):
+                    for node in harm_guard.destinations(
+                            snapshot.topology, inst, action):
+                        arrivals.setdefault(node, action.instance_uuid)
                 actions.append((s.name, action))
         return actions
 

@@ -8,11 +8,15 @@ Each period, per guest:
 2. choose its node: *NIC-prior* for I/O-intensive guests (the node nearest
    the NIC, then the next nearest), *NUMA-prior* for the others (the node
    holding most of its memory, away from the NIC on ties); a node whose
-   load would exceed ``node_load_threshold`` (80 %) is skipped;
+   load would exceed ``node_load_threshold`` (80 %) is skipped, and a
+   guest already on one node stays unless the choice is strictly closer
+   (to the NIC, or to its memory): first do no harm;
 3. pass the choice through the pin count (seed 004) and re-pin the vCPUs
    when it changes;
 4. migrate memory to the chosen node only when the busiest remote node
-   sees more than ``remote_factor`` (2x) the local accesses.
+   sees more than ``remote_factor`` (2x) the local accesses and the move
+   brings it closer (for an I/O-intensive guest memory on the NIC's node
+   counts as near: the NIC writes it).
 
 Heavier I/O guests choose first, so they win the nodes near the NIC.
 """
@@ -53,24 +57,42 @@ def _load(topology, snapshot):
     return counts
 
 
+def _cost(topology, inst, io_intensive, nic, node):
+    """Distance proxy of running on ``node``: to the NIC, else to memory."""
+    if io_intensive and nic is not None:
+        return topology.node(nic).distances[node]
+    mem = base.memory_vector(topology, inst)
+    share = mem / mem.sum() if mem.sum() else mem
+    return float(np.dot(share, topology.node(node).distances))
+
+
 def _candidates(topology, inst, io_intensive, nic):
     n = len(topology.nodes)
-    if io_intensive and nic is not None:
-        dist = topology.node(nic).distances
-        return sorted(range(n), key=lambda k: (dist[k], k))
-    mem = base.memory_vector(topology, inst)
     away = topology.node(nic).distances if nic is not None else [0] * n
-    return sorted(range(n), key=lambda k: (-mem[k], -away[k], k))
+    return sorted(range(n), key=lambda k: (
+        _cost(topology, inst, io_intensive, nic, k), -away[k], k))
 
 
 def _choose(topology, inst, io_intensive, nic, counts, config):
-    own = np.bincount(base.vcpu_nodes(topology, inst),
-                      minlength=len(topology.nodes))
+    """The best node with room, or the current one when none is better.
+
+    First do no harm: a guest whose vCPUs already share one node is moved
+    only to a node strictly better by the distance proxy, never sideways
+    (a tie would cost it its cache and, if memory follows, its memory).
+    """
+    vnodes = base.vcpu_nodes(topology, inst)
+    own = np.bincount(vnodes, minlength=len(topology.nodes))
+    current = vnodes[0] if len(set(vnodes)) == 1 else None
     for node in _candidates(topology, inst, io_intensive, nic):
         cpus = len(topology.node(node).cpus)
         after = counts[node] - own[node] + len(inst.vcpu_cpus)
-        if after / cpus <= config.node_load_threshold:
-            return node
+        if after / cpus > config.node_load_threshold:
+            continue
+        if current is not None and _cost(
+                topology, inst, io_intensive, nic, node) >= _cost(
+                topology, inst, io_intensive, nic, current):
+            return current
+        return node
     return None
 
 
@@ -82,7 +104,19 @@ def _pin(topology, inst, node, why):
             if inst.vcpu_affinity[v:v + 1] != (cpus,)]
 
 
-def _memory(topology, inst, node, config):
+def _memory_cost(topology, node, nic, io_intensive, where):
+    """Distance proxy of memory on ``where`` for vCPUs on ``node``.
+
+    An I/O-intensive guest's buffers are also written by the NIC, so for
+    it memory near the NIC is as good as memory near the vCPUs.
+    """
+    cost = topology.node(node).distances[where]
+    if io_intensive and nic is not None:
+        cost += topology.node(nic).distances[where]
+    return cost
+
+
+def _memory(topology, inst, node, config, nic=None, io_intensive=False):
     acc = base.access_vector(topology, inst)
     if acc is None:
         acc = base.memory_vector(topology, inst)
@@ -93,6 +127,9 @@ def _memory(topology, inst, node, config):
     worst = max(remote, key=lambda k: acc[k])
     if acc[worst] <= config.remote_factor * acc[node]:
         return []
+    if _memory_cost(topology, node, nic, io_intensive, node) >= _memory_cost(
+            topology, node, nic, io_intensive, worst):
+        return []  # not closer for this guest: moving would only cost
     pages = int(min(config.batch_pages, mem[worst] * PAGES_PER_MB))
     return [backend.MovePages(
         instance_uuid=inst.uuid, source_node=worst, target_node=node,
@@ -130,5 +167,5 @@ class Vnuioa(base.Strategy):
             why = ('NIC-prior (I/O-intensive, '
                    f'{inst.io_rate:.0f} req/s)' if io else 'NUMA-prior')
             actions.extend(_pin(topo, inst, node, why))
-            actions.extend(_memory(topo, inst, node, config))
+            actions.extend(_memory(topo, inst, node, config, nic, io))
         return actions, {'pins': pins}

@@ -47,3 +47,49 @@ def run(name, loops=(), periods=60, seed=0, dry_run=False, configs=None,
                    vcpu_moves={vm.uuid: vm.vcpu_moves for vm in sim.vms},
                    actions=runner.actions_applied,
                    auto_choices=runner.auto_choices())
+
+
+LOOP_SETS = (('carrefour',), ('brm',), ('vnuioa',), ('auto',),
+             ('carrefour', 'brm', 'vnuioa', 'auto'))
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    scenario: str
+    loops: tuple
+    mean_gain: float  # mean over seeds of (mean with loops / mean without)
+    min_gain: float  # worst seed
+    worst_guest: float  # lowest per-guest ratio over every seed
+    worst_name: str
+
+
+def compare(name, loops, periods=40, seeds=range(5)):
+    """One :class:`Row`: each guest with ``loops`` against without."""
+    gains, worst, worst_name = [], float('inf'), ''
+    for seed in seeds:
+        base = run(name, (), periods, seed).steady()
+        outcome = run(name, loops, periods, seed)
+        ratio = outcome.steady() / base
+        gains.append(outcome.steady().mean() / base.mean())
+        if ratio.min() < worst:
+            worst = float(ratio.min())
+            worst_name = outcome.names[int(ratio.argmin())]
+    return Row(name, tuple(loops), float(np.mean(gains)), float(min(gains)),
+               worst, worst_name)
+
+
+def table(names=None, loop_sets=LOOP_SETS, periods=40, seeds=range(5)):
+    """Rows for every scenario and loop set (the loops.rst table)."""
+    names = names or [n for n in scenarios.SCENARIOS if n != 'dense']
+    return [compare(n, loops, periods, seeds)
+            for n in names for loops in loop_sets]
+
+
+def format_table(rows):
+    lines = [f"{'scenario':18} {'loops':27} {'gain':>6} {'min':>6} "
+             f"{'worst':>6}  worst guest"]
+    for r in rows:
+        lines.append(f"{r.scenario:18} {'+'.join(r.loops):27} "
+                     f"{r.mean_gain:6.3f} {r.min_gain:6.3f} "
+                     f"{r.worst_guest:6.3f}  {r.worst_name}")
+    return '\n'.join(lines)

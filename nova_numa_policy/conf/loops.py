@@ -1,0 +1,177 @@
+"""Options of the ``[numa_policy_loops]`` group: the rebalancing loops.
+
+:func:`build_configs` turns the group into the strategies' ``Config``
+dataclasses, the runner's ``Budget`` and the do-no-harm guard's
+``Config``; it is pure (reads a group, returns values) so the agent and
+the simulator build their loops the same way.
+"""
+
+import dataclasses
+
+from oslo_config import cfg
+
+from nova_numa_policy.loops import auto
+from nova_numa_policy.loops import brm
+from nova_numa_policy.loops import carrefour
+from nova_numa_policy.loops import guard
+from nova_numa_policy.loops import runner
+from nova_numa_policy.loops import vnuioa
+
+GROUP = cfg.OptGroup(
+    'numa_policy_loops',
+    title='NUMA policy loops',
+    help='Which rebalancing loops the agent runs, their thresholds and the '
+         'per-period budgets that bound what they may change.')
+
+LOOP_NAMES = ('carrefour', 'brm', 'vnuioa', 'auto')
+
+
+def _help(text, values, related=None):
+    out = f'\n{text}\n\nPossible values:\n\n* {values}\n'
+    if related:
+        out += f'\nRelated options:\n\n* {related}\n'
+    return out
+
+
+OPTS = [
+    cfg.ListOpt(
+        'enabled_loops', default=list(LOOP_NAMES),
+        item_type=cfg.types.String(choices=LOOP_NAMES),
+        help=_help('Loops the agent runs each period. A loop whose backend '
+                   'lacks a capability it needs is not started.',
+                   'A list of carrefour, brm, vnuioa, auto; empty runs none.',
+                   '``dry_run`` decides without acting.')),
+    cfg.BoolOpt(
+        'dry_run', default=False,
+        help=_help('Decide and log every action with its reason, apply none.',
+                   'true or false.')),
+    cfg.FloatOpt(
+        'carrefour_mc_imbalance', default=0.35, min=0.0,
+        help=_help('Relative std deviation of a guest\'s accesses over its '
+                   'nodes above which Carrefour spreads its hot pages '
+                   '(memory controllers imbalanced).',
+                   'A fraction, 0.35 is the published Carrefour value.',
+                   '``carrefour_min_local_ratio``.')),
+    cfg.FloatOpt(
+        'carrefour_min_local_ratio', default=0.80, min=0.0, max=1.0,
+        help=_help('Share of local accesses below which Carrefour moves '
+                   'pages to the vCPUs\' node (interconnect bottleneck).',
+                   'A fraction between 0 and 1.',
+                   '``carrefour_mc_imbalance``.')),
+    cfg.FloatOpt(
+        'carrefour_min_accesses_per_us', default=50.0, min=0.0,
+        help=_help('Memory accesses per microsecond below which a guest is '
+                   'not memory-bound and Carrefour leaves it alone.',
+                   'A non-negative rate.')),
+    cfg.FloatOpt(
+        'brm_ewma_old_weight', default=7.0 / 8.0, min=0.0, max=1.0,
+        help=_help('Weight of the old value in BRM\'s per-node penalty '
+                   'EWMA (seed 001: 7/8).', 'A fraction between 0 and 1.')),
+    cfg.IntOpt(
+        'brm_probability_step', default=25, min=1, max=100,
+        help=_help('Points BRM\'s migration probability (0-100) moves per '
+                   'period.', 'An integer between 1 and 100.',
+                   '``[numa_policy_agent] period``.')),
+    cfg.IntOpt(
+        'brm_max_pin_count', default=0, min=0,
+        help=_help('vScope pin count for BRM\'s vCPU moves (its probability '
+                   'already damps).', 'A non-negative integer.',
+                   '``hysteresis_pin_count``.')),
+    cfg.FloatOpt(
+        'vnuioa_io_threshold', default=500.0, min=0.0,
+        help=_help('Requests per second from which vNUIOA treats a guest as '
+                   'I/O-intensive and places it near the NIC.',
+                   'A non-negative rate; seed 002 uses 500.')),
+    cfg.FloatOpt(
+        'vnuioa_node_load', default=0.80, min=0.0, max=1.0,
+        help=_help('Load a node may reach after vNUIOA places a guest on it.',
+                   'A fraction between 0 and 1.')),
+    cfg.FloatOpt(
+        'vnuioa_remote_factor', default=2.0, min=1.0,
+        help=_help('vNUIOA moves memory only when a remote node sees more '
+                   'than this many times the local accesses.',
+                   'A factor of at least 1.')),
+    cfg.FloatOpt(
+        'auto_low', default=0.85, min=0.0,
+        help=_help('Access imbalance below which ``auto`` picks first-touch.',
+                   'A fraction, below ``auto_high``.', '``auto_high``.')),
+    cfg.FloatOpt(
+        'auto_high', default=1.30, min=0.0,
+        help=_help('Access imbalance above which ``auto`` picks interleave + '
+                   'Carrefour (between the bounds: first-touch + Carrefour).',
+                   'A fraction, above ``auto_low``.', '``auto_low``.')),
+    cfg.IntOpt(
+        'hysteresis_pin_count', default=2, min=0,
+        help=_help('vScope pin count of vNUIOA and ``auto``: a new choice '
+                   'must win this many more periods in a row.',
+                   'A non-negative integer.', '``brm_max_pin_count``.')),
+    cfg.IntOpt(
+        'pages_per_second', default=30000, min=0,
+        help=_help('Pages (4 KiB) all loops together may move per second.',
+                   'A non-negative integer; 30000 is about 117 MB/s.')),
+    cfg.IntOpt(
+        'vcpu_moves_per_period', default=16, min=0,
+        help=_help('vCPU re-pins all loops together may make per period.',
+                   'A non-negative integer.')),
+    cfg.BoolOpt(
+        'do_no_harm_guard', default=True,
+        help=_help('Refuse actions that add load to the nodes of a guest '
+                   'whose progress fell below its undisturbed level.',
+                   'true or false.', '``do_no_harm_tolerance``.')),
+    cfg.FloatOpt(
+        'do_no_harm_tolerance', default=0.01, min=0.0, max=1.0,
+        help=_help('Slowdown of a guest beyond which the guard protects it.',
+                   'A fraction between 0 and 1.', '``do_no_harm_guard``.')),
+]
+
+
+def register_opts(conf):
+    conf.register_group(GROUP)
+    conf.register_opts(OPTS, group=GROUP)
+
+
+def list_opts():
+    return {GROUP: OPTS}
+
+
+@dataclasses.dataclass(frozen=True)
+class LoopSettings:
+    loops: tuple
+    configs: dict  # loop name -> its Config dataclass
+    budget: runner.Budget
+    guard: guard.Config
+    dry_run: bool
+
+
+def build_configs(group, period_s=5.0):
+    """Pure: a ``[numa_policy_loops]`` group in, :class:`LoopSettings` out."""
+    page = carrefour.Config(
+        min_accesses_per_us=group.carrefour_min_accesses_per_us,
+        mc_imbalance=group.carrefour_mc_imbalance,
+        min_local_ratio=group.carrefour_min_local_ratio, period_s=period_s)
+    configs = {
+        'carrefour': page,
+        'brm': brm.Config(ewma_old_weight=group.brm_ewma_old_weight,
+                          prob_step=group.brm_probability_step,
+                          max_pin_count=group.brm_max_pin_count),
+        'vnuioa': vnuioa.Config(io_threshold_rps=group.vnuioa_io_threshold,
+                                node_load_threshold=group.vnuioa_node_load,
+                                remote_factor=group.vnuioa_remote_factor,
+                                max_pin_count=group.hysteresis_pin_count),
+        'auto': auto.Config(low=group.auto_low, high=group.auto_high,
+                            max_pin_count=group.hysteresis_pin_count,
+                            page_rebalancer=page),
+    }
+    if group.auto_low >= group.auto_high:
+        raise ValueError(f'[{GROUP.name}] auto_low ({group.auto_low}) must '
+                         f'be below auto_high ({group.auto_high})')
+    return LoopSettings(
+        loops=tuple(group.enabled_loops),
+        configs=configs,
+        budget=runner.Budget(pages_per_second=group.pages_per_second,
+                             vcpu_moves_per_period=group.vcpu_moves_per_period,
+                             period_s=period_s),
+        guard=guard.Config(enabled=group.do_no_harm_guard,
+                           tolerance=group.do_no_harm_tolerance,
+                           period_s=period_s),
+        dry_run=group.dry_run)
