@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 
+from nova_numa_policy.cluster import cli as cluster_cli
 from nova_numa_policy.loops import runner
 from nova_numa_policy.sim import experiment
 from nova_numa_policy.sim import scenarios
@@ -85,6 +86,7 @@ def build_parser():
                       help='decide and log, apply nothing')
     host.add_argument('--list-scenarios', action='store_true')
     host.set_defaults(func=simulate_host)
+    cluster_cli.register(what)
     return parser
 
 

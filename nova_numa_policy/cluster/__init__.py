@@ -1,0 +1,12 @@
+"""A cluster of simulated NUMA hosts fed by a stream of VM arrivals.
+
+The evidence for issue 6: every arrival is placed by a strategy (the real
+scheduler plugins' pure scoring fed by simulated agents' reports, nova's
+defaults, a static NUMA-aware vSwitch configuration, a numad-like
+placement, random), each host's agent runs its loops or not, and the
+result is compared with an offline optimum. ``guests`` describes what
+arrives, ``hosts`` adapts the simulator, ``nova`` models nova's own
+filters and weighers, ``strategies`` places, ``simulation`` runs the
+stream, ``optimum`` solves the offline problem and ``evidence`` turns
+runs into the numbers of ``doc/source/results.rst``.
+"""

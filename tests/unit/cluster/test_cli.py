@@ -1,0 +1,36 @@
+import io
+import json
+
+import testtools
+
+from nova_numa_policy.cmd import cli
+
+
+class ClusterCliTest(testtools.TestCase):
+
+    def _run(self, argv):
+        out = io.StringIO()
+        return cli.main(argv, out), out.getvalue()
+
+    def test_list_scenarios(self):
+        rc, text = self._run(['simulate', 'cluster', '--list-scenarios'])
+        self.assertEqual(0, rc)
+        for name in ('netperf', 'io-mixed', 'consolidation',
+                     'hostile-bursty'):
+            self.assertIn(name + ':', text)
+
+    def test_json_with_seeds_and_optimum(self):
+        rc, text = self._run(['simulate', 'cluster', '--scenario', 'high',
+                              '--strategy', 'nova-default', '--seed', '1',
+                              '--seeds', '2', '--json'])
+        self.assertEqual(0, rc)
+        report = json.loads(text)
+        self.assertEqual([1, 2], report['seeds'])
+        self.assertEqual(6, len(report['vms']))
+        self.assertAlmostEqual(report['mean'] / report['optimum'],
+                               report['fraction_of_optimum'], places=3)
+        self.assertIn('rsd', report)
+
+    def test_scenario_is_required(self):
+        rc, text = self._run(['simulate', 'cluster'])
+        self.assertEqual(2, rc)

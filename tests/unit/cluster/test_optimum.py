@@ -1,0 +1,30 @@
+import testtools
+
+from nova_numa_policy.cluster import optimum
+from nova_numa_policy.cluster import scenarios
+from nova_numa_policy.sim import topology
+
+
+class OptimumTest(testtools.TestCase):
+
+    def test_program_and_search_find_the_exhaustive_optimum(self):
+        sim = topology.xeon2()
+        apps = [scenarios.NETPERF, scenarios.MEMCACHED, scenarios.YCSB,
+                scenarios.NETPERF]
+        found = optimum.solve(sim, 2, apps)
+        self.assertAlmostEqual(optimum.exhaustive(sim, 2, apps),
+                               found.mean, places=6)
+
+    def test_io_guests_go_to_the_nic_node(self):
+        sim = topology.ivybridge4()
+        found = optimum.solve(sim, 1, [scenarios.NETPERF] * 2)
+        nodes = {o.vcpu_nodes for _, o in found.configs[0]}
+        self.assertEqual({(0,)}, nodes)
+
+    def test_no_node_is_oversubscribed(self):
+        sim = topology.ivybridge4()
+        found = optimum.solve(sim, 1, [scenarios.NETPERF] * 12)
+        per_node = [sum(o.vcpus_on(n) for _, o in found.configs[0])
+                    for n in range(sim.n_nodes)]
+        self.assertLessEqual(max(per_node), sim.cpus_per_node)
+        self.assertEqual(12, sum(per_node))
