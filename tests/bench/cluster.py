@@ -1,4 +1,4 @@
-"""Cluster evidence (issue 6): regenerate doc/source/results.rst and plots.
+"""Cluster evidence: regenerate doc/source/results.rst and plots.
 
 Every scenario x strategy over 10 seeds (two worker processes), the
 offline optimum per scenario, then the page's table and the PNGs in
