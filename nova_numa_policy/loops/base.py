@@ -31,21 +31,65 @@ def managed(snapshot):
     return [i for i in snapshot.instances if not i.hands_off_reason]
 
 
+def per_topology(build):
+    """Memoize ``build(topology)`` on the topology object itself.
+
+    A topology is frozen and every loop of a period reads the same one,
+    so derived tables are built once per snapshot rather than once per
+    vCPU. Keyed by identity: hashing a topology costs as much as a lookup
+    saves; the last few are kept, holding a reference so an id is never
+    reused while cached.
+    """
+    cache = {}
+
+    def cached(topology):
+        hit = cache.get(id(topology))
+        if hit is not None and hit[0] is topology:
+            return hit[1]
+        if len(cache) >= 8:
+            cache.pop(next(iter(cache)))
+        value = build(topology)
+        cache[id(topology)] = (topology, value)
+        return value
+    cached.__doc__ = build.__doc__
+    return cached
+
+
+@per_topology
+def cpu_nodes(topology):
+    """{cpu: node id}, what ``HostTopology.node_of_cpu`` finds by a scan."""
+    return {cpu: node.id for node in topology.nodes for cpu in node.cpus}
+
+
+@per_topology
+def distance_matrix(topology):
+    """The host's NUMA distances as a read-only array, topology order."""
+    dist = np.array([n.distances for n in topology.nodes], float)
+    dist.flags.writeable = False
+    return dist
+
+
+@per_topology
+def node_ids(topology):
+    return tuple(n.id for n in topology.nodes)
+
+
 def vcpu_nodes(topology, inst):
-    return [topology.node_of_cpu(cpu) for cpu in inst.vcpu_cpus]
+    where = cpu_nodes(topology)
+    return [where.get(cpu) for cpu in inst.vcpu_cpus]
 
 
 def access_vector(topology, inst):
     """Accesses per node in topology order, or None without counters."""
     if inst.accesses_per_node is None:
         return None
-    return np.array([inst.accesses_per_node.get(n.id, 0)
-                     for n in topology.nodes], float)
+    get = inst.accesses_per_node.get
+    return np.array([get(n, 0) for n in node_ids(topology)], float)
 
 
 def memory_vector(topology, inst):
-    return np.array([inst.memory_mb_per_node.get(n.id, 0)
-                     for n in topology.nodes], float)
+    get = inst.memory_mb_per_node.get
+    return np.array([get(n, 0) for n in node_ids(topology)], float)
 
 
 def imbalance(values):

@@ -69,6 +69,21 @@ def _proxy(dist, mem, nodes, vcpu):
     return 0.5 * (dist @ mem) + 0.5 * (dist @ peers) - 1.0
 
 
+def _proxies(dist, mem, nodes):
+    """``_proxy`` of every vCPU at once, one row per vCPU.
+
+    The memory term is the same for all vCPUs and the siblings of vCPU v
+    are all vCPUs but v, so both are one matrix product per guest.
+    """
+    nodes = np.asarray(nodes, int)
+    to_mem = dist @ mem
+    if len(nodes) < 2:
+        return np.tile(to_mem - 1.0, (len(nodes), 1))
+    counts = np.bincount(nodes, minlength=len(mem)).astype(float)
+    to_peers = (dist @ counts - dist[:, nodes].T) / (len(nodes) - 1)
+    return 0.5 * to_mem + 0.5 * to_peers - 1.0
+
+
 def _sample(inst, vcpu, proxy, node):
     if inst.vcpu_penalty is not None and vcpu < len(inst.vcpu_penalty):
         return float(inst.vcpu_penalty[vcpu])
@@ -110,11 +125,15 @@ def _pinned_by_other(topology, inst, vcpu, pin):
     if vcpu >= len(inst.vcpu_affinity):
         return False
     affinity = inst.vcpu_affinity[vcpu]
-    everything = {c for n in topology.nodes for c in n.cpus}
-    if not affinity or set(affinity) >= everything:
+    if not affinity or frozenset(affinity) >= _all_cpus(topology):
         return False
     return pin is None or affinity != frozenset(
         topology.node(pin.value).cpus)
+
+
+@base.per_topology
+def _all_cpus(topology):
+    return frozenset(c for n in topology.nodes for c in n.cpus)
 
 
 def _free_cpu(topology, counts, node):
@@ -139,16 +158,17 @@ class Brm(base.Strategy):
         for inst in snapshot.instances:
             for node in base.vcpu_nodes(topo, inst):
                 counts[node] += 1
-        dist = np.array([n.distances for n in topo.nodes], float) / 10.0
+        dist = base.distance_matrix(topo) / 10.0
         actions = []
         for inst in base.managed(snapshot):
             nodes = base.vcpu_nodes(topo, inst)
             mem = base.memory_vector(topo, inst)
             mem = mem / mem.sum() if mem.sum() else mem
+            proxies = _proxies(dist, mem, nodes)
             for v, node in enumerate(nodes):
                 if _pinned_by_other(topo, inst, v, pins.get((inst.uuid, v))):
                     continue
-                proxy = _proxy(dist, mem, nodes, v)
+                proxy = proxies[v]
                 sample = _sample(inst, v, proxy, node)
                 key = (inst.uuid, v)
                 if sample < config.min_penalty:

@@ -48,6 +48,9 @@ class Config:
     min_share: float = 0.05
     revisit_periods: int = 720
     period_s: float = 5.0
+    # Page moves onto a node another guest uses: at most one guest's per
+    # period, so the feedback sees each arrival before the next.
+    one_page_arrival_per_node: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,6 +61,12 @@ class Record:
     disturbed: bool = False
     protected: bool = False
     age: int = 0
+    cputime_ns: int = 0  # the guest's vCPU time when last seen
+
+    @property
+    def loss(self):
+        """How far below its reference the guest is, 0.0 when not."""
+        return max(0.0, 1.0 - self.ewma / self.ref) if self.ref > 0 else 0.0
 
 
 def initial_state():
@@ -87,9 +96,20 @@ def exposure(topology, inst, min_share):
     return nodes
 
 
-def _update(rec, value, config):
-    if rec is None or rec.age >= config.revisit_periods:
-        return Record(ref=value, samples=1, ewma=value)
+def restarted(rec, cputime_ns):
+    """True when the guest's vCPU time went backwards: it was rebooted.
+
+    A rebooted guest is a new placement (the host scatters it again), so
+    what it did before says nothing about what it will do now.
+    """
+    return rec is not None and cputime_ns < rec.cputime_ns
+
+
+def _update(rec, value, config, cputime_ns=0):
+    if (rec is None or rec.age >= config.revisit_periods
+            or restarted(rec, cputime_ns)):
+        return Record(ref=value, samples=1, ewma=value,
+                      cputime_ns=cputime_ns)
     ewma = config.smoothing * rec.ewma + (1 - config.smoothing) * value
     ref, samples = rec.ref, rec.samples
     if not rec.disturbed:
@@ -98,7 +118,8 @@ def _update(rec, value, config):
         ewma = ref
     protected = rec.disturbed and ewma < (1.0 - config.tolerance) * ref
     return dataclasses.replace(rec, ref=ref, samples=samples, ewma=ewma,
-                               protected=protected, age=rec.age + 1)
+                               protected=protected, age=rec.age + 1,
+                               cputime_ns=cputime_ns)
 
 
 def observe(snapshot, state, config):
@@ -107,7 +128,8 @@ def observe(snapshot, state, config):
     for inst in snapshot.instances:
         value = progress(snapshot.topology, inst, config.period_s)
         if value is not None:
-            new[inst.uuid] = _update(state.get(inst.uuid), value, config)
+            new[inst.uuid] = _update(state.get(inst.uuid), value, config,
+                                     sum(inst.vcpu_time_ns))
     return new
 
 
@@ -127,53 +149,110 @@ def destinations(topology, inst, action):
     return set()
 
 
-def refusal(snapshot, state, config, action, arrivals=None):
+class View:
+    """One snapshot as the guard reads it: guests by uuid, their exposure.
+
+    Built once per period: every action of every loop is checked against
+    the same snapshot, so each guest's exposed nodes are computed once.
+    """
+
+    def __init__(self, snapshot, config):
+        self.topology = snapshot.topology
+        self.config = config
+        self.by_uuid = {i.uuid: i for i in snapshot.instances}
+        self._exposure = {}
+
+    def exposure(self, uuid):
+        if uuid not in self._exposure:
+            inst = self.by_uuid.get(uuid)
+            self._exposure[uuid] = exposure(
+                self.topology, inst, self.config.min_share) if inst else set()
+        return self._exposure[uuid]
+
+    def vcpu_nodes(self, uuid):
+        inst = self.by_uuid.get(uuid)
+        return set(base.vcpu_nodes(self.topology, inst)) if inst else set()
+
+    def shared(self, node, uuid):
+        """True when a guest other than ``uuid`` uses ``node``."""
+        return any(node in self.exposure(other)
+                   for other in self.by_uuid if other != uuid)
+
+
+def _arrival(view, action, dest, arrivals):
+    """Refusal when another guest's load already arrives on ``dest``.
+
+    vCPUs: one guest per node per period, always. Pages: only with
+    ``one_page_arrival_per_node``, only onto a node another guest uses
+    and none of the mover's vCPUs runs on: memory following its vCPUs,
+    or spread over them (Carrefour), is the repair the move exists for,
+    while memory landing where the guest does not run only adds load.
+    """
+    pin = isinstance(action, backend.PinVcpu)
+    if not pin and not (isinstance(action, backend.MovePages)
+                        and view.config.one_page_arrival_per_node):
+        return None
+    mover = action.instance_uuid
+    for node in sorted(dest):
+        first = (arrivals or {}).get(node, mover)
+        if first == mover:
+            continue
+        if pin or (node not in view.vcpu_nodes(mover)
+                   and view.shared(node, mover)):
+            return f'guard: node {node} already receives {first} this period'
+    return None
+
+
+def refusal(snapshot, state, config, action, arrivals=None, view=None):
     """Why ``action`` must not run, or None when it may.
 
     ``arrivals`` maps a node to the guest whose load was already let onto
-    it this period.
+    it this period; ``view`` is the snapshot's :class:`View` when the
+    caller checks many actions.
+
+    A protected neighbour does not block a guest that is itself worse off
+    (further below its own reference): that guest's loop is repairing it
+    (typically memory following vCPUs moved the period before), and
+    blocking it would freeze the host with the worst-off guest stuck
+    halfway.
     """
     if not config.enabled:
         return None
-    topo = snapshot.topology
-    by_uuid = {i.uuid: i for i in snapshot.instances}
-    inst = by_uuid.get(action.instance_uuid)
+    view = view or View(snapshot, config)
+    inst = view.by_uuid.get(action.instance_uuid)
     if inst is None:
         return None
-    dest = destinations(topo, inst, action)
+    dest = destinations(view.topology, inst, action)
     if not dest:
         return None
-    for node in sorted(dest) if isinstance(action, backend.PinVcpu) else ():
-        first = (arrivals or {}).get(node, action.instance_uuid)
-        if first != action.instance_uuid:
-            return f'guard: node {node} already receives {first} this period'
+    why = _arrival(view, action, dest, arrivals)
+    if why:
+        return why
+    mine = state.get(action.instance_uuid)
+    own_loss = mine.loss if mine is not None and mine.disturbed else 0.0
     for uuid, rec in sorted(state.items()):
         if uuid == action.instance_uuid or not rec.protected:
             continue
-        other = by_uuid.get(uuid)
-        if other is None:
+        if uuid not in view.by_uuid or rec.loss <= own_loss:
             continue
-        hit = dest & exposure(topo, other, config.min_share)
+        hit = dest & view.exposure(uuid)
         if hit:
-            return (f'guard: {uuid} is {base.pct(1 - rec.ewma / rec.ref)} '
+            return (f'guard: {uuid} is {base.pct(rec.loss)} '
                     f'below its undisturbed progress and uses node(s) '
                     f'{sorted(hit)}')
     return None
 
 
-def disturb(snapshot, state, config, action):
+def disturb(snapshot, state, config, action, view=None):
     """Mark the guests an admitted action touches as disturbed."""
-    topo = snapshot.topology
-    by_uuid = {i.uuid: i for i in snapshot.instances}
-    inst = by_uuid.get(action.instance_uuid)
-    dest = destinations(topo, inst, action) if inst else set()
+    view = view or View(snapshot, config)
+    inst = view.by_uuid.get(action.instance_uuid)
+    dest = destinations(view.topology, inst, action) if inst else set()
     new = dict(state)
     for uuid, rec in state.items():
         if rec.disturbed:
             continue
-        other = by_uuid.get(uuid)
         if uuid == action.instance_uuid or (
-                other is not None
-                and dest & exposure(topo, other, config.min_share)):
+                uuid in view.by_uuid and dest & view.exposure(uuid)):
             new[uuid] = dataclasses.replace(rec, disturbed=True)
     return new

@@ -98,8 +98,14 @@ class Runner:
         by_uuid = {i.uuid: i for i in snapshot.instances}
         self.guard_state = harm_guard.observe(snapshot, self.guard_state,
                                               self.guard)
+        view = harm_guard.View(snapshot, self.guard)
         actions = []
         arrivals = {}
+        # A loop's actions for one guest are one plan (pin the vCPUs, then
+        # move the memory after them); once the guard refuses a step the
+        # rest of the plan waits too, or memory would follow vCPUs that
+        # did not move.
+        halted = set()
         for s in self.strategies:
             proposed, self.states[s.name] = s.decide(
                 snapshot, self.states[s.name], self.configs[s.name])
@@ -107,16 +113,21 @@ class Runner:
                 if action.instance_uuid in hands_off or not action.reason:
                     self.actions_dropped += 1
                     continue
+                plan = (s.name, action.instance_uuid)
                 why = harm_guard.refusal(snapshot, self.guard_state,
-                                         self.guard, action, arrivals)
+                                         self.guard, action, arrivals, view)
+                if not why and plan in halted:
+                    why = 'guard: an earlier step of this plan was refused'
                 if why:
+                    halted.add(plan)
                     self.actions_refused += 1
                     LOG.debug('%s: refused %s: %s', s.name, action, why)
                     continue
                 self.guard_state = harm_guard.disturb(
-                    snapshot, self.guard_state, self.guard, action)
+                    snapshot, self.guard_state, self.guard, action, view)
                 inst = by_uuid.get(action.instance_uuid)
-                if inst and isinstance(action, backend.PinVcpu):
+                if inst and isinstance(action, (backend.PinVcpu,
+                                                backend.MovePages)):
                     for node in harm_guard.destinations(
                             snapshot.topology, inst, action):
                         arrivals.setdefault(node, action.instance_uuid)

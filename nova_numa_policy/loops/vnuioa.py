@@ -57,20 +57,27 @@ def _load(topology, snapshot):
     return counts
 
 
-def _cost(topology, inst, io_intensive, nic, node):
-    """Distance proxy of running on ``node``: to the NIC, else to memory."""
+def _costs(topology, inst, io_intensive, nic):
+    """Distance proxy of running on each node: to the NIC, else to memory."""
+    dist = base.distance_matrix(topology)
     if io_intensive and nic is not None:
-        return topology.node(nic).distances[node]
+        return dist[nic]
     mem = base.memory_vector(topology, inst)
     share = mem / mem.sum() if mem.sum() else mem
-    return float(np.dot(share, topology.node(node).distances))
+    return dist @ share
 
 
-def _candidates(topology, inst, io_intensive, nic):
+def _cost(topology, inst, io_intensive, nic, node):
+    """Distance proxy of running on ``node`` alone."""
+    return float(_costs(topology, inst, io_intensive, nic)[node])
+
+
+def _candidates(topology, inst, io_intensive, nic, costs=None):
     n = len(topology.nodes)
+    if costs is None:
+        costs = _costs(topology, inst, io_intensive, nic)
     away = topology.node(nic).distances if nic is not None else [0] * n
-    return sorted(range(n), key=lambda k: (
-        _cost(topology, inst, io_intensive, nic, k), -away[k], k))
+    return sorted(range(n), key=lambda k: (costs[k], -away[k], k))
 
 
 def _choose(topology, inst, io_intensive, nic, counts, config):
@@ -83,14 +90,13 @@ def _choose(topology, inst, io_intensive, nic, counts, config):
     vnodes = base.vcpu_nodes(topology, inst)
     own = np.bincount(vnodes, minlength=len(topology.nodes))
     current = vnodes[0] if len(set(vnodes)) == 1 else None
-    for node in _candidates(topology, inst, io_intensive, nic):
+    costs = _costs(topology, inst, io_intensive, nic)
+    for node in _candidates(topology, inst, io_intensive, nic, costs):
         cpus = len(topology.node(node).cpus)
         after = counts[node] - own[node] + len(inst.vcpu_cpus)
         if after / cpus > config.node_load_threshold:
             continue
-        if current is not None and _cost(
-                topology, inst, io_intensive, nic, node) >= _cost(
-                topology, inst, io_intensive, nic, current):
+        if current is not None and costs[node] >= costs[current]:
             return current
         return node
     return None

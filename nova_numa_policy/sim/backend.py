@@ -141,10 +141,12 @@ class SimulatedBackend(backend.Backend):
         """Seed 002 §2.2: a guest reboot lets the host scatter it again."""
         vm = self.vm(uuid)
         everything = frozenset(range(self.host.n_cpus))
+        vm.vcpu_cpus[:] = -1  # its old threads are gone
+        vm.vcpu_time_ns[:] = 0  # and the new ones start counting afresh
         nodes = []
         for v in range(vm.n_vcpus):
             vm.vcpu_affinity[v] = everything
-            cpu = int(self.rng.integers(self.host.n_cpus))
+            cpu = self._wakeup_cpu()
             vm.vcpu_cpus[v] = cpu
             nodes.append(self.host.node_of_cpu(cpu))
         vm.nodeset = frozenset(range(self.host.n_nodes))
@@ -157,6 +159,20 @@ class SimulatedBackend(backend.Backend):
     def _free_mb(self, node):
         used = sum(vm.seg_mb[:, node].sum() for vm in self.vms)
         return max(0.0, self.host.memory_mb_per_node - used)
+
+    def _wakeup_cpu(self):
+        """Where the host starts a new vCPU thread: a random idle CPU.
+
+        Blind to memory and to NUMA (the scatter of seed 002 §2.2), but,
+        like Linux's wake-up path, it prefers an idle CPU to a busy one;
+        only on a full host does it stack threads.
+        """
+        counts = np.zeros(self.host.n_cpus)
+        for vm in self.vms:
+            busy = vm.vcpu_cpus[vm.vcpu_cpus >= 0]
+            np.add.at(counts, busy, 1)
+        idle = np.flatnonzero(counts == counts.min())
+        return int(idle[self.rng.integers(len(idle))])
 
     def _least_busy_cpu(self, cpus):
         counts = np.zeros(self.host.n_cpus)

@@ -23,6 +23,15 @@ class Scenario:
     # (period, guest name prefix) pairs: reboot those guests then.
     reboots: tuple = ()
 
+    def periods(self, wanted):
+        """Periods to run: ``wanted``, or more after a late reboot.
+
+        Enough that the measured (second) half of the run all follows
+        the last reboot.
+        """
+        last = max((p for p, _ in self.reboots), default=-1)
+        return max(wanted, 2 * (last + 1))
+
 
 def make_vm(host, uuid, profile, cpus, memory_mb=1024, policy=st.FIRST_TOUCH,
             requested=None, nic=None, pinned=False, hands_off=None):

@@ -56,3 +56,42 @@ class GuardTest(testtools.TestCase):
         self.assertIn('already receives other', why)
         self.assertIsNone(guard.refusal(_snap(1000), {}, guard.Config(), pin,
                                         arrivals={1: 'big'}))
+
+    def test_worse_off_guest_may_repair_itself(self):
+        # 'big' is 10 % down, 'low' 5 %: big's own move is not blocked.
+        config = guard.Config()
+        state = {'low': guard.Record(ref=1000, samples=1, ewma=950,
+                                     disturbed=True, protected=True),
+                 'big': guard.Record(ref=1000, samples=1, ewma=900,
+                                     disturbed=True, protected=True)}
+        self.assertIsNone(guard.refusal(_snap(950), state, config, _move()))
+        state['big'] = guard.Record(ref=1000, samples=1, ewma=990,
+                                    disturbed=True)
+        self.assertIn('low', guard.refusal(_snap(950), state, config,
+                                           _move()))
+
+    def test_reboot_resets_the_reference(self):
+        config = guard.Config()
+        old = guard.Record(ref=1000, samples=5, ewma=800, disturbed=True,
+                           protected=True, cputime_ns=10 ** 10)
+        new = guard._update(old, 500, config, cputime_ns=5 * 10 ** 9)
+        self.assertEqual((500, False, False),
+                         (new.ref, new.disturbed, new.protected))
+        kept = guard._update(old, 500, config, cputime_ns=2 * 10 ** 10)
+        self.assertTrue(kept.disturbed)
+
+    def test_pages_onto_a_node_another_guest_uses_wait_a_period(self):
+        move = _move(node=1)  # big runs on node 1: memory following it
+        self.assertIsNone(guard.refusal(_snap(1000), {}, guard.Config(),
+                                        move, arrivals={1: 'other'}))
+        snap = s.snapshot([
+            s.instance('low', (0, 4), {0: 512, 1: 512},
+                       acc={0: 1000, 1: 1000}),
+            s.instance('big', (5,), {0: 1024}, acc={0: 9000})])
+        away = backend.MovePages(instance_uuid='big', source_node=1,
+                                 target_node=0, pages=10, reason='t')
+        self.assertIn('already receives other', guard.refusal(
+            snap, {}, guard.Config(), away, arrivals={0: 'other'}))
+        self.assertIsNone(guard.refusal(
+            snap, {}, guard.Config(one_page_arrival_per_node=False), away,
+            arrivals={0: 'other'}))

@@ -1,9 +1,11 @@
 """DESIGN principle 5, per guest: no loop makes any guest > 2 % slower.
 
 Table-driven over every scenario (but the 100-guest benchmark) and every
-loop alone and all together, seed 0, 40 periods. KNOWN_GAPS are the cases
-where the target is not met yet (doc/source/loops.rst, "Known gaps"):
-they assert the floor reached today so a regression is still caught.
+loop alone and all together, seeds 0-4, 40 periods (a scenario with a
+reboot runs until its measured half follows the reboot). KNOWN_GAPS are
+the cases where the target is not met yet, each with its reason in
+doc/source/loops.rst, "Known gaps": they assert the floor reached today,
+a little below it, so a regression is still caught.
 """
 
 import testtools
@@ -12,13 +14,18 @@ from nova_numa_policy.sim import experiment
 from nova_numa_policy.sim import scenarios
 
 TARGET = 0.98
+SEEDS = range(5)
 ALL = ('carrefour', 'brm', 'vnuioa', 'auto')
 KNOWN_GAPS = {
-    ('io-mix', ('vnuioa',)): 0.92,
-    ('io-mix', ALL): 0.92,
-    ('io-mix-reboot', ('vnuioa',)): 0.92,
-    ('io-mix-reboot', ALL): 0.92,
-    # Seed 0 reaches 0.985; over seeds 0-4 the worst is 0.967.
+    # NIC-node consolidation loads the node of a guest already there.
+    ('io-mix', ('vnuioa',)): 0.95,
+    ('io-mix', ALL): 0.95,
+    # After a reboot the host scatters the guest over the CPUs idle then,
+    # which the loops changed: measured against a different placement.
+    ('io-mix-reboot', ('brm',)): 0.82,
+    ('io-mix-reboot', ('vnuioa',)): 0.77,
+    ('io-mix-reboot', ALL): 0.77,
+    # Interleaving the master-slave guest loads the low guest's nodes.
     ('auto-mix', ('auto',)): 0.96,
     ('auto-mix', ALL): 0.96,
 }
@@ -36,9 +43,11 @@ class NoHarmPerGuestTest(testtools.TestCase):
 
     def test_no_guest_loses_more_than_2_percent(self):
         for name, loops in _cases():
-            row = experiment.compare(name, loops, periods=40, seeds=(0,))
+            row = experiment.compare(name, loops, periods=40, seeds=SEEDS)
             floor = KNOWN_GAPS.get((name, loops), TARGET)
-            self.assertGreaterEqual(
-                row.worst_guest, floor,
-                f'{name} {"+".join(loops)}: {row.worst_name} at '
-                f'{row.worst_guest:.3f}x')
+            what = (f'{name} {"+".join(loops)}: {row.worst_name} at '
+                    f'{row.worst_guest:.3f}x')
+            self.assertGreaterEqual(row.worst_guest, floor, what)
+            if floor < TARGET:
+                # A gap that closed must leave KNOWN_GAPS and loops.rst.
+                self.assertLess(row.worst_guest, TARGET, what)

@@ -65,3 +65,13 @@ class SimulatedBackendTest(testtools.TestCase):
         b = _sim('io-mix', seed=5).observe()
         self.assertEqual(a, b)
         self.assertTrue(np.isfinite(_sim('dense').advance()).all())
+
+    def test_reboot_starts_on_idle_cpus_and_resets_vcpu_time(self):
+        sim = _sim('io-mix', seed=3)
+        sim.advance()
+        busy = {int(c) for vm in sim.vms if vm.uuid != 'ycsb-0'
+                for c in vm.vcpu_cpus}
+        sim.reboot('ycsb-0')
+        vm = sim.vm('ycsb-0')
+        self.assertNotIn(int(vm.vcpu_cpus[0]), busy)
+        self.assertEqual(0, int(vm.vcpu_time_ns.sum()))
