@@ -1,0 +1,1 @@
+"""Horizon plugin: Admin -> Compute -> NUMA, over the REST API."""

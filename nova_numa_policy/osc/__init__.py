@@ -1,0 +1,1 @@
+"""openstackclient plugin: ``openstack numa ...`` over the REST API."""

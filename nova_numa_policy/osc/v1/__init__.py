@@ -1,0 +1,1 @@
+"""Commands of ``openstack.numa_policy.v1``."""

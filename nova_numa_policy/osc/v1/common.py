@@ -1,0 +1,76 @@
+"""What every ``openstack numa`` command shares: paging and errors."""
+
+import functools
+
+from cliff import columns
+from osc_lib import exceptions
+
+from nova_numa_policy.osc import client
+
+
+def api_errors(take_action):
+    """Show the API's own error message instead of a traceback."""
+    @functools.wraps(take_action)
+    def wrapper(self, parsed_args):
+        try:
+            return take_action(self, parsed_args)
+        except client.ApiError as exc:
+            raise exceptions.CommandError(
+                f'numa-policy API error {exc.status}: {exc.message}')
+    return wrapper
+
+
+def add_paging(parser, marker_help):
+    parser.add_argument(
+        '--limit', metavar='<num>', type=int,
+        help='Show at most <num> items, one API page (the API refuses '
+             'more than its max_limit). Default: every item, page by page.')
+    parser.add_argument('--marker', metavar='<marker>',
+                        help=f'Start after this {marker_help}.')
+    parser.add_argument('--long', action='store_true', default=False,
+                        help='List more columns.')
+
+
+def fetch(list_method, parsed_args, **filters):
+    """One page when ``--limit`` is given, else every page."""
+    if parsed_args.limit is not None:
+        if parsed_args.limit < 1:
+            raise exceptions.CommandError('--limit must be at least 1')
+        return list_method(limit=parsed_args.limit,
+                           marker=parsed_args.marker, **filters).items
+    return list(client.walk(list_method, marker=parsed_args.marker,
+                            **filters))
+
+
+def rows(items, fields, formatters=None):
+    """Table rows of ``fields`` from API dicts, formatted per field."""
+    formatters = formatters or {}
+    return [tuple(formatters[f](item[f]) if f in formatters else item[f]
+                  for f in fields) for item in items]
+
+
+def show(item, formatters=None):
+    """``(fields, values)`` of a ShowOne, fields sorted by name."""
+    fields = tuple(sorted(item))
+    return fields, rows([item], fields, formatters)[0]
+
+
+class ListColumn(columns.FormattableColumn):
+    """A list: comma-separated for people, the list itself for -f json."""
+
+    def human_readable(self):
+        return ', '.join(str(v) for v in self._value)
+
+    def machine_readable(self):
+        return list(self._value)
+
+
+class MemoryPerNodeColumn(columns.FormattableColumn):
+    """``{"0": 512, "1": 256}`` as ``node 0: 512 MiB, node 1: 256 MiB``."""
+
+    def human_readable(self):
+        return ', '.join(f'node {node}: {mb} MiB' for node, mb in sorted(
+            self._value.items(), key=lambda kv: int(kv[0])))
+
+    def machine_readable(self):
+        return dict(self._value)

@@ -1,0 +1,37 @@
+#!/bin/bash
+# Run the Horizon panel's Django tests (views against the in-process REST
+# API, and the headless Chromium screenshot test) in their own virtualenv.
+#
+# Horizon and Django stay out of the project's main environment: Horizon
+# pins its own Django and xstatic packages. Usage:
+#
+#   tests/horizon/run.sh [django test labels...]
+#
+# HORIZON_VENV     virtualenv to create or reuse (default /tmp/hvenv; tox
+#                  sets it to its own env dir and installs the deps itself).
+# NUMA_POLICY_REQUIRE_BROWSER=1  fail, rather than skip, when Chromium or
+#                  chromedriver is missing (CI).
+# Screenshots: .artifacts/horizon-numa-panel.png, horizon-numa-host.png.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+VENV=${HORIZON_VENV:-/tmp/hvenv}
+CONSTRAINTS=$ROOT/constraints-horizon.txt
+
+if [[ ! -x "$VENV/bin/python" ]]; then
+    python3 -m venv "$VENV"
+fi
+if ! "$VENV/bin/python" -c 'import horizon, selenium' 2>/dev/null; then
+    "$VENV/bin/pip" install -c "$CONSTRAINTS" horizon selenium \
+        -r "$ROOT/requirements.txt" oslo.db alembic wsgi-intercept
+    "$VENV/bin/pip" install -c "$CONSTRAINTS" --no-deps -e "$ROOT"
+fi
+
+cd "$ROOT"
+mkdir -p .artifacts
+labels=("$@")
+if [[ ${#labels[@]} -eq 0 ]]; then
+    labels=(nova_numa_policy.dashboard.tests)
+fi
+DJANGO_SETTINGS_MODULE=nova_numa_policy.dashboard.tests.settings \
+    exec "$VENV/bin/python" -m django test --noinput "${labels[@]}"
