@@ -12,6 +12,7 @@ import sys
 
 from nova_numa_policy.cluster import cli as cluster_cli
 from nova_numa_policy.loops import runner
+from nova_numa_policy.sandbox import cli as sandbox_cli
 from nova_numa_policy.sim import experiment
 from nova_numa_policy.sim import scenarios
 
@@ -87,6 +88,7 @@ def build_parser():
     host.add_argument('--list-scenarios', action='store_true')
     host.set_defaults(func=simulate_host)
     cluster_cli.register(what)
+    sandbox_cli.register(sub)
     return parser
 
 
