@@ -5,10 +5,13 @@ Enable them in nova.conf (see doc/source/scheduler.rst)::
     [filter_scheduler]
     available_filters = nova.scheduler.filters.all_filters
     available_filters = placement_filters.all_filters
-    enabled_filters = ...,NumaPolicyFilter,NumaNicLocalityFilter,
-                      NumaNodeLoadFilter
+    enabled_filters = ...,NumaFilter
     weight_classes = nova.scheduler.weights.all_weighers,
-                     placement_filters.all_weighers
+                     placement_filters.combined_weighers
+
+``NumaFilter`` and ``NumaWeigher`` do the work of the three individual
+filters and the two individual weighers at a fraction of nova's per-class
+cost; enable one set or the other, never both.
 """
 
 
@@ -16,10 +19,20 @@ def all_filters():
     """Every filter class of this package (nova's ``all_filters`` idiom)."""
     from placement_filters import filters
     return [filters.NumaPolicyFilter, filters.NumaNicLocalityFilter,
-            filters.NumaNodeLoadFilter]
+            filters.NumaNodeLoadFilter, filters.NumaFilter]
 
 
 def all_weighers():
-    """Every weigher class of this package."""
+    """The individual weighers.
+
+    ``weight_classes`` enables every class a loader returns, so the
+    combined weigher has a loader of its own.
+    """
     from placement_filters import weights
     return [weights.NumaNicLocalityWeigher, weights.NumaNodeLoadWeigher]
+
+
+def combined_weighers():
+    """The one weigher that replaces both of :func:`all_weighers`."""
+    from placement_filters import weights
+    return [weights.NumaWeigher]

@@ -9,6 +9,7 @@ import time
 from oslo_config import cfg
 
 from nova_numa_policy.conf import scheduler as sched_conf
+from nova_numa_policy.scheduling import assess
 from nova_numa_policy.scheduling import scoring
 from placement_filters import listener
 
@@ -59,6 +60,15 @@ def request_for(spec_obj):
             spec_obj.numa_topology is not None),
         instance_uuid=spec_obj.obj_attr_is_set('instance_uuid') and (
             spec_obj.instance_uuid) or None)
+
+
+def assessor_for(spec_obj):
+    """``(request, assessor)`` of a RequestSpec, once per plugin and request.
+
+    Log with ``request``: the shared assessor may hold another instance's.
+    """
+    request = request_for(spec_obj)
+    return request, assess.assessor_for(request, settings())
 
 
 def host_key(host_state):

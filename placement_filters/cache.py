@@ -40,14 +40,14 @@ class ReportCache:
         self.clock = clock
         # Ordered by last update, so the first entry is the one to evict.
         self._entries = collections.OrderedDict()
+        # get(key): the summary for ``(host, nodename)``, or None. Lock
+        # free. The dict's own method, not a wrapper: the filters and
+        # weighers call it for every host. _entries is never rebound.
+        self.get = self._entries.get
         self._write_lock = threading.Lock()
         self.accepted = 0
         self.dropped = collections.Counter()
         self._last_drop_log = None
-
-    def get(self, key):
-        """The summary for ``(host, nodename)``, or None. Lock free."""
-        return self._entries.get(key)
 
     def snapshot(self):
         """A copy of every entry, for the why-not explanation."""

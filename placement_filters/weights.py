@@ -1,10 +1,14 @@
 """Scheduler weighers on agent reports: NIC-local headroom, node headroom.
 
-Raw weights are headroom fractions from pure functions; nova normalises
-them and applies the multiplier, which aggregate metadata may override.
-Hosts without a fresh report get the median weight (neither preferred nor
-avoided); requests a weigher does not care about get the same weight on
-every host, which leaves nova's ordering untouched.
+Raw weights are headroom fractions from pure functions, read from the
+host's shared :class:`~nova_numa_policy.scheduling.assess.Assessment`;
+nova normalises them and applies the multiplier, which aggregate metadata
+may override. Hosts without a fresh report get the median weight (neither
+preferred nor avoided); requests a weigher does not care about get the
+same weight on every host, which leaves nova's ordering untouched.
+
+``NumaWeigher`` gives both weights as one weigher, which saves nova's
+per-weigher overhead on large clouds.
 """
 
 import threading
@@ -13,54 +17,79 @@ from oslo_config import cfg
 
 from nova.scheduler import utils as scheduler_utils
 from nova.scheduler import weights
+from nova import weights as nova_weights
 
+from nova_numa_policy.scheduling import assess
 from nova_numa_policy.scheduling import scoring
 from placement_filters import base
 
 CONF = cfg.CONF
 
+NIC_MULTIPLIER = 'nic_locality_weight_multiplier'
+LOAD_MULTIPLIER = 'node_load_weight_multiplier'
+
+
+def _configured(name):
+    return getattr(CONF.numa_policy_scheduler, name)
+
+
+def _multiplier(host_state, name, configured):
+    # The aggregate lookup walks every aggregate's metadata; without an
+    # aggregate it could only return the configured value.
+    if not host_state.aggregates:
+        return configured
+    return scheduler_utils.get_weight_multiplier(host_state, name,
+                                                 configured)
+
+
+def _assessments(weighed_obj_list, assessor):
+    get = base.cache().get
+    return assessor.assess_many(
+        [get((weighed.obj.host, weighed.obj.nodename))
+         for weighed in weighed_obj_list], base.now())
+
+
+def _raw_weights(assessments, field):
+    return scoring.neutral_fill([assessment[field]
+                                 for assessment in assessments])
+
 
 class _ReportWeigher(weights.BaseHostWeigher):
-    weight = None  # a scoring.*_weight function
+    field = None  # the assess.Assessment field holding the raw weight
     multiplier_name = None
 
     def __init__(self):
         super().__init__()
-        # Per scheduling thread: whether the request being weighed got the
-        # same weight on every host, so its multiplier does not matter.
+        # Per scheduling thread (greenthread under eventlet): the request's
+        # multiplier, read once in weigh_objects for nova's per-host
+        # weight_multiplier calls; None when every host weighs the same.
         self._request = threading.local()
         base.cache()  # start listening before the first request
 
+    def weighs(self, assessor):
+        raise NotImplementedError()
+
     def weight_multiplier(self, host_state):
-        # nova asks once per host and weigher; skip the aggregate lookup
-        # when the result cannot change anything or when there is no
-        # aggregate to override the option (the same value either way).
-        if getattr(self._request, 'neutral', False):
-            return 0.0
-        configured = getattr(CONF.numa_policy_scheduler,
-                             self.multiplier_name)
+        # nova asks once per host and weigher: one thread-local read, and
+        # the aggregate walk only for hosts in an aggregate.
+        configured = getattr(self._request, 'multiplier', False)
+        if configured is None:
+            return 0.0  # same weight everywhere: nothing to multiply
+        if configured is False:  # called without weigh_objects first
+            configured = _configured(self.multiplier_name)
         if not host_state.aggregates:
             return configured
         return scheduler_utils.get_weight_multiplier(
             host_state, self.multiplier_name, configured)
 
     def weigh_objects(self, weighed_obj_list, spec_obj):
-        request = base.request_for(spec_obj)
-        settings = base.settings()
-        weight = type(self).weight
-        self._request.neutral = not scoring.applies(weight, request,
-                                                    settings)
-        if self._request.neutral:
+        _, assessor = base.assessor_for(spec_obj)
+        if not self.weighs(assessor):
+            self._request.multiplier = None
             return [0.0] * len(weighed_obj_list)
-        cache, now, ttl = base.cache(), base.now(), settings.ttl
-        raw = []
-        for weighed in weighed_obj_list:
-            summary = cache.get(base.host_key(weighed.obj))
-            if summary is None or not summary.is_fresh(now, ttl):
-                raw.append(None)
-            else:
-                raw.append(weight(request, summary, settings))
-        return scoring.neutral_fill(raw)
+        self._request.multiplier = _configured(self.multiplier_name)
+        return _raw_weights(_assessments(weighed_obj_list, assessor),
+                            self.field)
 
     def _weigh_object(self, host_state, weight_properties):
         # Only reached by callers weighing one host at a time; a single
@@ -71,12 +100,70 @@ class _ReportWeigher(weights.BaseHostWeigher):
 class NumaNicLocalityWeigher(_ReportWeigher):
     """Prefer hosts where the instance fits on a NIC-local node."""
 
-    weight = scoring.nic_weight
-    multiplier_name = 'nic_locality_weight_multiplier'
+    field = assess.NIC_WEIGHT
+    multiplier_name = NIC_MULTIPLIER
+
+    def weighs(self, assessor):
+        return assessor.weighs_nic
 
 
 class NumaNodeLoadWeigher(_ReportWeigher):
     """Prefer the host whose best-fitting node has the most headroom."""
 
-    weight = scoring.load_weight
-    multiplier_name = 'node_load_weight_multiplier'
+    field = assess.LOAD_WEIGHT
+    multiplier_name = LOAD_MULTIPLIER
+
+    def weighs(self, assessor):
+        return assessor.weighs_load
+
+
+class NumaWeigher(weights.BaseHostWeigher):
+    """NumaNicLocalityWeigher and NumaNodeLoadWeigher in one.
+
+    Each weight is normalised over the hosts and multiplied by its own
+    multiplier (aggregate metadata still overrides each) exactly as nova
+    does for two weighers, and the sum is returned. ``minval``/``maxval``
+    make nova's own normalisation of that sum an identity and the
+    multiplier is 1.0, so hosts get the scores the two weighers would
+    give, with nova's per-weigher cost paid once. Enable either this or
+    the two.
+    """
+
+    minval = 0.0
+    maxval = 1.0
+    parts = ((assess.NIC_WEIGHT, NIC_MULTIPLIER, 'weighs_nic'),
+             (assess.LOAD_WEIGHT, LOAD_MULTIPLIER, 'weighs_load'))
+
+    def __init__(self):
+        super().__init__()
+        base.cache()  # start listening before the first request
+
+    def weight_multiplier(self, host_state):
+        return 1.0  # the multipliers are applied in weigh_objects
+
+    def weigh_objects(self, weighed_obj_list, spec_obj):
+        _, assessor = base.assessor_for(spec_obj)
+        if not assessor.weighs:
+            return [0.0] * len(weighed_obj_list)
+        assessments = _assessments(weighed_obj_list, assessor)
+        in_aggregate = any(weighed.obj.aggregates
+                           for weighed in weighed_obj_list)
+        scores = None
+        for field, name, weighs in self.parts:
+            if not getattr(assessor, weighs):
+                continue
+            configured = _configured(name)
+            normalised = nova_weights.normalize(
+                _raw_weights(assessments, field))
+            if in_aggregate:
+                part = [_multiplier(weighed.obj, name, configured) * weight
+                        for weighed, weight in zip(weighed_obj_list,
+                                                   normalised)]
+            else:
+                part = [configured * weight for weight in normalised]
+            scores = part if scores is None else [
+                score + more for score, more in zip(scores, part)]
+        return scores
+
+    def _weigh_object(self, host_state, weight_properties):
+        return 0.0

@@ -6,6 +6,11 @@ last report), :class:`Settings` and the time; outputs are a
 :class:`Verdict` or a raw weight. No I/O, no nova objects: the filters and
 weighers in ``placement_filters`` gather the inputs and log the reasons.
 
+The plugins do not call the verdict functions per host: they read the same
+answers from :mod:`.assess`, which computes them once per host and request
+shape; the verdicts, with their reasons and numbers, serve rejection logs
+and :mod:`.explain`.
+
 Agreement with nova: when nova owns the guest's NUMA topology
 (``Request.nova_topology``), nova's NUMATopologyFilter chooses the host
 nodes; every function here then passes and weighs neutrally instead of
@@ -145,20 +150,49 @@ def load_candidates(summary, request):
     return (summary.whole,)
 
 
-def nic_local_nodes(summary, physnets):
-    """Nodes local to the instance's uplink.
+def nic_local_ids(summary, physnets):
+    """Ids of the nodes local to the instance's uplink.
 
     The physnet mapping is used when the request names physnets and the
     host reports which uplink carries which physnet; otherwise any uplink.
     """
     if physnets and summary.physnet_nodes:
-        local = set()
+        ids = set()
         for name in physnets:
-            local.update(summary.physnet_nodes.get(name, ()))
-        ids = local
-    else:
-        ids = summary.nic_nodes
+            ids.update(summary.physnet_nodes.get(name, ()))
+        return ids
+    return summary.nic_nodes
+
+
+def nic_local_nodes(summary, physnets):
+    """Nodes local to the instance's uplink (see :func:`nic_local_ids`)."""
+    ids = nic_local_ids(summary, physnets)
     return tuple(node for node in summary.nodes if node.id in ids)
+
+
+def nic_fit(nodes, ids, vcpus, memory_mb, threshold):
+    """The best NIC-local headroom and weight, in one pass over the nodes.
+
+    Only nodes whose id is in ``ids`` and that hold the memory count. The
+    weight is the clamped headroom shared with the I/O-intensive instances
+    already local to that uplink; sharing does not soften a deficit.
+
+    :returns: ``(headroom, weight)``, each the best of its own, or
+        ``(None, None)`` when no NIC-local node has the free memory.
+    """
+    best_headroom = best_weight = None
+    for node in nodes:
+        if node.id not in ids or node.free_mb < memory_mb:
+            continue
+        headroom = threshold - summary_mod.projected_load(node, vcpus)
+        weight = clamp(headroom)
+        if headroom >= 0:
+            weight /= 1 + node.io_neighbours
+        if best_headroom is None or headroom > best_headroom:
+            best_headroom = headroom
+        if best_weight is None or weight > best_weight:
+            best_weight = weight
+    return best_headroom, best_weight
 
 
 def _fit_numbers(request, node, headroom, settings):
@@ -242,8 +276,12 @@ def load_verdict(request, summary, settings, now):
                    numbers=numbers)
 
 
-def _clamp(value):
-    return min(WEIGHT_CEILING, max(WEIGHT_FLOOR, value))
+def clamp(value):
+    """A raw weight within WEIGHT_FLOOR..WEIGHT_CEILING."""
+    # Comparisons rather than min(max()): this runs for every host.
+    if value > WEIGHT_CEILING:
+        return WEIGHT_CEILING
+    return WEIGHT_FLOOR if value < WEIGHT_FLOOR else value
 
 
 def nic_weight(request, summary, settings):
@@ -255,18 +293,10 @@ def nic_weight(request, summary, settings):
     if (request.error is not None or not request.io_heavy
             or request.nova_topology):
         return None
-    best = None
-    for node in nic_local_nodes(summary, request.physnets):
-        if node.free_mb < request.memory_mb:
-            continue
-        headroom = (settings.threshold
-                    - summary_mod.projected_load(node, request.vcpus))
-        weight = _clamp(headroom) / (1 + node.io_neighbours)
-        if headroom < 0:
-            weight = _clamp(headroom)  # sharing does not soften a deficit
-        if best is None or weight > best:
-            best = weight
-    return WEIGHT_FLOOR if best is None else best
+    _, weight = nic_fit(summary.nodes,
+                        nic_local_ids(summary, request.physnets),
+                        request.vcpus, request.memory_mb, settings.threshold)
+    return WEIGHT_FLOOR if weight is None else weight
 
 
 def load_weight(request, summary, settings):
@@ -278,7 +308,7 @@ def load_weight(request, summary, settings):
     node, headroom = best_node(load_candidates(summary, request),
                                request.vcpus, request.memory_mb,
                                settings.threshold)
-    return WEIGHT_FLOOR if node is None else _clamp(headroom)
+    return WEIGHT_FLOOR if node is None else clamp(headroom)
 
 
 def applies(weight_fn, request, settings):

@@ -37,6 +37,11 @@ class HostSummary:
     enforceable: frozenset
     largest_node_cpus: int
     largest_node_mb: int
+    # Derived answers about this summary, filled by the scheduler plugins
+    # (see assess.py). Not part of the value: a new report brings a new
+    # summary with an empty memo, and dataclasses.replace() never copies it.
+    memo: dict = dataclasses.field(default_factory=dict, init=False,
+                                   compare=False, repr=False)
 
     @property
     def key(self):

@@ -1,4 +1,4 @@
-"""Run the benchmarks: ``python -m tests.bench [NAME ...]``.
+"""Run the benchmarks: ``python -m tests.bench [NAME ...] [OPTION ...]``.
 
 Each benchmark module exposes ``main(argv)`` and returns 0 when its
 targets are met. With no names, all of them run.
@@ -11,8 +11,12 @@ BENCHMARKS = ('scheduler', 'agent', 'loops', 'cluster')
 
 
 def main(argv):
-    names = [a for a in argv if not a.startswith('-')] or list(BENCHMARKS)
-    options = [a for a in argv if a.startswith('-')]
+    # Leading words name benchmarks; everything from the first option on
+    # goes to each of them (e.g. "scheduler --hosts 1000 10000").
+    first_option = next((i for i, a in enumerate(argv) if a.startswith('-')),
+                        len(argv))
+    names = list(argv[:first_option]) or list(BENCHMARKS)
+    options = list(argv[first_option:])
     unknown = sorted(set(names) - set(BENCHMARKS))
     if unknown:
         print(f"unknown benchmark(s) {', '.join(unknown)}; choose from "

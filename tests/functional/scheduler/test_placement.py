@@ -29,6 +29,8 @@ class _PluginsTestBase(integrated_helpers._IntegratedTestBase):
     ADMIN_API = True
     microversion = 'latest'
     NO_REPORT_MODE = 'strict'
+    FILTERS = OUR_FILTERS
+    WEIGHERS = 'placement_filters.all_weighers'
 
     def setUp(self):
         listener.RUNTIME.stop()  # a listener of an earlier test, if any
@@ -43,9 +45,9 @@ class _PluginsTestBase(integrated_helpers._IntegratedTestBase):
     def _setup_scheduler_service(self):
         self.flags(available_filters=['nova.scheduler.filters.all_filters',
                                       'placement_filters.all_filters'],
-                   enabled_filters=NOVA_FILTERS + OUR_FILTERS,
+                   enabled_filters=NOVA_FILTERS + self.FILTERS,
                    weight_classes=['nova.scheduler.weights.all_weighers',
-                                   'placement_filters.all_weighers'],
+                                   self.WEIGHERS],
                    group='filter_scheduler')
         self.flags(no_report_mode=self.NO_REPORT_MODE,
                    group='numa_policy_scheduler')
@@ -112,6 +114,13 @@ class SchedulerPluginsTest(_PluginsTestBase):
         self.report(**{host: dict(nodes=(IDLE, IDLE)) for host in HOSTS})
         self.boot({'hw:numa_policy': 'interleave', 'hw:numa_nodes': '1'},
                   expected_state='ERROR')
+
+
+class CombinedPluginsTest(SchedulerPluginsTest):
+    """The same scenarios with NumaFilter and NumaWeigher instead."""
+
+    FILTERS = ['NumaFilter']
+    WEIGHERS = 'placement_filters.combined_weighers'
 
 
 class PermissiveModeTest(_PluginsTestBase):
