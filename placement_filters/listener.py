@@ -11,6 +11,7 @@ threads do not survive a fork, so a child process starts its own.
 """
 
 import os
+import re
 import threading
 
 from oslo_config import cfg
@@ -18,6 +19,7 @@ from oslo_log import log as logging
 import oslo_messaging as messaging
 
 from nova_numa_policy import conf as numa_conf  # noqa: F401  registers opts
+from nova_numa_policy.objects import report as report_mod
 from placement_filters import cache as cache_mod
 
 CONF = cfg.CONF
@@ -26,6 +28,11 @@ LOG = logging.getLogger(__name__)
 
 class ReportEndpoint:
     """Notification endpoint: every report goes to the cache, none raises."""
+
+    # Agents also send their actions on the reports topic, for the
+    # collector; only reports are for the scheduler.
+    filter_rule = messaging.NotificationFilter(
+        event_type='^%s$' % re.escape(report_mod.EVENT_TYPE))
 
     def __init__(self, cache):
         self.cache = cache

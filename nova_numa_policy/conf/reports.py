@@ -1,6 +1,7 @@
 """Options of the ``[numa_policy_reports]`` group: the report channel."""
 
 from oslo_config import cfg
+import oslo_messaging
 
 from nova_numa_policy.objects import report
 
@@ -53,6 +54,18 @@ Possible values:
 * An integer of at least 1024.
 '''),
 ]
+
+
+# nova's services send and listen on the "nova" exchange (nova sets it as
+# oslo.messaging's default control_exchange); the scheduler's report cache
+# runs inside nova-scheduler. Our own services default to the same
+# exchange, or agents and the scheduler would not hear each other.
+NOVA_EXCHANGE = 'nova'
+
+
+def use_nova_exchange():
+    """Make nova's exchange the default; call before parsing config."""
+    oslo_messaging.set_transport_defaults(control_exchange=NOVA_EXCHANGE)
 
 
 def register_opts(conf):

@@ -33,6 +33,10 @@ from nova_numa_policy import exception
 from nova_numa_policy.objects import base
 from nova_numa_policy import policy
 
+# The notification event type agents send reports with; other events on
+# the same topic (agent actions, for the collector) are not reports.
+EVENT_TYPE = 'numa_policy.host.report'
+
 MAX_NODES = 64
 MAX_CPUS = 4096
 MAX_NICS = 64

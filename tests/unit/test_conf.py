@@ -6,9 +6,11 @@ import sys
 import tempfile
 
 from oslo_config import cfg
+import oslo_messaging
 import testtools
 
 from nova_numa_policy.conf import opts
+from nova_numa_policy.conf import reports
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -64,3 +66,14 @@ class SampleIsCurrentTest(testtools.TestCase):
                     generated.read(), committed.read(),
                     'etc/nova-numa-policy.conf.sample is stale: run '
                     '"tox -e genconfig" and commit the result')
+
+
+class ExchangeTest(testtools.TestCase):
+
+    def test_our_services_default_to_novas_exchange(self):
+        conf = cfg.ConfigOpts()
+        reports.use_nova_exchange()
+        transport = oslo_messaging.get_notification_transport(
+            conf, url='fake:/')
+        self.addCleanup(transport.cleanup)
+        self.assertEqual('nova', conf.control_exchange)
