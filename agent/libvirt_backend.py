@@ -4,6 +4,10 @@ It observes and acts; it decides nothing. Every libvirt error is turned
 into one of :mod:`agent.errors` so the loop can tell "try again later"
 (ConnectionLost), "forget it" (DomainGone) and "cannot here" (NotEnforceable)
 apart.
+
+Per guest it also reads its qemu process (found by :mod:`agent.guestproc`):
+memory per node from ``numa_maps`` and, with a page mover
+(:class:`agent.pagemover.PageMover`), moves its pages.
 """
 
 import logging
@@ -13,11 +17,14 @@ import libvirt
 
 from nova_numa_policy import backend
 from nova_numa_policy import enforcement
+from nova_numa_policy import numamaps
 
 from agent import connection as connection_mod
 from agent import discovery
 from agent import domxml
 from agent import errors
+from agent import guestio
+from agent import guestproc
 from agent import sysfs
 
 LOG = logging.getLogger(__name__)
@@ -56,7 +63,8 @@ class LibvirtBackend(backend.Backend):
 
     def __init__(self, connection, root='/', physnet_interfaces=None,
                  bridge_interfaces=None, physnet_numa_nodes=None,
-                 clock=time.monotonic):
+                 clock=time.monotonic, page_mover=None,
+                 pid_dir=guestproc.PID_DIR):
         self._connection = connection
         self._root = root
         self._physnet_interfaces = physnet_interfaces or {}
@@ -69,6 +77,14 @@ class LibvirtBackend(backend.Backend):
         # Parsed domain XML per uuid, reused while the XML is unchanged:
         # parsing is the largest cost of a period with many guests.
         self._facts = {}
+        # Interface devices per uuid, parsed with the facts.
+        self._devices = {}
+        # (time, packets) of each guest at the last observation.
+        self._packets = {}
+        self._page_mover = page_mover
+        self._pid_dir = pid_dir
+        self._can_move_pages = None
+        self._numa_maps_warned = False
 
     def _conn(self):
         return self._connection.get()
@@ -83,9 +99,18 @@ class LibvirtBackend(backend.Backend):
         caps = {backend.CAP_VCPU_PINNING, backend.CAP_EMULATOR_PINNING}
         if self.live_nodeset_supported():
             caps.add(backend.CAP_LIVE_NODESET)
-        # No CAP_PAGE_MIGRATION: the privileged page mover is not part of
-        # this backend yet, so loops that need it are not started.
+        if self.page_migration_supported():
+            caps.add(backend.CAP_PAGE_MIGRATION)
         return frozenset(caps)
+
+    def page_migration_supported(self):
+        """A page mover is configured and the kernel has move_pages(2)."""
+        if self._page_mover is None:
+            return False
+        if self._can_move_pages is None:
+            # The kernel does not change while the agent runs.
+            self._can_move_pages = self._page_mover.supported()
+        return self._can_move_pages
 
     def live_nodeset_supported(self):
         """Whether this hypervisor can change a running guest's nodeset.
@@ -130,13 +155,57 @@ class LibvirtBackend(backend.Backend):
             return cached[1]
         facts = domxml.parse(xml)
         self._facts[uuid] = (xml, facts)
+        self._devices[uuid] = guestio.interface_devices(xml)
         return facts
+
+    def _pid(self, dom, uuid):
+        return guestproc.qemu_pid(self._root, dom.name(), uuid,
+                                  self._pid_dir)
+
+    def _numa_maps(self, pid):
+        if self._page_mover is not None:
+            # qemu runs as its own user: only the privsep daemon may read.
+            return self._page_mover.numa_maps(pid)
+        return numamaps.read(self._root, pid)
+
+    def _memory_per_node(self, dom, uuid):
+        pid = self._pid(dom, uuid)
+        if pid is None:
+            return {}
+        try:
+            text = self._numa_maps(pid)
+        except (OSError, errors.AgentError) as exc:
+            # Not this period's business to fail for: the report just
+            # lacks the guest's memory placement. Said once loudly (a
+            # deployment problem: privsep, users), then quietly.
+            log = LOG.debug if self._numa_maps_warned else LOG.warning
+            self._numa_maps_warned = True
+            log('No numa_maps for %s (pid %s): %s', uuid, pid, exc)
+            return {}
+        return numamaps.memory_mb_per_node(numamaps.parse(text))
+
+    def _io_rate(self, dom, uuid):
+        total = 0
+        for dev in self._devices.get(uuid, ()):
+            try:
+                total += guestio.packets(dom.interfaceStats(dev))
+            except libvirt.libvirtError as exc:
+                if connection_mod.is_connection_error(exc):
+                    raise
+                # An interface being unplugged: counted from next period.
+                LOG.debug('No stats for %s of %s: %s', dev, uuid, exc)
+        sample = (self._clock(), total)
+        rate = guestio.packet_rate(self._packets.get(uuid), sample)
+        self._packets[uuid] = sample
+        return rate
 
     def _instance(self, dom):
         facts = self._domain_facts(dom)
         infos, maps = dom.vcpus()
         emulator = cpus_from_map(dom.emulatorPinInfo(
             libvirt.VIR_DOMAIN_AFFECT_LIVE) or ())
+        memory = self._memory_per_node(dom, facts.uuid)
+        io_rate = self._io_rate(dom, facts.uuid)
         return backend.InstanceState(
             uuid=facts.uuid,
             requested_policy=facts.requested.value if facts.requested
@@ -145,6 +214,8 @@ class LibvirtBackend(backend.Backend):
             vcpu_cpus=tuple(info[3] for info in infos),
             vcpu_affinity=tuple(cpus_from_map(m) for m in maps),
             vcpu_time_ns=tuple(info[2] for info in infos),
+            memory_mb_per_node=memory,
+            io_rate=io_rate,
             memory_mb=facts.memory_mb,
             memory_mode=facts.memory_mode,
             memory_nodes=facts.memory_nodes,
@@ -169,6 +240,8 @@ class LibvirtBackend(backend.Backend):
                           '%s', exc)
         live = {i.uuid for i in instances}
         self._facts = {u: f for u, f in self._facts.items() if u in live}
+        self._devices = {u: d for u, d in self._devices.items() if u in live}
+        self._packets = {u: p for u, p in self._packets.items() if u in live}
         return backend.HostSnapshot(
             topology=topology, usage=self._usage(topology),
             instances=tuple(instances), taken_at=self._clock())
@@ -221,5 +294,23 @@ class LibvirtBackend(backend.Backend):
                   libvirt.VIR_DOMAIN_AFFECT_LIVE)
 
     def move_pages(self, instance_uuid, source_node, target_node, pages):
-        raise errors.PageMigrationUnavailable(
-            'page migration is not available in the libvirt backend yet')
+        if not self.page_migration_supported():
+            raise errors.PageMigrationUnavailable(
+                'page migration is not available: no page mover configured '
+                'or no move_pages(2) in this kernel')
+        dom = self._domain(instance_uuid)
+        try:
+            pid = self._pid(dom, instance_uuid)
+        except libvirt.libvirtError as exc:
+            raise _translate(self._connection, exc, 'move pages')
+        if pid is None:
+            if not _active(dom):
+                raise errors.DomainGone(f'{instance_uuid}: not running')
+            raise errors.NotEnforceable(
+                f'{instance_uuid}: no qemu process found (pidfile in '
+                f'{self._pid_dir} missing or not its process)')
+        result = self._page_mover.move(pid, source_node, target_node, pages)
+        if result.failed:
+            LOG.info('%s: %d pages could not be moved to node %d',
+                     instance_uuid, result.failed, target_node)
+        return result.moved

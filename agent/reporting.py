@@ -28,7 +28,11 @@ def agent_version():
 
 def enforceable_policies(capabilities):
     values = list(_BOOT_POLICIES)
-    if backend.CAP_PAGE_MIGRATION in capabilities:
+    # Carrefour and auto decide from memory access counters and act by
+    # moving pages (nova_numa_policy/loops): moving pages alone is not
+    # enough to enforce them.
+    if {backend.CAP_PAGE_MIGRATION,
+            backend.CAP_ACCESS_COUNTERS} <= set(capabilities):
         values += ['first-touch+carrefour', 'interleave+carrefour', 'auto']
     return [v for v in policy.POLICY_VALUES if v in values]
 

@@ -115,9 +115,15 @@ class Agent:
             self._last_sent_at = now
 
     def sync_traits(self):
-        if self.traits is None:
-            return False
-        return self.traits.sync(self.backend.capabilities())
+        """Put this host's traits in placement; never asks for a resync.
+
+        A failed sync (placement down, provider not registered yet) is
+        retried at the next period, not a second later.
+        """
+        if self.traits is not None:
+            self.traits.sync(self.backend.hostname(),
+                             self.backend.capabilities())
+        return False
 
     def run_once(self):
         """One period; return True when another pass is needed soon."""

@@ -148,9 +148,50 @@ Possible values:
 Put traits saying what this host can enforce on its compute node
 resource provider in placement.
 
+The agent adds its ``CUSTOM_NUMA_POLICY_*`` traits and removes its own
+stale ones; every other trait of the provider (nova's, an operator's) is
+kept.
+
 Possible values:
 
-* True needs a ``[placement]`` section with credentials (keystoneauth).
+* True needs a ``[placement]`` section with keystoneauth credentials,
+  the same options as nova.conf's ``[placement]`` (``auth_type``,
+  ``auth_url``, ``username``, ``password``, ``region_name``...).
+'''),
+    cfg.BoolOpt(
+        'page_migration',
+        default=False,
+        help='''
+Move guests' pages between NUMA nodes (move_pages(2)) and read their
+per-node memory through a privsep daemon with CAP_SYS_NICE.
+
+Offered to the rebalancing loops only when the kernel has move_pages.
+Without it the agent reads ``/proc/<pid>/numa_maps`` itself, which needs
+the agent to run as qemu's user.
+
+Possible values:
+
+* False (no page migration) or True: needs ``privsep-helper`` allowed
+  through sudo or rootwrap, and ``[numa_policy_privileged] user`` and
+  ``group`` set to qemu's user and group.
+
+Related options:
+
+* ``qemu_pid_dir``.
+'''),
+    cfg.StrOpt(
+        'qemu_pid_dir',
+        default='/run/libvirt/qemu',
+        help='''
+Directory where libvirt writes each running guest's ``<name>.pid``.
+
+Taken under ``sysfs_root``. A pid is used only if that process's command
+line carries the guest's uuid.
+
+Possible values:
+
+* ``/run/libvirt/qemu`` for ``qemu:///system``;
+  ``$XDG_RUNTIME_DIR/libvirt/qemu/run`` for ``qemu:///session``.
 '''),
 ]
 

@@ -1,0 +1,280 @@
+"""Moving a process's pages between NUMA nodes with move_pages(2).
+
+Three layers, thinnest at the privileged end:
+
+* ``_move_pages``: the raw syscall through libc's ``syscall`` (no libnuma
+  on compute nodes).
+* Privileged entry points (:data:`agent.privsep.pages`): integers in,
+  lists of integers or texts out, each one idempotent (moving a page to
+  the node it is on changes nothing; reading changes nothing).
+* :class:`PageMover`, unprivileged: reads the process's mappings, asks
+  :func:`nova_numa_policy.pagemove.plan` which windows to move, executes
+  them and turns errno values into the agent's errors.
+
+migrate_pages(2) is deliberately not used: it moves every page of a node,
+shared libraries' page cache included, and cannot stop at a budget.
+"""
+
+import array
+import ctypes
+import dataclasses
+import errno
+import functools
+import logging
+import os
+import platform
+
+from oslo_privsep import daemon as privsep_daemon
+
+from nova_numa_policy import numamaps
+from nova_numa_policy import pagemove
+
+from agent import errors
+from agent import privsep
+
+LOG = logging.getLogger(__name__)
+
+# move_pages(2) is not in Python's os module; its number is per machine.
+SYS_MOVE_PAGES = {'x86_64': 279, 'aarch64': 239}
+MPOL_MF_MOVE_ALL = 1 << 2
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+
+
+class ProcessGone(errors.DomainGone):
+    """The guest's process exited (or never was) while its pages moved."""
+
+
+class InvalidNode(errors.NotEnforceable):
+    """The target node is not a memory node this process may use."""
+
+
+def _address(buffer):
+    return ctypes.c_void_p(buffer.buffer_info()[0] if buffer else None)
+
+
+@functools.lru_cache(maxsize=8)
+def _nodes(node, count):
+    # Read-only to the kernel, so shared by calls (and daemon threads).
+    return array.array('i', [node]) * count
+
+
+def _move_pages(pid, pages, node, flags):
+    """move_pages(2) on an array('Q') of addresses; ``node`` None queries.
+
+    Returns (pages not moved, status array). The status of a page is its
+    node after the call or a negative errno (-ENOENT: not present); pages
+    the kernel tried and failed to move are counted in the first, which
+    also counts every page after the first failure (the kernel stops
+    there, leaving their status unset). Raises OSError when the call as
+    a whole fails.
+    """
+    number = SYS_MOVE_PAGES.get(platform.machine())
+    if number is None:
+        raise OSError(errno.ENOSYS, 'move_pages: unknown syscall number on '
+                      + platform.machine())
+    count = len(pages)
+    status = array.array('i', bytes(4 * count))
+    nodes = None if node is None else _nodes(node, count)
+    result = _libc.syscall(
+        ctypes.c_long(number), ctypes.c_long(pid), ctypes.c_ulong(count),
+        _address(pages), _address(nodes), _address(status),
+        ctypes.c_int(flags))
+    if result < 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f'move_pages({pid}): {os.strerror(code)}')
+    return result, status
+
+
+@functools.lru_cache(maxsize=8)
+def _lanes(count, page_size):
+    """Σ 2**(64k) and Σ k·page_size·2**(64k) for k < count (integers)."""
+    ones = int.from_bytes(b'\x01\x00\x00\x00\x00\x00\x00\x00' * count,
+                          'little')
+    steps = int.from_bytes(array.array(
+        'Q', range(0, count * page_size, page_size)).tobytes(), 'little')
+    return ones, steps
+
+
+def _window(start, count, page_size):
+    """array('Q') of a window's page addresses.
+
+    Built as one integer whose 64-bit little-endian lanes are start +
+    k * page_size (no lane overflows into the next), because filling the
+    array from a Python range costs more than the syscall it feeds.
+    """
+    ones, steps = _lanes(count, page_size)
+    pages = array.array('Q')
+    pages.frombytes((start * ones + steps).to_bytes(8 * count, 'little'))
+    return pages
+
+
+@privsep.pages.entrypoint
+def read_mappings(pid):
+    """(maps, numa_maps) texts of ``pid``; (None, None) if it is gone."""
+    numa_maps = numamaps.read('/', pid)
+    maps = numamaps.read('/', pid, 'maps')
+    if numa_maps is None or maps is None:
+        return None, None
+    return maps, numa_maps
+
+
+@privsep.pages.entrypoint
+def read_numa_maps(pid):
+    return numamaps.read('/', pid)
+
+
+@privsep.pages.entrypoint
+def page_nodes(pid, start, count, page_size):
+    """The node of each page of a window (negative errno: not present)."""
+    return _move_pages(pid, _window(start, count, page_size), None,
+                       0)[1].tolist()
+
+
+@privsep.pages.entrypoint
+def move_window(pid, start, count, page_size, node):
+    """Move every page of a window to ``node``.
+
+    Returns (pages not moved, the kernel's status array as bytes: read it
+    with :func:`statuses`). Bytes, not a list: converting thousands of
+    statuses per call costs more than the daemon's executor reads them.
+    """
+    not_moved, status = _move_pages(pid, _window(start, count, page_size),
+                                    node, MPOL_MF_MOVE_ALL)
+    return not_moved, status.tobytes()
+
+
+@privsep.pages.entrypoint
+def move_addresses(pid, addresses, node):
+    """Move the pages at ``addresses`` (integers) to ``node``.
+
+    Returns (pages not moved, the status of each page).
+    """
+    not_moved, status = _move_pages(pid, array.array('Q', addresses), node,
+                                    MPOL_MF_MOVE_ALL)
+    return not_moved, status.tolist()
+
+
+def statuses(data):
+    """The per-page statuses in a status array returned as bytes."""
+    return array.array('i', data).tolist()
+
+
+def supported():
+    """Whether this kernel has move_pages(2): a no-op call on ourselves."""
+    try:
+        _move_pages(0, array.array('Q'), None, 0)
+    except OSError as exc:
+        LOG.info('Page migration unavailable: %s', exc)
+        return False
+    return True
+
+
+@dataclasses.dataclass(frozen=True)
+class MoveResult:
+    moved: int
+    # Present pages the kernel could not move (busy, no memory on target).
+    failed: int
+    syscalls: int
+
+
+def _translate(exc, pid, target):
+    if exc.errno == errno.ESRCH:
+        return ProcessGone(f'process {pid} is gone')
+    if exc.errno in (errno.ENODEV, errno.EINVAL):
+        return InvalidNode(f'node {target} is not a memory node of this '
+                           f'host ({os.strerror(exc.errno)})')
+    if exc.errno == errno.EACCES:
+        return InvalidNode(f'node {target} is outside the memory nodes '
+                           f'process {pid} may use (its cpuset.mems)')
+    if exc.errno == errno.EPERM:
+        return errors.NotEnforceable(
+            f'not permitted to move pages of process {pid}: the privsep '
+            f'daemon needs CAP_SYS_NICE and the process owner\'s uid')
+    if exc.errno == errno.ENOSYS:
+        return errors.PageMigrationUnavailable(str(exc))
+    return errors.NotEnforceable(f'moving pages of process {pid}: {exc}')
+
+
+_PRIVSEP_ERRORS = (privsep_daemon.FailedToDropPrivileges,
+                   privsep_daemon.ProtocolError)
+
+
+def _daemon_error(exc):
+    # privsep-helper did not start (sudo or rootwrap not set up) or broke.
+    return errors.NotEnforceable(f'privsep daemon unavailable: {exc}')
+
+
+class PageMover:
+    """Executes page moves; every privileged call goes through privsep."""
+
+    def __init__(self, batch_pages=pagemove.DEFAULT_BATCH_PAGES):
+        self.batch_pages = batch_pages
+
+    def supported(self):
+        return supported()
+
+    def numa_maps(self, pid):
+        try:
+            return read_numa_maps(pid)
+        except _PRIVSEP_ERRORS as exc:
+            raise _daemon_error(exc) from exc
+
+    def mappings(self, pid):
+        try:
+            maps, numa_maps = read_mappings(pid)
+        except PermissionError as exc:
+            # The kernel's ptrace check: another uid, or a target holding
+            # capabilities the daemon has not (doc/source/agent.rst).
+            raise errors.NotEnforceable(
+                f'cannot read the mappings of process {pid}: {exc}; the '
+                f'privsep daemon must run as its owner') from exc
+        except _PRIVSEP_ERRORS as exc:
+            raise _daemon_error(exc) from exc
+        if numa_maps is None:
+            raise ProcessGone(f'process {pid} is gone')
+        return numamaps.parse(numa_maps, maps)
+
+    def move(self, pid, source, target, pages):
+        """Move up to ``pages`` pages of ``pid`` from node ``source``."""
+        return self.move_mappings(pid, self.mappings(pid), source, target,
+                                  pages)
+
+    def move_mappings(self, pid, vmas, source, target, pages):
+        """:meth:`move` within ``vmas``, mappings of ``pid`` read before."""
+        windows = pagemove.plan(vmas, source, target, pages,
+                                self.batch_pages)
+        try:
+            return self._execute(pid, windows, source, target, pages)
+        except OSError as exc:
+            raise _translate(exc, pid, target) from exc
+        except _PRIVSEP_ERRORS as exc:
+            raise _daemon_error(exc) from exc
+
+    def _execute(self, pid, windows, source, target, pages):
+        moved = failed = calls = 0
+        for window in windows:
+            if moved >= pages:
+                break
+            if window.select:
+                nodes = page_nodes(pid, window.start, window.count,
+                                   window.page_size)
+                chosen = pagemove.select(window.addresses(), nodes, source,
+                                         pages - moved)
+                calls += 1
+                if not chosen:
+                    continue
+                not_moved, _ = move_addresses(pid, chosen, target)
+                moved += len(chosen) - not_moved
+            else:
+                not_moved, _ = move_window(pid, window.start, window.count,
+                                           window.page_size, target)
+                # Pages already on the target report it too, so the count
+                # is numa_maps' of the mapping's source pages, less those
+                # the kernel did not move.
+                moved += window.credit - not_moved
+            failed += not_moved
+            calls += 1
+        return MoveResult(moved=max(0, moved), failed=failed,
+                          syscalls=calls)

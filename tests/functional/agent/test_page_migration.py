@@ -1,0 +1,166 @@
+"""Page moves through a real privsep daemon holding only CAP_SYS_NICE.
+
+The daemon is forked from the test process (privsep's FORK method: the
+same code path as privsep-helper after sudo, minus the exec), drops every
+capability but CAP_SYS_NICE and, when configured, becomes another user.
+The children are real processes with 64 MiB of touched memory; this
+host has one NUMA node, so pages move from node 0 to node 0, which the
+kernel still walks page by page and reports.
+"""
+
+import json
+import os
+import pwd
+import subprocess
+import sys
+
+import fixtures
+from oslo_config import cfg
+from oslo_privsep import priv_context
+import testtools
+
+from agent import errors
+from agent import pagemover
+from agent import privsep
+from tests.unit.agent import memchild
+
+SYSTEM_PYTHON = '/usr/bin/python3'
+PRIVSEP_HELPER = os.path.join(os.path.dirname(sys.executable),
+                              'privsep-helper')
+
+
+class PrivsepDaemon(fixtures.Fixture):
+    """The agent's context started as a daemon, as ``user`` if given."""
+
+    def __init__(self, user=None):
+        super().__init__()
+        self.user = user
+
+    def _setUp(self):
+        # The context's capabilities are an option default, which config
+        # fixtures of other tests in this process reset: set them again.
+        section = privsep.pages.cfg_section
+        overrides = [('capabilities', list(privsep.CAPABILITIES))]
+        if self.user is not None:
+            entry = pwd.getpwnam(self.user)
+            overrides += [('user', self.user), ('group', str(entry.pw_gid))]
+        for name, value in overrides:
+            cfg.CONF.set_override(name, value, group=section)
+            self.addCleanup(cfg.CONF.clear_override, name, group=section)
+        privsep.pages.start(priv_context.Method.FORK)
+        self.addCleanup(privsep.pages.stop)
+
+
+class CapSysNiceOnlyTest(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(PrivsepDaemon())
+        self.mover = pagemover.PageMover()
+
+    def child(self, **kwargs):
+        return self.useFixture(memchild.MemoryChild(
+            preexec_fn=memchild.drop_capabilities, **kwargs))
+
+    def test_every_page_of_64_mib_is_moved_to_node_0(self):
+        child = self.child()
+        not_moved, statuses = 0, []
+        for first in range(0, child.pages, 4096):
+            failed, data = pagemover.move_window(
+                child.pid, child.address + first * memchild.PAGE,
+                min(4096, child.pages - first), memchild.PAGE, 0)
+            not_moved += failed
+            statuses += pagemover.statuses(data)
+        self.assertEqual((0, [0] * child.pages), (not_moved, statuses))
+        # Lists come back from the daemon as tuples (msgpack).
+        self.assertEqual((0,) * 4096, pagemover.page_nodes(
+            child.pid, child.address, 4096, memchild.PAGE))
+        result = self.mover.move(child.pid, 0, 0, 10 ** 9)
+        self.assertGreaterEqual(result.moved, child.pages)
+        self.assertEqual(0, result.failed)
+
+    def test_a_budget_is_kept(self):
+        child = self.child()
+        self.assertEqual(1000, self.mover.move(child.pid, 0, 0, 1000).moved)
+
+    def test_a_bad_node_is_a_clear_error(self):
+        child = self.child()
+        exc = self.assertRaises(pagemover.InvalidNode, self.mover.move,
+                                child.pid, 0, 7, 1000)
+        self.assertIn('node 7 is not a memory node of this host', str(exc))
+
+    def test_a_vanished_process_is_process_gone(self):
+        child = self.child()
+        child.stop()
+        self.assertRaises(pagemover.ProcessGone, self.mover.move, child.pid,
+                          0, 0, 1000)
+
+    def test_a_process_with_capabilities_the_daemon_lacks_is_refused(self):
+        # The kernel's ptrace check: no CAP_SYS_PTRACE on purpose.
+        child = self.useFixture(memchild.MemoryChild(8 << 20))
+        exc = self.assertRaises(errors.NotEnforceable, self.mover.move,
+                                child.pid, 0, 0, 1000)
+        self.assertIn('must run as its owner', str(exc))
+
+
+@testtools.skipUnless(os.access(SYSTEM_PYTHON, os.X_OK),
+                      f'the child runs as nobody and needs {SYSTEM_PYTHON}: '
+                      'this venv\'s interpreter may be unreadable to nobody')
+class AsTheGuestsUserTest(testtools.TestCase):
+    """The production setup: the daemon runs as qemu's user."""
+
+    def test_moves_the_pages_of_that_users_process(self):
+        self.useFixture(PrivsepDaemon(user='nobody'))
+        child = self.useFixture(memchild.MemoryChild(
+            16 << 20, user='nobody', group=pwd.getpwnam('nobody').pw_gid,
+            python=SYSTEM_PYTHON))
+        result = pagemover.PageMover().move(child.pid, 0, 0, 10 ** 9)
+        self.assertGreaterEqual(result.moved, child.pages)
+        self.assertEqual(0, result.failed)
+
+    def test_another_users_process_is_refused(self):
+        self.useFixture(PrivsepDaemon(user='nobody'))
+        child = self.useFixture(memchild.MemoryChild(
+            8 << 20, preexec_fn=memchild.drop_capabilities))
+        self.assertRaises(errors.NotEnforceable, pagemover.PageMover().move,
+                          child.pid, 0, 0, 1000)
+
+
+# Run in a fresh interpreter that imports nothing of nova: nova's test
+# packages eventlet-monkey-patch on import, under which privsep's helper
+# channel stalls; the agent itself never imports nova.
+_HELPER_SCRIPT = """
+import json, sys
+from oslo_config import cfg
+from oslo_privsep import priv_context
+from agent import pagemover, privsep
+from tests.unit.agent import memchild
+cfg.CONF.set_override('helper_command', sys.argv[1],
+                      group=privsep.pages.cfg_section)
+privsep.pages.start(priv_context.Method.ROOTWRAP)
+child = memchild.MemoryChild(8 << 20, preexec_fn=memchild.drop_capabilities)
+child.setUp()
+result = pagemover.PageMover().move(child.pid, 0, 0, 10 ** 9)
+print(json.dumps([result.moved, result.failed, child.pages]))
+child.cleanUp()
+privsep.pages.stop()
+"""
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
+
+
+@testtools.skipUnless(os.geteuid() == 0 and os.access(PRIVSEP_HELPER,
+                                                      os.X_OK),
+                      'privsep-helper must start as root (as under sudo) '
+                      'from this environment')
+class PrivsepHelperTest(testtools.TestCase):
+
+    def test_the_helper_finds_the_context_and_moves_pages(self):
+        # Production prefixes sudo; this test already runs as root.
+        out = subprocess.run(
+            [sys.executable, '-c', _HELPER_SCRIPT, PRIVSEP_HELPER],
+            capture_output=True, text=True, timeout=60, cwd=TOP)
+        self.assertEqual(0, out.returncode, out.stderr[-2000:])
+        moved, failed, pages = json.loads(out.stdout.splitlines()[-1])
+        self.assertGreaterEqual(moved, pages)
+        self.assertEqual(0, failed)
