@@ -7,11 +7,13 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from nova_numa_policy import conf as npconf
+from nova_numa_policy.conf import reports as reports_conf
 from nova_numa_policy.objects import report as report_obj
 
 from agent import connection
 from agent import libvirt_backend
 from agent import notifier
+from agent import pagemover
 from agent import service
 from agent import traits
 
@@ -66,7 +68,9 @@ def build_agent(conf, sender=None, opener=None):
         conn, root=opts.sysfs_root,
         physnet_interfaces=opts.physnet_interfaces,
         bridge_interfaces=opts.bridge_interfaces,
-        physnet_numa_nodes=physnet_numa_nodes(conf))
+        physnet_numa_nodes=physnet_numa_nodes(conf),
+        page_mover=pagemover.PageMover() if opts.page_migration else None,
+        pid_dir=opts.qemu_pid_dir.lstrip('/'))
     agent = service.Agent(
         host_backend, host=opts.host, period=opts.period, sender=sender,
         dry_run=opts.dry_run, max_actions=opts.max_actions_per_period,
@@ -77,6 +81,7 @@ def build_agent(conf, sender=None, opener=None):
 
 
 def parse_args(argv):
+    reports_conf.use_nova_exchange()
     logging.register_options(CONF)
     CONF.register_cli_opts(CLI_OPTS)
     CONF(argv, project='nova', prog='numa-policy-agent')

@@ -11,8 +11,10 @@ import threading
 
 import oslo_messaging
 
+from nova_numa_policy.objects import report as report_obj
+
 LOG = logging.getLogger(__name__)
-EVENT_TYPE = 'numa_policy.host.report'
+EVENT_TYPE = report_obj.EVENT_TYPE
 
 
 def make_notifier(conf, host):
