@@ -22,6 +22,9 @@ MODE_RESTRICTIVE = 'restrictive'
 # the cpuset.mems of its cgroups) only when the memory mode is one of
 # these, or when the guest has no <numatune> at all (doc/source/agent.rst).
 LIVE_NODESET_MODES = (None, MODE_STRICT, MODE_RESTRICTIVE)
+# Seed 002 §4.2: above 80 % average CPU load per node performance drops,
+# so a node that busy is "high load" and gets no more NIC-prior guests.
+LOAD_THRESHOLD = 0.80
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,6 +35,16 @@ class MemoryTune:
     nodes: frozenset
     # Host CPUs for vCPUs and emulator; empty leaves them where nova put them.
     cpus: frozenset = frozenset()
+    # Why these nodes, for the driver's log (not part of the decision).
+    reason: str = dataclasses.field(default='', compare=False)
+
+
+@dataclasses.dataclass(frozen=True)
+class BootPlan:
+    """A boot-time decision and why: ``tune`` None is the kernel default."""
+
+    tune: MemoryTune | None
+    reason: str = ''
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,33 +101,125 @@ def cpus_of(topology, nodes):
                      for cpu in node.cpus)
 
 
-def boot_tune(numa_policy, topology, usage=(), memory_mb=0,
-              allowed_cpus=None):
-    """The ``<numatune>`` a new guest should start with, or None.
+def node_vcpus(topology, instances):
+    """{node id: vCPUs of the guests already on it}, where each last ran."""
+    where = {cpu: node.id for node in topology.nodes for cpu in node.cpus}
+    counts = {}
+    for inst in instances:
+        for cpu in inst.vcpu_cpus:
+            node = where.get(cpu)
+            if node is not None:
+                counts[node] = counts.get(node, 0) + 1
+    return counts
 
-    None leaves the guest to the kernel's default, which is first-touch;
-    so does a host with a single node, where no choice exists.
+
+def _demand(node, usage_by_node, placed):
+    """The node's load in vCPUs: the larger of measured and placed.
+
+    The measured load lags (guests booted since the last sample are not in
+    it) and the placed count misses work that is not a guest's vCPU; each
+    covers the other's blind spot, and neither is counted twice.
+    """
+    measured = _load(node, usage_by_node) * len(node.cpus)
+    return max(measured, float(placed.get(node.id, 0)))
+
+
+def has_headroom(node, usage_by_node, placed, vcpus, threshold):
+    """True when ``vcpus`` more keep the node at or under ``threshold``."""
+    after = _demand(node, usage_by_node, placed) + vcpus
+    # A small epsilon: 0.8 * 5 CPUs must admit a fourth vCPU despite floats.
+    return after <= threshold * len(node.cpus) + 1e-9
+
+
+def _nic_distance(node, near):
+    return min(node.distances[n] for n in near
+               if n < len(node.distances))
+
+
+def nic_placement(numa_policy, topology, usage=(), vcpus=1, placed=None,
+                  threshold=LOAD_THRESHOLD):
+    """``(nodes, reason)``: where NIC locality puts the guest, and why.
+
+    Seed 002's rule: an I/O guest goes NIC-local (NIC-prior) only while
+    the NIC's node stays under the load threshold with it; otherwise it
+    is placed NUMA-prior, on the node with room nearest the NIC (the
+    least loaded among equals). Empty nodes leave the guest unrestricted,
+    when no locality is asked or no node has room. ``required`` keeps the
+    NIC's node whatever its load: the scheduler's NIC filter only passes
+    hosts where the guest fits there, and the guest asked for nothing else.
+    """
+    near = nic_nodes(topology)
+    if numa_policy.nic_locality == policy.NicLocality.NONE or not near:
+        return frozenset(), ''
+    if numa_policy.nic_locality == policy.NicLocality.REQUIRED:
+        return near, f'NIC locality required: NIC node(s) {sorted(near)}'
+    usage_by_node = {u.node_id: u for u in usage}
+    placed = placed or {}
+    roomy = [n for n in topology.nodes
+             if has_headroom(n, usage_by_node, placed, vcpus, threshold)]
+    local = frozenset(n.id for n in roomy if n.id in near)
+    limit = f'{100 * threshold:.0f} %'
+    if local:
+        return local, (f'NIC-prior: NIC node(s) {sorted(local)} stay under '
+                       f'{limit} load with {vcpus} more vCPU(s)')
+    busy = f'NIC node(s) {sorted(near)} would exceed {limit} load'
+    if not roomy:
+        return frozenset(), (f'{busy}, and so would every node: left to '
+                             f"the kernel's default")
+    best = min(roomy, key=lambda n: (
+        _nic_distance(n, near), round(_demand(n, usage_by_node, placed), 2),
+        n.id))
+    return frozenset({best.id}), (
+        f'NUMA-prior: {busy}; node {best.id} is the nearest with room')
+
+
+def boot_plan(numa_policy, topology, usage=(), memory_mb=0,
+              allowed_cpus=None, vcpus=1, instances=(),
+              threshold=LOAD_THRESHOLD):
+    """The ``<numatune>`` a new guest should start with, and why.
+
+    ``vcpus`` is the new guest's; ``instances`` are the guests already
+    on the host (their vCPUs count as load where they last ran), and
+    ``threshold`` the node load a NIC-prior placement may reach.
+    A None tune leaves the guest to the kernel's default, which is
+    first-touch; so does a host with a single node, where no choice
+    exists.
     """
     if (numa_policy is None or numa_policy.within_nova_topology
             or len(topology.nodes) < 2):
-        return None
+        return BootPlan(None, 'no choice to make')
     placement = numa_policy.placement
-    near = (nic_nodes(topology)
-            if numa_policy.nic_locality != policy.NicLocality.NONE
-            else frozenset())
+    near, why = nic_placement(numa_policy, topology, usage, vcpus,
+                              node_vcpus(topology, instances), threshold)
     all_nodes = frozenset(n.id for n in topology.nodes)
     if placement == policy.Placement.INTERLEAVE:
-        return MemoryTune(MODE_INTERLEAVE, all_nodes)
+        return _plan(MemoryTune(MODE_INTERLEAVE, all_nodes),
+                     'interleave over every node')
     if placement == policy.Placement.HOME:
         nodes = select_home_nodes(topology, usage, memory_mb, near)
-        return MemoryTune(MODE_STRICT, nodes,
-                          _restrict(cpus_of(topology, nodes), allowed_cpus))
+        return _plan(MemoryTune(
+            MODE_STRICT, nodes,
+            _restrict(cpus_of(topology, nodes), allowed_cpus)),
+            why or 'home on the least loaded nodes that hold it')
     if placement == policy.Placement.FIRST_TOUCH and len(near) == 1:
-        # First-touch near the NIC: prefer its node and let the kernel
-        # spill elsewhere rather than fail an allocation.
-        return MemoryTune(MODE_PREFERRED, near,
-                          _restrict(cpus_of(topology, near), allowed_cpus))
-    return None
+        # First-touch near the NIC (or, NUMA-prior, on the node chosen
+        # instead): prefer its node and let the kernel spill elsewhere
+        # rather than fail an allocation.
+        return _plan(MemoryTune(MODE_PREFERRED, near,
+                                _restrict(cpus_of(topology, near),
+                                          allowed_cpus)), why)
+    return BootPlan(None, why or "first-touch is the kernel's default")
+
+
+def _plan(tune, reason):
+    return BootPlan(dataclasses.replace(tune, reason=reason), reason)
+
+
+def boot_tune(numa_policy, topology, usage=(), memory_mb=0,
+              allowed_cpus=None, **kwargs):
+    """:func:`boot_plan`'s tune alone (the driver extension's call)."""
+    return boot_plan(numa_policy, topology, usage, memory_mb,
+                     allowed_cpus, **kwargs).tune
 
 
 def _restrict(cpus, allowed_cpus):

@@ -229,8 +229,12 @@ class Ours(NovaDefault):
             return None
         host = cluster.hosts[index]
         snapshot = host.observe()
-        tune = enforcement.boot_tune(request.policy, snapshot.topology,
-                                     snapshot.usage, guest.app.memory_mb)
+        # What the driver extension sees on the host: the measured load,
+        # the guests already there and the operator's load threshold.
+        tune = enforcement.boot_tune(
+            request.policy, snapshot.topology, snapshot.usage,
+            guest.app.memory_mb, vcpus=guest.app.vcpus,
+            instances=snapshot.instances, threshold=cluster.threshold)
         requested = request.policy.value if request.policy else None
         return Decision(index, self.tuned_boot(host, guest.app, tune),
                         requested=requested)

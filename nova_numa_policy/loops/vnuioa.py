@@ -10,7 +10,11 @@ Each period, per guest:
    holding most of its memory, away from the NIC on ties); a node whose
    load would exceed ``node_load_threshold`` (80 %) is skipped, and a
    guest already on one node stays unless the choice is strictly closer
-   (to the NIC, or to its memory): first do no harm;
+   (to the NIC, or to its memory): first do no harm. One exception, the
+   seed's load rule: a guest on a node over the threshold leaves for the
+   best node with room, even a farther one, when the expected throughput
+   there beats what it gets now by ``min_gain`` (CPU contention costs it
+   more than the remote NIC or memory would, see :func:`_relief`);
 3. pass the choice through the pin count (seed 004) and re-pin the vCPUs
    when it changes;
 4. migrate memory to the chosen node only when the busiest remote node
@@ -30,6 +34,11 @@ from nova_numa_policy.loops import base
 from nova_numa_policy.loops import hysteresis
 
 PAGES_PER_MB = 256
+# Seed 002 §2 (Fig. 3): a remote NIC costs a network-bound guest 34 % of
+# its throughput, remote memory a memory-bound one 18 %, both measured one
+# step of NUMA distance from local; farther nodes cost in proportion.
+REMOTE_NIC_COST = 0.34
+REMOTE_MEMORY_COST = 0.18
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +48,9 @@ class Config:
     remote_factor: float = 2.0
     max_pin_count: int = 2
     batch_pages: int = 65536
+    # Leaving an overloaded node must promise this much more throughput:
+    # the model is coarse, and a move costs the guest its cache.
+    min_gain: float = 0.05
 
 
 def _nic_node(topology):
@@ -80,24 +92,92 @@ def _candidates(topology, inst, io_intensive, nic, costs=None):
     return sorted(range(n), key=lambda k: (costs[k], -away[k], k))
 
 
-def _choose(topology, inst, io_intensive, nic, counts, config):
+def _stacks(topology, snapshot):
+    """vCPUs last seen on each host CPU, over every guest."""
+    stacks = np.zeros(max(base.cpu_nodes(topology), default=-1) + 1, int)
+    for inst in snapshot.instances:
+        for cpu in inst.vcpu_cpus:
+            if 0 <= cpu < len(stacks):
+                stacks[cpu] += 1
+    return stacks
+
+
+def _share(inst, stacks):
+    """CPU share of the guest's vCPUs: n vCPUs on one CPU get 1/n each."""
+    if not inst.vcpu_cpus:
+        return 1.0
+    return float(np.mean([1.0 / max(1, stacks[c]) if 0 <= c < len(stacks)
+                          else 1.0 for c in inst.vcpu_cpus]))
+
+
+def _remote_cost(topology, costs, node, io_intensive):
+    """Throughput lost on ``node`` to a remote NIC (or memory), 0 to 0.95.
+
+    The seed's loss per step of distance beyond local, the step being the
+    host's nearest remote distance; capped so a guest never looks dead.
+    """
+    dist = base.distance_matrix(topology)
+    local = float(dist.diagonal().min())
+    remote = dist[dist > local]
+    step = float(remote.min()) - local if remote.size else 1.0
+    weight = REMOTE_NIC_COST if io_intensive else REMOTE_MEMORY_COST
+    return min(0.95, weight * max(0.0, float(costs[node]) - local) / step)
+
+
+def _has_room(topology, node, counts, own, vcpus, config):
+    cpus = len(topology.node(node).cpus)
+    after = counts[node] - own[node] + vcpus
+    return after / cpus <= config.node_load_threshold + 1e-9
+
+
+def _relief(topology, inst, io_intensive, current, counts, own, costs,
+            share, config):
+    """The node an overloaded guest should leave for, or None.
+
+    Seed 002 step 3 maps vCPUs away from a node over 80 % load. Leaving
+    for a node farther from the NIC (or memory) only pays when the CPU
+    contention it escapes costs more than the distance it takes on: here
+    it gets ``share`` of a CPU at ``current``'s remote cost; a node with
+    room gives every vCPU a CPU of its own at that node's remote cost.
+    """
+    cpus = len(topology.node(current).cpus)
+    if counts[current] / cpus <= config.node_load_threshold:
+        return None
+    vcpus = len(inst.vcpu_cpus)
+    roomy = [k for k in range(len(topology.nodes)) if k != current
+             and _has_room(topology, k, counts, own, vcpus, config)]
+    if not roomy:
+        return None
+    # Among equally near nodes the least loaded: spreads the leavers.
+    best = min(roomy, key=lambda k: (
+        _remote_cost(topology, costs, k, io_intensive), counts[k], k))
+    here = share * (1.0 - _remote_cost(topology, costs, current,
+                                       io_intensive))
+    there = 1.0 - _remote_cost(topology, costs, best, io_intensive)
+    return best if there > here * (1.0 + config.min_gain) else None
+
+
+def _choose(topology, inst, io_intensive, nic, counts, config, share=1.0):
     """The best node with room, or the current one when none is better.
 
     First do no harm: a guest whose vCPUs already share one node is moved
     only to a node strictly better by the distance proxy, never sideways
-    (a tie would cost it its cache and, if memory follows, its memory).
+    (a tie would cost it its cache and, if memory follows, its memory),
+    unless its node is overloaded and leaving pays (:func:`_relief`).
+    ``share`` is the CPU share its vCPUs get where they run now.
     """
     vnodes = base.vcpu_nodes(topology, inst)
     own = np.bincount(vnodes, minlength=len(topology.nodes))
     current = vnodes[0] if len(set(vnodes)) == 1 else None
     costs = _costs(topology, inst, io_intensive, nic)
+    vcpus = len(inst.vcpu_cpus)
     for node in _candidates(topology, inst, io_intensive, nic, costs):
-        cpus = len(topology.node(node).cpus)
-        after = counts[node] - own[node] + len(inst.vcpu_cpus)
-        if after / cpus > config.node_load_threshold:
+        if not _has_room(topology, node, counts, own, vcpus, config):
             continue
         if current is not None and costs[node] >= costs[current]:
-            return current
+            relief = _relief(topology, inst, io_intensive, current, counts,
+                             own, costs, share, config)
+            return current if relief is None else relief
         return node
     return None
 
@@ -159,19 +239,38 @@ class Vnuioa(base.Strategy):
         pins = dict(state.get('pins', {}))
         actions = []
         order = sorted(base.managed(snapshot), key=lambda i: -i.io_rate)
+        stacks = _stacks(topo, snapshot)
         for inst in order:
             io = inst.io_rate >= config.io_threshold_rps
-            choice = _choose(topo, inst, io, nic, counts, config)
+            choice = _choose(topo, inst, io, nic, counts, config,
+                             _share(inst, stacks))
             if choice is None:
                 continue
             pins[inst.uuid] = hysteresis.update(pins.get(inst.uuid), choice,
                                                 config.max_pin_count)
             node = pins[inst.uuid].value
-            for old in base.vcpu_nodes(topo, inst):
+            old_nodes = base.vcpu_nodes(topo, inst)
+            for old, cpu in zip(old_nodes, inst.vcpu_cpus):
                 counts[old] -= 1
+                if old != node and 0 <= cpu < len(stacks):
+                    # Its CPU-mates get the CPU to themselves once it
+                    # leaves: they need not leave too.
+                    stacks[cpu] -= 1
             counts[node] += len(inst.vcpu_cpus)
-            why = ('NIC-prior (I/O-intensive, '
-                   f'{inst.io_rate:.0f} req/s)' if io else 'NUMA-prior')
-            actions.extend(_pin(topo, inst, node, why))
+            actions.extend(_pin(topo, inst, node, self._why(
+                inst, io, node, old_nodes, counts, topo, config)))
             actions.extend(_memory(topo, inst, node, config, nic, io))
         return actions, {'pins': pins}
+
+    @staticmethod
+    def _why(inst, io, node, old_nodes, counts, topo, config):
+        why = ('NIC-prior (I/O-intensive, '
+               f'{inst.io_rate:.0f} req/s)' if io else 'NUMA-prior')
+        if len(set(old_nodes)) == 1 and old_nodes[0] != node:
+            old = old_nodes[0]
+            load = (counts[old] + len(inst.vcpu_cpus)) / len(
+                topo.node(old).cpus)
+            if load > config.node_load_threshold:
+                why += (f', leaving node {old} at {base.pct(load)} load '
+                        f'(> {base.pct(config.node_load_threshold)})')
+        return why

@@ -88,6 +88,105 @@ class BootTuneTest(testtools.TestCase):
         self.assertEqual(frozenset({0, 1}), tune.cpus)
 
 
+def ring(nodes=3, uniform=False):
+    """4 CPUs per node, NIC on node 0; node k is k steps from it."""
+    def distance(a, b):
+        return 10 if a == b else 21 if uniform else 10 + 6 * abs(a - b)
+    return backend.HostTopology(
+        nodes=tuple(backend.NodeInfo(
+            id=n, cpus=tuple(range(n * 4, (n + 1) * 4)),
+            memory_total_mb=8192,
+            distances=tuple(distance(n, o) for o in range(nodes)))
+            for n in range(nodes)),
+        nics=(backend.NicInfo('ens1', 0),))
+
+
+def placed(*cpus):
+    """Guests already on the host, one vCPU each, on ``cpus``."""
+    return tuple(backend.InstanceState(uuid=f'p{c}', requested_policy=None,
+                                       vcpu_cpus=(c,)) for c in cpus)
+
+
+NIC_PREFERRED = {policy.NIC_LOCALITY_KEY: 'preferred'}
+
+
+class NicHeadroomTest(testtools.TestCase):
+    """Seed 002: NIC-prior only while the NIC node stays under 80 %.
+
+    Four CPUs per node: 80 % is 3.2 vCPUs, so the NIC node takes a third
+    vCPU but not a fourth.
+    """
+
+    CASES = [
+        # (name, policy, topology, usage, placed, vcpus, threshold,
+        #  expected (mode, nodes) or None, word in the reason)
+        ('idle NIC node: NIC-prior', resolved('first-touch', **NIC_PREFERRED),
+         ring(), (), placed(), 1, 0.8, ('preferred', {0}), 'NIC-prior'),
+        ('a third vCPU stays under 80 %',
+         resolved('first-touch', **NIC_PREFERRED), ring(), (), placed(0, 1),
+         1, 0.8, ('preferred', {0}), 'NIC-prior'),
+        ('a fourth would be 100 %: the nearest node with room',
+         resolved('first-touch', **NIC_PREFERRED), ring(), (),
+         placed(0, 1, 2), 1, 0.8, ('preferred', {1}), 'NUMA-prior'),
+        ('a two-vCPU guest does not fit where a one-vCPU one does',
+         resolved('first-touch', **NIC_PREFERRED), ring(), (), placed(0, 1),
+         2, 0.8, ('preferred', {1}), 'NUMA-prior'),
+        ('measured load counts when no guest is seen',
+         resolved('first-touch', **NIC_PREFERRED), ring(),
+         usage(1, 1, 1, load=[0.75, 0.0, 0.0]), placed(), 1, 0.8,
+         ('preferred', {1}), 'NUMA-prior'),
+        ('measured load and placed guests are not added up',
+         resolved('first-touch', **NIC_PREFERRED), ring(),
+         usage(1, 1, 1, load=[0.5, 0.0, 0.0]), placed(0, 1), 1, 0.8,
+         ('preferred', {0}), 'NIC-prior'),
+        ('the next nearest when the nearest is full too',
+         resolved('first-touch', **NIC_PREFERRED), ring(), (),
+         placed(0, 1, 2, 4, 5, 6), 1, 0.8, ('preferred', {2}), 'NUMA-prior'),
+        ('equally near: the least loaded',
+         resolved('first-touch', **NIC_PREFERRED), ring(uniform=True), (),
+         placed(0, 1, 2, 4), 1, 0.8, ('preferred', {2}), 'NUMA-prior'),
+        ('no node has room: the kernel default',
+         resolved('first-touch', **NIC_PREFERRED), ring(), (),
+         placed(0, 1, 2, 4, 5, 6, 8, 9, 10), 1, 0.8, None, 'every node'),
+        ('the operator raises the threshold',
+         resolved('first-touch', **NIC_PREFERRED), ring(), (),
+         placed(0, 1, 2), 1, 1.0, ('preferred', {0}), 'NIC-prior'),
+        ('required keeps the NIC node whatever its load',
+         resolved('first-touch', **{policy.NIC_LOCALITY_KEY: 'required'}),
+         ring(), (), placed(0, 1, 2, 3), 1, 0.8, ('preferred', {0}),
+         'required'),
+        ('home near a full NIC node goes to the nearest with room',
+         resolved('home', **NIC_PREFERRED), ring(), usage(4096, 4096, 4096),
+         placed(0, 1, 2), 1, 0.8, ('strict', {1}), 'NUMA-prior'),
+        ('no locality asked: load plays no part',
+         resolved('first-touch'), ring(), (), placed(0, 1, 2), 1, 0.8,
+         None, "kernel's default"),
+    ]
+
+    def test_plans(self):
+        for (name, pol, topo, use, guests, vcpus, threshold, expected,
+             word) in self.CASES:
+            plan = enforcement.boot_plan(pol, topo, use, 512, vcpus=vcpus,
+                                         instances=guests,
+                                         threshold=threshold)
+            got = (None if plan.tune is None
+                   else (plan.tune.mode, plan.tune.nodes))
+            want = (None if expected is None
+                    else (expected[0], frozenset(expected[1])))
+            self.assertEqual(want, got, name)
+            self.assertIn(word, plan.reason, name)
+            if plan.tune is not None:
+                self.assertEqual(plan.reason, plan.tune.reason, name)
+                self.assertEqual(enforcement.cpus_of(topo, plan.tune.nodes),
+                                 plan.tune.cpus, name)
+
+    def test_boot_tune_is_the_plan_tune(self):
+        pol = resolved('first-touch', **NIC_PREFERRED)
+        tune = enforcement.boot_tune(pol, ring(), (), 512,
+                                     instances=placed(0, 1, 2))
+        self.assertEqual(frozenset({1}), tune.nodes)
+
+
 def instance(value, mode=None, nodes=(), affinity=None, emulator=(),
              hands_off=None, memory_mb=1024):
     full = frozenset(range(8))
