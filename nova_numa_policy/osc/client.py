@@ -7,6 +7,7 @@ CLI's ClientManager or from the Horizon user's token).
 """
 
 import collections
+import json
 from urllib import parse
 
 SERVICE_TYPE = 'numa-policy'
@@ -103,3 +104,13 @@ class Client:
         return self._page('v1/actions', 'actions', limit=limit,
                           marker=marker, host=host,
                           instance_uuid=instance_uuid)
+
+    def explain(self, vcpus, memory_mb, extra_specs=None, physnets=()):
+        """Why each reporting host passes or fails the scheduler filters."""
+        params = {'vcpus': vcpus, 'memory_mb': memory_mb,
+                  # requests repeats a list-valued parameter, as the API
+                  # expects of physnet.
+                  'physnet': list(physnets) or None}
+        if extra_specs:
+            params['extra_specs'] = json.dumps(extra_specs)
+        return self._get('v1/explain', params)

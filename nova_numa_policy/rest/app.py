@@ -35,6 +35,7 @@ ROUTES = (
     ('/v1/instances', 'list_instances'),
     ('/v1/instances/{uuid}', 'show_instance'),
     ('/v1/actions', 'list_actions'),
+    ('/v1/explain', 'explain'),
 )
 
 
@@ -117,7 +118,8 @@ def build_app(conf, storage, enforcer=None):
     group = conf.numa_policy_api
     handlers = controllers.Controllers(
         storage, enforcer or policies.make_enforcer(conf),
-        group.default_limit, group.max_limit)
+        group.default_limit, group.max_limit,
+        scheduler_group=conf.numa_policy_scheduler)
     router = Router(handlers, openapi.document(
         group.max_limit, token_auth=group.auth_strategy != 'noauth'))
     protected = _authenticated(router, conf)

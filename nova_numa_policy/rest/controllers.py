@@ -5,12 +5,17 @@ Every handler checks the policy first, so a caller without the right gets
 """
 
 import functools
+import time
+import types
 
 from oslo_db import exception as db_exc
 from oslo_policy import policy as oslo_policy
 
+from nova_numa_policy.scheduling import explain as explain_mod
+
 from nova_numa_policy.rest import errors
 from nova_numa_policy.rest import policies
+from nova_numa_policy.rest import snapshot
 from nova_numa_policy.rest import validation
 from nova_numa_policy.rest import views
 
@@ -31,8 +36,15 @@ def _storage_errors(method):
 
 class Controllers:
 
-    def __init__(self, storage, enforcer, default_limit, max_limit):
+    def __init__(self, storage, enforcer, default_limit, max_limit,
+                 scheduler_group=None, clock=None):
         self._storage = storage
+        # [numa_policy_scheduler], read per explain call so the answer
+        # follows the options the scheduler reads.
+        self._scheduler = scheduler_group
+        # Looked up per call, never bound at import: a clock patched while
+        # this module was first imported must not stick.
+        self._clock = clock or (lambda: time.time())
         self._enforcer = enforcer
         self._default_limit = min(default_limit, max_limit)
         self._max_limit = max_limit
@@ -115,3 +127,19 @@ class Controllers:
         return views.page('actions', [views.action(r) for r in rows],
                           query['limit'], request.path_url, filters,
                           lambda item: item['id'])
+
+    @_storage_errors
+    def explain(self, request, context):
+        self._authorize(context, policies.EXPLAIN)
+        query = validation.explain_query(request.GET.items())
+        flavor = types.SimpleNamespace(
+            vcpus=query['vcpus'], memory_mb=query['memory_mb'],
+            extra_specs=query['extra_specs'])
+        settings = snapshot.settings(self._scheduler)
+        hosts = snapshot.summaries(snapshot.latest_payloads(self._storage),
+                                   self._scheduler.io_intensive_rate)
+        explanations = explain_mod.explain(
+            flavor, hosts, settings, self._clock(),
+            physnets=query['physnets'])
+        return views.explanation(flavor, query['physnets'], settings,
+                                 explanations)

@@ -7,6 +7,7 @@ this very document, so it cannot drift from the code.
 
 import functools
 
+from nova_numa_policy import policy
 from nova_numa_policy.rest import validation
 
 DEFAULT_MAX_LIMIT = 1000
@@ -94,6 +95,38 @@ SCHEMAS = {
     'ReportSummary': _object({'seq': {'type': 'integer'},
                               'generated_at': _TIME, 'received_at': _TIME}),
 }
+_NUMBER_OR_NULL = {'type': 'number', 'nullable': True}
+SCHEMAS['FilterVerdict'] = _object({
+    'name': {'type': 'string'}, 'passed': {'type': 'boolean'},
+    'reason': {'type': 'string'},
+    'node': {'type': 'integer', 'nullable': True,
+             'description': 'The host node the verdict is about, if any.'},
+    'numbers': {'type': 'object',
+                'description': 'The figures the verdict was drawn from.'}})
+SCHEMAS['HostExplanation'] = _object({
+    'host': _NAME, 'hypervisor_hostname': {'type': 'string'},
+    'report_age': dict(_NUMBER_OR_NULL, description='Seconds since the '
+                       'latest report was generated.'),
+    'passed': {'type': 'boolean',
+               'description': 'Whether the host passes every filter.'},
+    'filters': {'type': 'array', 'items': _ref('FilterVerdict')},
+    'weights': {'type': 'object', 'additionalProperties': _NUMBER_OR_NULL,
+                'description': 'Raw weight by weigher, before nova '
+                'normalises it; null when the weigher does not weigh this '
+                'request.'}})
+SCHEMAS['Explanation'] = _object({
+    'request': _object({
+        'vcpus': {'type': 'integer'}, 'memory_mb': {'type': 'integer'},
+        'extra_specs': {'type': 'object',
+                        'additionalProperties': {'type': 'string'}},
+        'physnets': {'type': 'array', 'items': {'type': 'string'}}}),
+    'settings': _object({
+        'report_ttl': {'type': 'number'},
+        'no_report_mode': {'type': 'string',
+                           'enum': ['strict', 'permissive']},
+        'node_load_threshold': {'type': 'number'},
+        'weigh_plain_flavors': {'type': 'boolean'}}),
+    'hosts': {'type': 'array', 'items': _ref('HostExplanation')}})
 SCHEMAS['HostDetail'] = {'allOf': [_ref('HostSummary'), {
     'type': 'object',
     'required': ['numa_nodes', 'nics', 'instances'],
@@ -137,6 +170,34 @@ def _operation(op_id, summary, schema, params, not_found=False,
     if token_auth:
         operation['security'] = [{'token': []}]
     return {'get': operation}
+
+
+def _explain_params():
+    return [
+        _param('vcpus', 'query', {'type': 'integer', 'minimum': 1,
+                                  'maximum': validation.MAX_VCPUS},
+               "The flavor's vCPUs.", required=True),
+        _param('memory_mb', 'query',
+               {'type': 'integer', 'minimum': 1,
+                'maximum': validation.MAX_MEMORY_MB},
+               "The flavor's memory in MiB.", required=True),
+        {'name': 'extra_specs', 'in': 'query', 'required': False,
+         'description': "The flavor's extra specs as a JSON object of "
+         'strings, e.g. {"hw:numa_policy": "interleave"}; an unknown '
+         'hw:numa_* value is refused with 400 naming the allowed ones.',
+         'content': {'application/json': {'schema': {
+             'type': 'object', 'additionalProperties': {'type': 'string'},
+             'properties': {
+                 policy.POLICY_KEY: {'enum': list(policy.POLICY_VALUES)},
+                 policy.NIC_LOCALITY_KEY: {
+                     'enum': list(policy.NIC_LOCALITY_VALUES)},
+                 policy.IO_INTENSITY_KEY: {
+                     'enum': list(policy.IO_INTENSITY_VALUES)}}}}}},
+        dict(_param('physnet', 'query', {'type': 'array', 'items': _NAME},
+                    'A physical network the instance has a port on; '
+                    'repeat for several.'),
+             style='form', explode=True),
+    ]
 
 
 def document(max_limit=DEFAULT_MAX_LIMIT, token_auth=True):
@@ -193,6 +254,10 @@ def document(max_limit=DEFAULT_MAX_LIMIT, token_auth=True):
                                'Last action id of the previous page.'),
                  host_filter, _param('instance_uuid', 'query', _UUID,
                                      'Only actions on this instance.')]),
+            '/v1/explain': op(
+                'explain', 'Why each reporting host passes or fails the '
+                'scheduler filters for a flavor, and its weights.',
+                _ref('Explanation'), _explain_params()),
         },
         'components': dict(
             {'schemas': SCHEMAS},

@@ -16,6 +16,7 @@ HOSTS_SHOW = PREFIX + 'hosts:show'
 INSTANCES_LIST = PREFIX + 'instances:list'
 INSTANCES_SHOW = PREFIX + 'instances:show'
 ACTIONS_LIST = PREFIX + 'actions:list'
+EXPLAIN = PREFIX + 'explain'
 
 
 def _rule(name, description, *paths):
@@ -37,6 +38,8 @@ RULES = (
           "node.", '/v1/instances/{uuid}'),
     _rule(ACTIONS_LIST, 'List the actions agents took and why.',
           '/v1/actions'),
+    _rule(EXPLAIN, 'Explain why each host passes or fails the scheduler '
+          'filters, and how it is weighed, for a flavor.', '/v1/explain'),
 )
 
 

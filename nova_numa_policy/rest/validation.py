@@ -5,9 +5,13 @@ parser turns the raw string into its value or raises BadRequest naming the
 parameter, what it must be and what was sent.
 """
 
+import functools
+import json
 import re
 import uuid
 
+from nova_numa_policy import exception
+from nova_numa_policy import policy
 from nova_numa_policy.rest import errors
 
 MAX_NAME_LENGTH = 255
@@ -83,3 +87,74 @@ def no_query(params):
         raise errors.BadRequest(
             f'unknown query parameter {_echo(key)}; this resource takes '
             f'none')
+
+
+# Largest vCPU count and memory the explain call takes: far above any
+# flavor, low enough that the arithmetic stays exact.
+MAX_VCPUS = 4096
+MAX_MEMORY_MB = 2 ** 31 - 1
+MAX_EXTRA_SPECS_LENGTH = 65535
+
+
+def extra_specs(param, value):
+    """A JSON object of strings, as nova stores a flavor's extra specs."""
+    if len(value) > MAX_EXTRA_SPECS_LENGTH:
+        raise errors.BadRequest(
+            f'{param} must be at most {MAX_EXTRA_SPECS_LENGTH} characters')
+    try:
+        specs = json.loads(value)
+    except (ValueError, RecursionError):  # deep nesting: RecursionError
+        raise errors.BadRequest(
+            f'{param} must be a JSON object, got {_echo(value)}')
+    if not isinstance(specs, dict) or not all(
+            isinstance(v, str) for v in specs.values()):
+        raise errors.BadRequest(
+            f'{param} must be a JSON object of strings, got {_echo(value)}')
+    return specs
+
+
+def numa_extra_specs(param, value):
+    """Extra specs whose ``hw:numa_*`` values are ones we know.
+
+    A conflict with a topology nova owns is not refused: the scheduler
+    rejects such a flavor on every host, and the explanation says why.
+    """
+    specs = extra_specs(param, value)
+    try:
+        policy.resolve(specs)
+    except exception.InvalidNumaPolicy as exc:
+        raise errors.BadRequest(str(exc))
+    except exception.NumaPolicyError:
+        pass
+    return specs
+
+
+_EXPLAIN = {
+    'vcpus': functools.partial(positive_int, maximum=MAX_VCPUS),
+    'memory_mb': functools.partial(positive_int, maximum=MAX_MEMORY_MB),
+    'extra_specs': numa_extra_specs,
+}
+
+
+def explain_query(params):
+    """The explain call's parameters; ``physnet`` alone may repeat.
+
+    :returns: {'vcpus', 'memory_mb', 'extra_specs', 'physnets'}.
+    """
+    params = list(params)
+    physnets = [name('physnet', v) for k, v in params if k == 'physnet']
+    others = [(k, v) for k, v in params if k != 'physnet']
+    for key, _value in others:
+        if key not in _EXPLAIN:
+            raise errors.BadRequest(
+                f'unknown query parameter {_echo(key)}; this resource takes '
+                f'{", ".join(sorted(_EXPLAIN) + ["physnet"])}')
+    result = query(others, _EXPLAIN, 1, 1)
+    del result['limit']
+    missing = [k for k in ('vcpus', 'memory_mb') if k not in result]
+    if missing:
+        raise errors.BadRequest(
+            f'missing query parameter {" and ".join(missing)}')
+    result.setdefault('extra_specs', {})
+    result['physnets'] = sorted(set(physnets))
+    return result

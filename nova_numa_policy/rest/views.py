@@ -3,6 +3,7 @@
 import datetime
 import urllib.parse
 
+from nova_numa_policy.conf import scheduler as scheduler_conf
 from nova_numa_policy.objects import report as report_obj
 
 
@@ -124,3 +125,37 @@ def page(key, items, limit, url, params, marker_of):
             'href': f'{url}?{urllib.parse.urlencode(sorted(query.items()))}',
         })
     return body
+
+
+def _verdict(name, verdict):
+    return {'name': name, 'passed': verdict.passed,
+            'reason': verdict.reason, 'node': verdict.node,
+            'numbers': dict(verdict.numbers)}
+
+
+def host_explanation(explanation):
+    """One host of the explain call: each filter's verdict, each weight."""
+    return {
+        'host': explanation.host,
+        'hypervisor_hostname': explanation.nodename,
+        'report_age': explanation.report_age,
+        'passed': explanation.passed,
+        'filters': [_verdict(name, verdict)
+                    for name, verdict in explanation.verdicts.items()],
+        'weights': dict(explanation.weights),
+    }
+
+
+def explanation(flavor, physnets, settings, explanations):
+    """The explain call's body: the question, the settings, every host."""
+    return {
+        'request': {'vcpus': flavor.vcpus, 'memory_mb': flavor.memory_mb,
+                    'extra_specs': dict(flavor.extra_specs),
+                    'physnets': list(physnets)},
+        'settings': {'report_ttl': settings.ttl,
+                     'no_report_mode': scheduler_conf.STRICT
+                     if settings.strict else scheduler_conf.PERMISSIVE,
+                     'node_load_threshold': settings.threshold,
+                     'weigh_plain_flavors': settings.weigh_plain_flavors},
+        'hosts': [host_explanation(e) for e in explanations],
+    }

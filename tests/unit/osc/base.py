@@ -34,6 +34,7 @@ ENTRY_POINTS = (
     'numa_instance_list = nova_numa_policy.osc.v1.instances:ListInstance',
     'numa_instance_show = nova_numa_policy.osc.v1.instances:ShowInstance',
     'numa_action_list = nova_numa_policy.osc.v1.actions:ListAction',
+    'numa_explain = nova_numa_policy.osc.v1.explain:Explain',
 )
 
 

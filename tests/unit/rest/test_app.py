@@ -19,6 +19,7 @@ PROTECTED = (
     '/v1/instances',
     f'/v1/instances/{fakes.UUID_A}',
     '/v1/actions',
+    '/v1/explain?vcpus=1&memory_mb=512',
 )
 DOC_COPY = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'doc',
                         'source', 'openapi.json')

@@ -1,0 +1,214 @@
+"""GET /v1/explain end to end: real app, real policy, SQLite via Storage."""
+
+import datetime
+import json
+import urllib.parse
+
+import testtools
+
+from tests.unit.collector import fakes
+from tests.unit.rest import base
+
+FILTERS = ['NumaPolicyFilter', 'NumaNicLocalityFilter', 'NumaNodeLoadFilter']
+
+
+def _recent(seconds_ago):
+    return (datetime.datetime.now(datetime.timezone.utc)
+            - datetime.timedelta(seconds=seconds_ago))
+
+
+def _path(vcpus=2, memory_mb=1024, specs=None, physnets=(), **raw):
+    params = [('vcpus', vcpus), ('memory_mb', memory_mb)]
+    if specs is not None:
+        params.append(('extra_specs', json.dumps(specs)))
+    params += [('physnet', name) for name in physnets]
+    params += list(raw.items())
+    return '/v1/explain?' + urllib.parse.urlencode(params)
+
+
+class ExplainTest(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.api = self.useFixture(base.ApiFixture())
+        storage = self.api.storage
+        # compute-1 reports now; compute-2's latest report is from 2025,
+        # long past report_ttl; compute-3 sent two, the second is latest.
+        storage.store_report(fakes.make_report(generated_at=_recent(5)),
+                             _recent(4))
+        storage.store_report(fakes.make_report(host='compute-2'),
+                             fakes.at(2))
+        storage.store_report(fakes.make_report(
+            host='compute-3', seq=1, generated_at=_recent(30)), _recent(29))
+        storage.store_report(fakes.make_report(
+            host='compute-3', seq=2, generated_at=_recent(10),
+            free_mb=(100, 100)), _recent(9))
+
+    def _json(self, path, status=200, headers=base.ADMIN):
+        response = self.api.get(path, headers=headers)
+        self.assertEqual(status, response.status_int, response.text)
+        return response.json
+
+    def _override(self, name, value):
+        # conf.scheduler's OptGroup is shared by every ConfigOpts that
+        # registers it, so an override outlives this test's private conf.
+        self.api.conf.set_override(name, value, 'numa_policy_scheduler')
+        self.addCleanup(self.api.conf.clear_override, name,
+                        'numa_policy_scheduler')
+
+    def _hosts(self, path):
+        return {h['host']: h for h in self._json(path)['hosts']}
+
+    @staticmethod
+    def _filter(host, name):
+        return next(f for f in host['filters'] if f['name'] == name)
+
+    def test_every_reporting_host_is_explained_once_from_its_latest(self):
+        hosts = self._json(_path())['hosts']
+        self.assertEqual(['compute-1', 'compute-2', 'compute-3'],
+                         [h['host'] for h in hosts])
+        for host in hosts:
+            self.assertEqual(FILTERS, [f['name'] for f in host['filters']])
+        compute_3 = hosts[2]
+        # The latest report (100 MiB free) is the one judged.
+        self.assertEqual('no node has the free memory',
+                         self._filter(compute_3,
+                                      'NumaNodeLoadFilter')['reason'])
+        self.assertFalse(compute_3['passed'])
+        self.assertLess(compute_3['report_age'], 60)
+
+    def test_load_verdict_carries_node_and_numbers(self):
+        host = self._hosts(_path(vcpus=4, memory_mb=2048))['compute-1']
+        load = self._filter(host, 'NumaNodeLoadFilter')
+        self.assertTrue(load['passed'])
+        self.assertEqual(0, load['node'])
+        self.assertEqual({'vcpus': 4, 'memory_mb': 2048, 'threshold': 0.8,
+                          'load': 0.25, 'cpus': 8, 'free_mb': 30000,
+                          'headroom': 0.05}, load['numbers'])
+
+    def test_a_node_over_the_threshold_fails_the_load_filter(self):
+        host = self._hosts(_path(vcpus=6))['compute-1']
+        load = self._filter(host, 'NumaNodeLoadFilter')
+        self.assertFalse(load['passed'])
+        self.assertEqual('every node would be over the load threshold',
+                         load['reason'])
+        self.assertFalse(host['passed'])
+
+    def test_a_policy_the_agent_cannot_enforce_fails_with_its_list(self):
+        hosts = self._hosts(_path(specs={'hw:numa_policy': 'home'}))
+        verdict = self._filter(hosts['compute-1'], 'NumaPolicyFilter')
+        self.assertEqual(
+            {'name': 'NumaPolicyFilter', 'passed': False, 'node': None,
+             'reason': 'agent cannot enforce home',
+             'numbers': {'enforceable': ['first-touch', 'interleave']}},
+            verdict)
+
+    def test_a_stale_host_fails_in_strict_mode_and_passes_permissive(self):
+        path = _path(specs={'hw:numa_policy': 'interleave'})
+        stale = self._hosts(path)['compute-2']
+        self.assertGreater(stale['report_age'], 180)
+        self.assertEqual(
+            'no fresh report; strict mode',
+            self._filter(stale, 'NumaPolicyFilter')['reason'])
+        self.assertTrue(self._filter(
+            self._hosts(path)['compute-1'], 'NumaPolicyFilter')['passed'])
+        self._override('no_report_mode', 'permissive')
+        body = self._json(path)
+        self.assertEqual('permissive', body['settings']['no_report_mode'])
+        stale = {h['host']: h for h in body['hosts']}['compute-2']
+        self.assertTrue(stale['passed'])
+
+    def test_scheduler_options_are_the_ones_applied(self):
+        self._override('node_load_threshold', 0.5)
+        body = self._json(_path(vcpus=1))
+        self.assertEqual(0.5, body['settings']['node_load_threshold'])
+        load = self._filter(body['hosts'][0], 'NumaNodeLoadFilter')
+        self.assertEqual(0.5, load['numbers']['threshold'])
+        self.assertEqual(0.125, load['numbers']['headroom'])
+
+    def test_required_nic_locality_follows_the_physnet(self):
+        specs = {'hw:numa_policy': 'interleave',
+                 'hw:numa_nic_locality': 'required'}
+        local = self._hosts(_path(specs=specs, physnets=['physnet1']))
+        nic = self._filter(local['compute-1'], 'NumaNicLocalityFilter')
+        self.assertEqual((True, 1), (nic['passed'], nic['node']))
+        other = self._hosts(_path(specs=specs, physnets=['physnet2']))
+        nic = self._filter(other['compute-1'], 'NumaNicLocalityFilter')
+        self.assertEqual('no NUMA node is local to the uplink',
+                         nic['reason'])
+        self.assertEqual({'physnets': ['physnet2']}, nic['numbers'])
+
+    def test_weights_are_raw_and_stale_hosts_get_the_median(self):
+        hosts = self._hosts(_path(specs={'hw:numa_policy': 'interleave'}))
+        weights = {name: h['weights']['NumaNodeLoadWeigher']
+                   for name, h in hosts.items()}
+        # compute-1: node 0 headroom 0.8 - (0.25 + 2/8); compute-3 holds
+        # nothing (the floor); compute-2 has no fresh report (median).
+        self.assertAlmostEqual(0.3, weights['compute-1'])
+        self.assertEqual(-1.0, weights['compute-3'])
+        self.assertAlmostEqual(-0.35, weights['compute-2'])
+        self.assertIsNone(hosts['compute-1']['weights'][
+            'NumaNicLocalityWeigher'])
+
+    def test_plain_flavors_are_not_weighed_by_default(self):
+        host = self._hosts(_path())['compute-1']
+        self.assertEqual({'NumaNicLocalityWeigher': None,
+                          'NumaNodeLoadWeigher': None}, host['weights'])
+
+    def test_a_conflict_with_nova_topology_fails_every_host(self):
+        body = self._json(_path(specs={'hw:numa_policy': 'interleave',
+                                       'hw:cpu_policy': 'dedicated'}))
+        for host in body['hosts']:
+            verdict = self._filter(host, 'NumaPolicyFilter')
+            self.assertFalse(verdict['passed'])
+            self.assertIn('cannot be combined with hw:cpu_policy=dedicated',
+                          verdict['reason'])
+
+    def test_the_request_is_echoed(self):
+        body = self._json(_path(vcpus=3, memory_mb=4096,
+                                specs={'hw:numa_policy': 'auto'},
+                                physnets=['b', 'a', 'b']))
+        self.assertEqual({'vcpus': 3, 'memory_mb': 4096,
+                          'extra_specs': {'hw:numa_policy': 'auto'},
+                          'physnets': ['a', 'b']}, body['request'])
+
+    def test_an_unknown_policy_value_names_the_allowed_ones(self):
+        message = self._json(_path(specs={'hw:numa_policy': 'spread'}),
+                             400)['error']['message']
+        self.assertEqual(
+            "Invalid value 'spread' for 'hw:numa_policy'; allowed values "
+            "are: first-touch, interleave, home, first-touch+carrefour, "
+            "interleave+carrefour, auto.", message)
+
+    def test_bad_input_is_refused_with_400(self):
+        cases = {
+            '/v1/explain?vcpus=2': 'missing query parameter memory_mb',
+            '/v1/explain?memory_mb=2': 'missing query parameter vcpus',
+            _path(vcpus=0): 'vcpus must be an integer from 1 to 4096',
+            _path(memory_mb='x'): 'memory_mb must be an integer',
+            _path(extra_specs='{'): 'extra_specs must be a JSON object',
+            _path(extra_specs='[1]'): 'must be a JSON object of strings',
+            _path(extra_specs='{"a": 1}'): 'JSON object of strings',
+            _path(extra_specs='[' * 100000): 'at most 65535 characters',
+            _path(limit=1): "unknown query parameter 'limit'",
+            _path() + '&vcpus=3': 'query parameter vcpus is repeated',
+            _path(physnet='\x01'): 'physnet must be 1 to 255 characters',
+        }
+        for path, expected in cases.items():
+            with self.subTest(path[:80]):
+                self.assertIn(expected,
+                              self._json(path, 400)['error']['message'])
+
+    def test_deeply_nested_json_is_a_400_not_a_500(self):
+        self._json(_path(extra_specs='[' * 60000), 400)
+
+    def test_non_admins_are_refused_before_validation(self):
+        body = self._json('/v1/explain?vcpus=banana', 403,
+                          headers=base.MEMBER)
+        self.assertIn('numa_policy:explain', body['error']['message'])
+
+    def test_no_host_no_explanation(self):
+        api = self.useFixture(base.ApiFixture())
+        response = api.get(_path())
+        self.assertEqual(200, response.status_int)
+        self.assertEqual([], response.json['hosts'])
