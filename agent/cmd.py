@@ -14,6 +14,7 @@ from agent import connection
 from agent import libvirt_backend
 from agent import notifier
 from agent import pagemover
+from agent import rebalance
 from agent import service
 from agent import traits
 
@@ -71,11 +72,13 @@ def build_agent(conf, sender=None, opener=None):
         physnet_numa_nodes=physnet_numa_nodes(conf),
         page_mover=pagemover.PageMover() if opts.page_migration else None,
         pid_dir=opts.qemu_pid_dir.lstrip('/'))
+    loops = rebalance.build_runner(host_backend, conf.numa_policy_loops,
+                                   opts.period, dry_run=opts.dry_run)
     agent = service.Agent(
         host_backend, host=opts.host, period=opts.period, sender=sender,
         dry_run=opts.dry_run, max_actions=opts.max_actions_per_period,
         report_version=conf.numa_policy_reports.report_version,
-        traits=traits.from_conf(conf))
+        traits=traits.from_conf(conf), loops=loops)
     agent_ref.append(agent)
     return agent
 

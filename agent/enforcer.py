@@ -1,14 +1,15 @@
 """Carry out one guest's enforcement: all of it, or none of it.
 
 Actions of one guest are applied in order; when one fails, those already
-applied are undone in reverse order (with :func:`enforcement.undo`), so a
-guest is never left half pinned. Every action and every undo is logged
-with its reason.
+applied are undone in reverse order (with :func:`enforcement.undo`, and
+page moves by moving as many pages back), so a guest is never left half
+pinned. Every action and every undo is logged with its reason.
 """
 
 import dataclasses
 import logging
 
+from nova_numa_policy import backend
 from nova_numa_policy import enforcement
 
 from agent import errors
@@ -28,12 +29,26 @@ def _log(action, dry_run):
              type(action).__name__, action.instance_uuid, action.reason)
 
 
+def reverse_action(action, instance, topology):
+    """The action that restores what ``action`` changed, or None."""
+    if isinstance(action, backend.MovePages):
+        return dataclasses.replace(
+            action, source_node=action.target_node,
+            target_node=action.source_node,
+            reason=f'roll back: {action.reason}')
+    return enforcement.undo(action, instance, topology)
+
+
 def _undo(host, instance, topology, done):
     for action in reversed(done):
-        reverse = enforcement.undo(action, instance, topology)
+        undo_action = reverse_action(action, instance, topology)
+        if undo_action is None:
+            LOG.warning('No roll back for %s on %s', type(action).__name__,
+                        instance.uuid)
+            continue
         try:
-            host.apply(reverse)
-            _log(reverse, False)
+            host.apply(undo_action)
+            _log(undo_action, False)
         except errors.AgentError as exc:
             LOG.warning('Could not roll back %s on %s: %s',
                         type(action).__name__, instance.uuid, exc)

@@ -46,12 +46,40 @@ def _node(node, usage):
         distances=list(node.distances))
 
 
-def _instance(instance, topology):
+def applied_policy(instance, topology, active_loops=(), auto_choice=None):
+    """The policy really in force on ``instance``: pure.
+
+    The placement is what the guest's memory binding realizes; a
+    ``+carrefour`` is added only while the carrefour loop acts on the
+    guest (it asked for a Carrefour policy, the loop runs and not in a
+    dry run); ``auto`` is the concrete policy the auto loop chose while
+    that loop runs, the placement alone before it has chosen.
+    """
+    placement = enforcement.applied_policy(instance, topology)
+    if placement == report_obj.APPLIED_NONE:
+        return placement
+    spec = policy.POLICIES.get(instance.requested_policy)
+    if spec is None:
+        return placement
+    if spec.auto:
+        if 'auto' in active_loops and auto_choice is not None:
+            return auto_choice
+        return placement
+    # Carrefour on a home binding has no policy value: report the binding.
+    combined = f'{placement}+carrefour'
+    if (spec.carrefour and 'carrefour' in active_loops
+            and combined in report_obj.APPLIED_POLICY_VALUES):
+        return combined
+    return placement
+
+
+def _instance(instance, topology, active_loops, auto_choices):
     known = {str(n.id) for n in topology.nodes}
     return report_obj.NumaInstanceReport(
         uuid=instance.uuid,
         requested_policy=instance.requested_policy,
-        applied_policy=enforcement.applied_policy(instance, topology),
+        applied_policy=applied_policy(instance, topology, active_loops,
+                                      auto_choices.get(instance.uuid)),
         memory_mb_per_node={str(k): int(v) for k, v in
                             instance.memory_mb_per_node.items()
                             if str(k) in known},
@@ -62,7 +90,13 @@ def _instance(instance, topology):
 
 
 def build_report(snapshot, host, hypervisor_hostname, seq, period,
-                 capabilities, now=None):
+                 capabilities, now=None, active_loops=(), auto_choices=None):
+    """The period's HostReport.
+
+    ``active_loops``: the loops acting this period; ``auto_choices``:
+    {uuid: the policy the auto loop chose}.
+    """
+    auto_choices = auto_choices or {}
     usage = {u.node_id: u for u in snapshot.usage}
     topology = snapshot.topology
     instances = snapshot.instances[:report_obj.MAX_INSTANCES]
@@ -75,7 +109,8 @@ def build_report(snapshot, host, hypervisor_hostname, seq, period,
             name=n.name, numa_node=n.numa_node, speed_mbps=n.speed_mbps,
             physnet=n.physnet, bridge=n.bridge)
             for n in topology.nics[:report_obj.MAX_NICS]],
-        instances=[_instance(i, topology) for i in instances],
+        instances=[_instance(i, topology, active_loops, auto_choices)
+                   for i in instances],
         enforceable_policies=enforceable_policies(capabilities))
 
 

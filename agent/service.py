@@ -1,4 +1,4 @@
-"""The agent loop: observe, decide, act, report, as small steps.
+"""The agent loop: observe, decide, act, rebalance, report, small steps.
 
 Each step returns whether a resync (another pass soon) is needed; broad
 exceptions are caught only in :meth:`Agent.daemon_loop`. The loop sleeps on
@@ -15,6 +15,7 @@ from nova_numa_policy.objects import report as report_obj
 
 from agent import enforcer
 from agent import errors
+from agent import rebalance
 from agent import reporting
 
 LOG = logging.getLogger(__name__)
@@ -25,8 +26,16 @@ RESYNC_DELAY = 1.0
 class Agent:
     def __init__(self, host_backend, host, period, sender=None,
                  dry_run=False, max_actions=64, report_version=None,
-                 traits=None, clock=time.monotonic):
+                 traits=None, clock=time.monotonic, loops=None):
+        """An agent on ``host_backend``.
+
+        ``loops``: a loops Runner on ``host_backend`` (see
+        :func:`agent.rebalance.build_runner`), or None to run none.
+        """
         self.backend = host_backend
+        self.loops = loops
+        # (loop, action) pairs the loops carried out in the last period.
+        self.last_loop_actions = []
         self.host = host
         self.period = period
         self.sender = sender
@@ -94,11 +103,23 @@ class Agent:
             resync = resync or outcome.resync
         return resync, applied
 
+    def rebalance(self, snapshot):
+        """Run the rebalancing loops on ``snapshot``.
+
+        Returns (resync needed, number of changes applied).
+        """
+        outcome = rebalance.run(self.loops, self.backend, snapshot)
+        self.last_loop_actions = outcome.actions
+        return outcome.resync, outcome.applied
+
     def build_report(self, snapshot):
         self.seq += 1
         return reporting.build_report(
             snapshot, self.host, self.backend.hostname(), self.seq,
-            self.period, self.backend.capabilities())
+            self.period, self.backend.capabilities(),
+            active_loops=rebalance.active_loops(self.loops),
+            auto_choices=(self.loops.auto_choices() if self.loops
+                          else None))
 
     def report(self, report):
         """Hand the report to the sender when it is due; never blocks."""
@@ -130,10 +151,13 @@ class Agent:
         snapshot = self.observe()
         resync, applied = self.act(snapshot, self.decide(snapshot))
         if applied:
-            # Report what is in force after this period's changes.
+            # The loops and the report work from what is in force now.
+            snapshot = self.observe()
+        moved_resync, moved = self.rebalance(snapshot)
+        if moved:
             snapshot = self.observe()
         self.report(self.build_report(snapshot))
-        return self.sync_traits() or resync
+        return self.sync_traits() or resync or moved_resync
 
     # -- loop ------------------------------------------------------------
 

@@ -78,11 +78,23 @@ class _Interrupted(BaseException):
     """
 
 
+# Signals received and not yet acted on. The handler raises in whatever
+# code the main thread runs, and library code that catches BaseException
+# may swallow that; the pending signal is raised again at the next step.
+_PENDING = []
+
+
 def _interrupt(signum, _frame):
     # Once: a second Ctrl-C must not cut the cleanup short.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    raise _Interrupted(signal.Signals(signum).name)
+    _PENDING.append(signal.Signals(signum).name)
+    raise _Interrupted(_PENDING[0])
+
+
+def _raise_pending():
+    if _PENDING:
+        raise _Interrupted(_PENDING[0])
 
 
 _START = time.monotonic()
@@ -93,6 +105,11 @@ def _progress(line):
     sys.stderr.write(f'sandbox [{time.monotonic() - _START:5.1f}s] '
                      f'{line}\n')
     sys.stderr.flush()
+
+
+def _progress_between_steps(line):
+    _progress(line)
+    _raise_pending()
 
 
 def _first_error(exc):
@@ -117,12 +134,14 @@ def run(args, out):
     signal.signal(signal.SIGINT, _interrupt)
     signal.signal(signal.SIGTERM, _interrupt)
     sandbox = run.Sandbox(plan_mod.build(args.smoke), args.transport_url,
-                          _progress, api_port=args.api_port, seed=args.seed)
+                          _progress_between_steps, api_port=args.api_port,
+                          seed=args.seed)
     started = False
     try:
         sandbox.setUp()
         started = True
         result = run.Script(sandbox).run()
+        _raise_pending()
         if args.json:
             out.write(json.dumps(result, indent=2, sort_keys=True) + '\n')
         else:
@@ -135,6 +154,7 @@ def run(args, out):
             threading.Event().wait()
         return 0 if result['ok'] else EXIT_FAILED
     except _Interrupted as exc:
+        _PENDING.clear()
         _progress(f'{exc}: stopping everything')
         return 0 if args.keep_running and started else EXIT_INTERRUPTED
     except Exception as exc:
@@ -148,6 +168,8 @@ def run(args, out):
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        # Acted on, or too late to act on: cleaning up is what is left.
+        _PENDING.clear()
         if started:
             # nova's thread pools narrate their shutdown at INFO.
             logging.getLogger('nova').setLevel(logging.WARNING)

@@ -1,9 +1,9 @@
 """One simulated host per compute, its agent, its loops, its actions.
 
 Each compute's simulated host has the compute's topology; the production
-:class:`agent.service.Agent` runs on it with the production report sender,
-and the rebalancing loops (``nova_numa_policy.loops``) run on it beside
-the agent, because the agent does not run them yet.
+:class:`agent.service.Agent` runs on it with the production report sender
+and its own rebalancing loops, built from ``[numa_policy_loops]`` as
+``numa-policy-agent`` builds them.
 """
 
 import dataclasses
@@ -14,17 +14,16 @@ import numpy as np
 from oslo_utils import timeutils
 
 from agent import notifier
+from agent import rebalance
 from agent import service
 from nova_numa_policy import backend
 from nova_numa_policy.collector import actions as action_payload
 from nova_numa_policy import enforcement
-from nova_numa_policy.loops import runner as loop_runner
 from nova_numa_policy.sim import backend as sim_backend
 from nova_numa_policy.sim import scenarios
 from nova_numa_policy.sim import state as sim_state
 from nova_numa_policy.sim import topology
 
-LOOPS = ('carrefour', 'brm', 'vnuioa', 'auto')
 PERIOD_S = 5.0
 NIC_NAME = 'eth0'
 # How the booted guest's memory lands before any agent acts: what the
@@ -54,92 +53,23 @@ def sim_host(spec):
         nics=(topology.SimNic(NIC_NAME, spec.nic_node),))
 
 
-class SimulatedCompute(backend.Backend):
-    """The Backend of one compute: a SimulatedBackend that guests join.
+def boot_cpus(host, vms, rng, n_vcpus, one_node):
+    """Where the host starts a new guest's vCPU threads.
 
-    SimulatedBackend takes its guests when built; a guest nova boots later
-    joins by building it again around the same guest objects, which hold
-    all of the placement state, and the same simulated time.
-
-    SimulatedBackend does not model the domain's ``<numatune>`` (memory
-    mode and nodeset), from which the agent tells which policy is in
-    force; this class keeps it as libvirt would: written at boot, its
-    nodeset changed by ``set_nodeset`` (strict when there was none).
+    Idle CPUs first, at random, blind to memory (Linux's wake-up path);
+    all on the least used node when the policy binds them.
     """
-
-    name = 'simulated'
-
-    def __init__(self, host, nodename, seed):
-        self.host = host
-        self.nodename = nodename
-        self.vms = []
-        self.numatune = {}  # uuid -> (mode or None, nodes)
-        self._seed = seed
-        self._rng = np.random.default_rng(seed)
-        self.sim = sim_backend.SimulatedBackend(host, [], PERIOD_S, seed)
-
-    def add_vm(self, vm, mode=None, nodes=frozenset()):
-        now = self.sim.now
-        self.vms.append(vm)
-        self.numatune[vm.uuid] = (mode, frozenset(nodes))
-        self.sim = sim_backend.SimulatedBackend(
-            self.host, self.vms, PERIOD_S, self._seed + len(self.vms))
-        self.sim.now = now
-
-    def boot_cpus(self, n_vcpus, one_node):
-        """Where the host starts a new guest's vCPU threads.
-
-        Idle CPUs first, at random, blind to memory (Linux's wake-up
-        path); all on the least used node when the policy binds them.
-        """
-        used = np.zeros(self.host.n_cpus)
-        for vm in self.vms:
-            np.add.at(used, vm.vcpu_cpus, 1)
-        if one_node:
-            per_node = [used[list(self.host.node_cpus(n))].sum()
-                        for n in range(self.host.n_nodes)]
-            cpus = list(self.host.node_cpus(int(np.argmin(per_node))))
-        else:
-            cpus = list(range(self.host.n_cpus))
-        order = sorted(cpus, key=lambda c: (used[c], self._rng.random()))
-        return [order[i % len(order)] for i in range(n_vcpus)]
-
-    # -- the Backend interface, delegated ----------------------------------
-    def hostname(self):
-        return self.nodename
-
-    def capabilities(self):
-        return self.sim.capabilities()
-
-    def topology(self):
-        return self.sim.topology()
-
-    def observe(self):
-        snapshot = self.sim.observe()
-        instances = tuple(dataclasses.replace(
-            i, memory_mode=self.numatune[i.uuid][0],
-            memory_nodes=self.numatune[i.uuid][1] or i.memory_nodes)
-            for i in snapshot.instances)
-        return dataclasses.replace(snapshot, instances=instances)
-
-    def pin_vcpu(self, instance_uuid, vcpu, cpus):
-        return self.sim.pin_vcpu(instance_uuid, vcpu, cpus)
-
-    def pin_emulator(self, instance_uuid, cpus):
-        return self.sim.pin_emulator(instance_uuid, cpus)
-
-    def set_nodeset(self, instance_uuid, nodes):
-        mode = self.numatune[instance_uuid][0] or enforcement.MODE_STRICT
-        self.numatune[instance_uuid] = (mode, frozenset(nodes))
-        return self.sim.set_nodeset(instance_uuid, nodes)
-
-    def move_pages(self, instance_uuid, source_node, target_node, pages):
-        return self.sim.move_pages(instance_uuid, source_node, target_node,
-                                   pages)
-
-    @property
-    def now(self):
-        return self.sim.now
+    used = np.zeros(host.n_cpus)
+    for vm in vms:
+        np.add.at(used, vm.vcpu_cpus, 1)
+    if one_node:
+        per_node = [used[list(host.node_cpus(n))].sum()
+                    for n in range(host.n_nodes)]
+        cpus = list(host.node_cpus(int(np.argmin(per_node))))
+    else:
+        cpus = list(range(host.n_cpus))
+    order = sorted(cpus, key=lambda c: (used[c], rng.random()))
+    return [order[i % len(order)] for i in range(n_vcpus)]
 
 
 def action_details(action):
@@ -178,19 +108,23 @@ class ComputeRig(fixtures.Fixture):
         self._seed = seed
 
     def _setUp(self):
-        self.host = SimulatedCompute(sim_host(self.spec), self._nodename,
-                                     self._seed)
+        self.host = sim_backend.SimulatedBackend(
+            sim_host(self.spec), [], PERIOD_S, self._seed,
+            hostname=self._nodename)
+        self._rng = np.random.default_rng(self._seed)
         self.notifier = notifier.make_notifier(self._conf, self.spec.name)
         self.addCleanup(self.notifier.transport.cleanup)
         self.sender = notifier.ReportSender(self.notifier,
                                             retry_interval=1.0)
         self.sender.start()
         self.addCleanup(self.sender.stop)
+        self.loops = rebalance.build_runner(
+            self.host, self._conf.numa_policy_loops, PERIOD_S,
+            seed=self._seed)
         self.agent = service.Agent(self.host, host=self.spec.name,
                                    period=PERIOD_S, sender=self.sender,
-                                   clock=lambda: self.host.now)
-        self.loops = loop_runner.Runner(
-            self.host, loop_runner.strategies(LOOPS), seed=self._seed)
+                                   clock=lambda: self.host.now,
+                                   loops=self.loops)
         self._action_seq = itertools.count(1)
         self.actions_sent = 0
         self.actions_by_vm = {}
@@ -198,8 +132,8 @@ class ComputeRig(fixtures.Fixture):
     def add_guest(self, uuid, flavor):
         policy = flavor.policy
         placement = BOOT_PLACEMENT.get(policy, sim_state.FIRST_TOUCH)
-        cpus = self.host.boot_cpus(flavor.vcpus,
-                                   placement == sim_state.HOME)
+        cpus = boot_cpus(self.host.host, self.host.vms, self._rng,
+                         flavor.vcpus, placement == sim_state.HOME)
         vm = scenarios.make_vm(
             self.host.host, uuid, flavor.profile, cpus,
             memory_mb=flavor.memory_mb, policy=placement, requested=policy,
@@ -209,25 +143,31 @@ class ComputeRig(fixtures.Fixture):
             nodes = range(self.host.host.n_nodes)
         elif placement == sim_state.HOME:
             nodes = {self.host.host.node_of_cpu(int(c)) for c in cpus}
-        self.host.add_vm(vm, BOOT_MODE.get(placement), nodes)
+        self.host.add_vm(vm, BOOT_MODE.get(placement), frozenset(nodes))
         return vm
 
     def report_now(self):
-        """One agent period without time passing (after a boot)."""
-        self.agent.run_once()
+        """One agent period without time passing (after a boot).
+
+        As a domain event does in production: the loops run in it too.
+        """
+        self._run_agent()
         return self.agent.seq
 
     def period(self):
-        """One period: agent, loops, then the simulated time passes.
+        """One agent period (its loops included), then time passes.
 
         :returns: {uuid: throughput in the period}.
         """
-        self.agent.run_once()
-        for loop, action in self.loops.run_once():
-            self._publish(loop, action)
-        throughput = self.host.sim.advance()
+        self._run_agent()
+        throughput = self.host.advance()
         return {vm.uuid: float(t) for vm, t in zip(self.host.vms,
                                                    throughput)}
+
+    def _run_agent(self):
+        self.agent.run_once()
+        for loop, action in self.agent.last_loop_actions:
+            self._publish(loop, action)
 
     def _publish(self, loop, action):
         payload = action_notification(self.spec.name,
@@ -237,5 +177,8 @@ class ComputeRig(fixtures.Fixture):
         self.notifier.info({}, action_payload.ACTION_EVENT_TYPE, payload)
         self.actions_sent += 1
 
+    def loop_names(self):
+        return rebalance.active_loops(self.loops)
+
     def auto_choices(self):
-        return self.loops.auto_choices()
+        return self.loops.auto_choices() if self.loops else {}

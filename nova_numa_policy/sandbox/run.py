@@ -229,18 +229,17 @@ class Script:
                 boot, instances.get(boot['uuid']),
                 self.series.get(boot['uuid'], []),
                 rig.actions_by_vm.get(boot['uuid'], {}) if rig else {},
-                rig.auto_choices().get(boot['uuid']) if rig else None,
-                hosts.LOOPS))
+                rig.auto_choices().get(boot['uuid']) if rig else None))
         ok, problems = summary_mod.verdict(servers)
         return {
             'ok': ok, 'problems': problems,
             'mode': 'smoke' if self.sb.plan.periods < 10 else 'full',
             'periods': self.sb.plan.periods,
             'api_url': self.sb.api.url,
-            'loops': {'names': list(hosts.LOOPS),
-                      'run_by': 'sandbox (nova_numa_policy.loops.runner '
-                                'beside the agent; the agent does not run '
-                                'the loops yet)'},
+            'loops': {'names': sorted({
+                          name for rig in self.sb.rigs.values()
+                          for name in rig.loop_names()}),
+                      'run_by': 'agent ([numa_policy_loops])'},
             'computes': [self._compute(spec, hosts_)
                          for spec in self.sb.plan.computes],
             'servers': servers,

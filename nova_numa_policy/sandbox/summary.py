@@ -72,25 +72,22 @@ def throughput(series):
             'gain': round(after / before, 3) if before else None}
 
 
-def in_force(requested, applied, auto_choice, loops):
+def in_force(requested, applied, auto_choice):
     """Whether what ``requested`` asks for is in force on the host.
 
-    The placement part comes from the agent's report (``applied``, as
-    the collector stores it); the run-time part from the loops: the
-    carrefour loop running for a ``+carrefour`` policy, a choice made by
-    the auto loop for ``auto``. None when nothing was asked.
+    The agent's report says what is in force (``applied``, as the
+    collector stores it), the loops' part included: ``+carrefour`` only
+    while the carrefour loop acts, for ``auto`` the policy the auto loop
+    chose. None when nothing was asked.
     """
     if requested is None:
         return None
-    spec = numa_policy.POLICIES[requested]
-    if spec.auto:
-        return auto_choice is not None
-    return (applied == spec.placement.value
-            and (not spec.carrefour or 'carrefour' in loops))
+    if numa_policy.POLICIES[requested].auto:
+        return auto_choice is not None and applied == auto_choice
+    return applied == requested
 
 
-def server_record(boot, api_instance, series, actions, auto_choice,
-                  loops):
+def server_record(boot, api_instance, series, actions, auto_choice):
     """Everything the summary says about one server."""
     api_instance = api_instance or {}
     return {
@@ -105,7 +102,7 @@ def server_record(boot, api_instance, series, actions, auto_choice,
         'policy_applied': api_instance.get('policy_applied'),
         'policy_in_force': in_force(
             api_instance.get('requested_policy'),
-            api_instance.get('applied_policy'), auto_choice, loops),
+            api_instance.get('applied_policy'), auto_choice),
         'auto_choice': auto_choice,
         'memory_mb_per_node': api_instance.get('memory_mb_per_node'),
         'actions': actions,

@@ -8,6 +8,7 @@ guest's normalized throughput, so experiments can compare loops.
 import numpy as np
 
 from nova_numa_policy import backend
+from nova_numa_policy import enforcement
 from nova_numa_policy.sim import model
 from nova_numa_policy.sim import state as st
 from nova_numa_policy.sim import workload as wl
@@ -24,9 +25,18 @@ class SimulatedBackend(backend.Backend):
     name = 'simulated'
 
     def __init__(self, host, vms, period_s=5.0, seed=0, access_counters=True,
-                 noise=0.01):
+                 noise=0.01, hostname='sim-host', numatune=None):
+        """A host running ``vms``.
+
+        ``numatune``: {uuid: (memory mode or None, nodes)} written at
+        boot, as libvirt's ``<numatune><memory>``; a guest absent from it
+        booted without one (the kernel's default, first-touch).
+        """
         self.host = host
+        self._hostname = hostname
         self.vms = list(vms)
+        self.numatune = {uuid: (mode, frozenset(nodes))
+                         for uuid, (mode, nodes) in (numatune or {}).items()}
         self.period_s = period_s
         self.rng = np.random.default_rng(seed)
         self.access_counters = access_counters
@@ -39,7 +49,20 @@ class SimulatedBackend(backend.Backend):
             if vm.vcpu_time_ns is None:
                 vm.vcpu_time_ns = np.zeros(vm.n_vcpus, dtype=np.int64)
 
+    def add_vm(self, vm, memory_mode=None, memory_nodes=frozenset()):
+        """A guest booted now, with the ``<numatune>`` it was booted with."""
+        if vm.vcpu_time_ns is None:
+            vm.vcpu_time_ns = np.zeros(vm.n_vcpus, dtype=np.int64)
+        self.vms.append(vm)
+        self._moved_pages[vm.uuid] = 0
+        self._moved_vcpus[vm.uuid] = 0
+        self.numatune[vm.uuid] = (memory_mode, frozenset(memory_nodes))
+        self._result = None
+
     # -- the Backend interface ------------------------------------------
+    def hostname(self):
+        return self._hostname
+
     def capabilities(self):
         caps = {backend.CAP_VCPU_PINNING, backend.CAP_EMULATOR_PINNING,
                 backend.CAP_LIVE_NODESET, backend.CAP_PAGE_MIGRATION}
@@ -84,6 +107,11 @@ class SimulatedBackend(backend.Backend):
     def set_nodeset(self, instance_uuid, nodes):
         vm = self.vm(instance_uuid)
         vm.nodeset = frozenset(nodes)
+        # libvirt binds a domain without <numatune> strictly; a running
+        # guest's mode itself never changes.
+        mode = self.numatune.get(instance_uuid, (None,))[0]
+        self.numatune[instance_uuid] = (mode or enforcement.MODE_STRICT,
+                                        vm.nodeset)
         # A live nodeset change migrates memory off the nodes left out.
         targets = sorted(vm.nodeset)
         per_node = vm.memory_per_node_mb()
@@ -213,6 +241,7 @@ class SimulatedBackend(backend.Backend):
                 len(counts)))
             accesses = {n: int(max(0.0, counts[n]))
                         for n in range(self.host.n_nodes)}
+        mode, nodes = self.numatune.get(vm.uuid, (None, frozenset()))
         penalty = None
         if self.access_counters:
             penalty = tuple(float(x) for x in
@@ -228,5 +257,6 @@ class SimulatedBackend(backend.Backend):
             vcpu_time_ns=tuple(int(x) for x in vm.vcpu_time_ns),
             io_rate=float(result.vm_io_rate[index]),
             accesses_per_node=accesses, vcpu_penalty=penalty,
-            memory_mb=vm.memory_mb, memory_nodes=vm.nodeset,
+            memory_mb=vm.memory_mb, memory_mode=mode,
+            memory_nodes=nodes or vm.nodeset,
             emulator_affinity=vm.emulator_cpus)

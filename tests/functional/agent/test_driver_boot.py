@@ -12,6 +12,7 @@ import re
 import sys
 
 import fixtures
+from nova.conf import neutron as nova_neutron_conf
 from nova.tests.fixtures import libvirt as fakelibvirt
 from nova.tests.functional.libvirt import base as libvirt_base
 from xml.etree import ElementTree
@@ -133,3 +134,33 @@ class DriverExtensionBootTest(libvirt_base.ServersTestBase):
         self.assertTrue(record.policy.within_nova_topology)
         self.assertIsNone(record.mode)
         self.assertIsNotNone(re.search(r'<cell ', xml))
+
+    def test_a_busy_nic_node_sends_the_next_guest_numa_prior(self):
+        # The uplink as nova knows it: physnet1 on node 0.
+        self.flags(physnets=['physnet1'], group='neutron')
+        nova_neutron_conf.register_dynamic_opts(numa_driver.CONF)
+        self.flags(numa_nodes=[0], group='neutron_physnet_physnet1')
+        nic_near = {'hw:numa_policy': 'first-touch',
+                    'hw:numa_nic_locality': 'preferred'}
+        first = self._create_flavor(vcpu=1, memory_mb=512,
+                                    extra_spec=nic_near)
+        self._create_server(flavor_id=first, networks='none')
+        memory = ElementTree.fromstring(self.defined[-1]).find(
+            './numatune/memory')
+        self.assertEqual(('preferred', '0'),
+                         (memory.get('mode'), memory.get('nodeset')))
+        # That guest's vCPU runs on node 0 (fakelibvirt runs vCPU n on CPU
+        # n): one more would take node 0's two CPUs past 80 % load.
+        self._create_server(flavor_id=first, networks='none')
+        memory = ElementTree.fromstring(self.defined[-1]).find(
+            './numatune/memory')
+        self.assertEqual(('preferred', '1'),
+                         (memory.get('mode'), memory.get('nodeset')))
+
+    def test_running_guests_are_seen_with_their_vcpus(self):
+        server, _ = self.boot({'hw:numa_policy': 'home'})
+        host = self.computes['compute1'].driver._host
+        guests = {g.uuid: g for g in numa_driver.running_guests(host)}
+        # fakelibvirt runs vCPU n on CPU n; the next boot counts them as
+        # load on node 0 (CPUs 0 and 1).
+        self.assertEqual((0, 1), guests[server['id']].vcpu_cpus)

@@ -75,3 +75,45 @@ class SimulatedBackendTest(testtools.TestCase):
         vm = sim.vm('ycsb-0')
         self.assertNotIn(int(vm.vcpu_cpus[0]), busy)
         self.assertEqual(0, int(vm.vcpu_time_ns.sum()))
+
+    def test_hostname_is_given_or_defaulted(self):
+        self.assertEqual('sim-host', _sim().hostname())
+        self.assertEqual('cn7', _sim(hostname='cn7').hostname())
+
+    def test_numatune_is_what_the_guest_booted_with(self):
+        all_nodes = frozenset(range(8))
+        sim = _sim(numatune={'master-slave-0': ('interleave', all_nodes)})
+        by_uuid = {i.uuid: i for i in sim.observe().instances}
+        self.assertEqual(('interleave', all_nodes),
+                         (by_uuid['master-slave-0'].memory_mode,
+                          by_uuid['master-slave-0'].memory_nodes))
+        # No <numatune>: the kernel's default, any node.
+        self.assertEqual((None, all_nodes),
+                         (by_uuid['master-slave-1'].memory_mode,
+                          by_uuid['master-slave-1'].memory_nodes))
+
+    def test_a_live_nodeset_binds_strictly_and_keeps_a_mode(self):
+        sim = _sim(numatune={'master-slave-0': ('interleave',
+                                                frozenset(range(8)))})
+        sim.set_nodeset('master-slave-0', {0, 1})
+        sim.set_nodeset('master-slave-1', {2})
+        by_uuid = {i.uuid: i for i in sim.observe().instances}
+        self.assertEqual(('interleave', frozenset({0, 1})),
+                         (by_uuid['master-slave-0'].memory_mode,
+                          by_uuid['master-slave-0'].memory_nodes))
+        self.assertEqual(('strict', frozenset({2})),
+                         (by_uuid['master-slave-1'].memory_mode,
+                          by_uuid['master-slave-1'].memory_nodes))
+
+    def test_add_vm_joins_a_running_host(self):
+        sim = _sim()
+        sim.advance()
+        host, vms = scenarios.SCENARIOS['master-slave'].build(1)
+        late = vms[0]
+        late.uuid = 'late'
+        sim.add_vm(late, 'strict', {3})
+        by_uuid = {i.uuid: i for i in sim.observe().instances}
+        self.assertEqual(('strict', frozenset({3})),
+                         (by_uuid['late'].memory_mode,
+                          by_uuid['late'].memory_nodes))
+        self.assertEqual(len(sim.vms), len(sim.advance()))
