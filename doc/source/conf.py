@@ -2,7 +2,7 @@
 
 project = 'nova-numa-policy'
 copyright = 'nova-numa-policy developers'
-extensions = ['oslo_config.sphinxext']
+extensions = []
 master_doc = 'index'
 exclude_patterns = ['_build']
 html_theme = 'alabaster'
