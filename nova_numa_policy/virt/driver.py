@@ -159,6 +159,23 @@ def image_properties(image_meta):
             if props.obj_attr_is_set(name)}
 
 
+def ignored_image_properties(system_metadata):
+    """Our image properties this instance's image carried, as 'key=value'.
+
+    nova drops image properties that are not ImageMetaProps fields from
+    the image_meta the scheduler and this driver see, but keeps every
+    property in the instance's system metadata (``image_<name>``). They
+    are not honoured (doc/source/policy.rst says why); this finds them so
+    the boot says so instead of ignoring them in silence.
+    """
+    found = []
+    for prop in policy.UNSUPPORTED_IMAGE_PROPERTIES:
+        value = (system_metadata or {}).get('image_' + prop)
+        if value is not None:
+            found.append(f'{prop}={value}')
+    return found
+
+
 def apply_tune(guest, tune):
     numatune = vconfig.LibvirtConfigGuestNUMATune()
     numatune.memory = vconfig.LibvirtConfigGuestNUMATuneMemory()
@@ -193,6 +210,13 @@ class NumaPolicyLibvirtDriver(libvirt_driver.LibvirtDriver):
         return guest
 
     def _add_numa_policy(self, guest, instance, image_meta):
+        ignored = ignored_image_properties(instance.system_metadata)
+        if ignored:
+            LOG.warning(
+                'Instance %s: image properties %s are ignored: nova does not '
+                'pass them to the scheduler, so they cannot be honoured; set '
+                'the hw:numa_* extra specs on the flavor instead',
+                instance.uuid, ', '.join(ignored))
         try:
             resolved = policy.resolve(
                 instance.flavor.extra_specs, image_properties(image_meta),
