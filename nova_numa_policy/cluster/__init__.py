@@ -1,6 +1,6 @@
 """A cluster of simulated NUMA hosts fed by a stream of VM arrivals.
 
-The evidence for issue 6: every arrival is placed by a strategy (the real
+Placement evidence: every arrival is placed by a strategy (the real
 scheduler plugins' pure scoring fed by simulated agents' reports, nova's
 defaults, a static NUMA-aware vSwitch configuration, a numad-like
 placement, random), each host's agent runs its loops or not, and the

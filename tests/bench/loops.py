@@ -1,6 +1,6 @@
 """Decide+act CPU per period at 100 guests on the simulated backend.
 
-Budget (issue 5): 0.35 % of one core with a 5 s period, 17.5 ms.
+Budget: 0.35 % of one core with a 5 s period, 17.5 ms.
 The model's own solve (the simulated hardware) is excluded.
 """
 

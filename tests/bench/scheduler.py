@@ -11,7 +11,7 @@ ratio is the median over repetitions of each run against the nova run of
 the same repetition. Also reports the ingest rate through the real cache
 on one core.
 
-Targets (issue 3), checked for every row of --gate configurations:
+Targets, checked for every row of --gate configurations:
 ratio <= 1.03 and added cost <= 10 us per host, at every host count (so
 the cost per host stays flat: linear); ingest >= 5,000 reports/s. Exits 1
 when a target is missed, naming it.

@@ -1,4 +1,4 @@
-"""What issue 5 asks each loop to show, measured on the simulator."""
+"""What each loop must show, measured on the simulator."""
 
 import numpy as np
 import testtools
