@@ -3,7 +3,7 @@
 ``measure`` runs one (scenario, strategy) over seeds and gives the mean
 normalized throughput (mean over the guests alive at the end, then over
 seeds), its relative standard deviation over seeds, the fraction of the
-offline optimum, page and vCPU moves; ``check`` states which of issue 6's
+offline optimum, page and vCPU moves; ``check`` states which of the published
 targets hold, with reasons.
 """
 
