@@ -58,18 +58,7 @@ def active_loops(runner):
 
 def admitted(runner, snapshot):
     """The loops' decisions on ``snapshot``, within the period's budgets."""
-    # The Runner's own allowance, so the agent trims exactly as the
-    # simulator's experiments do.
-    allowance = loop_runner._Allowance(runner.budget)
-    out = []
-    for name, action in runner.decide(snapshot):
-        trimmed = allowance.admit(action)
-        if trimmed is None:
-            runner.actions_dropped += 1
-            LOG.debug('%s: over budget, dropped %s', name, action)
-            continue
-        out.append((name, trimmed))
-    return out
+    return runner.admitted(snapshot)
 
 
 def plans(snapshot, decisions):

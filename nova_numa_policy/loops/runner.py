@@ -134,9 +134,11 @@ class Runner:
                 actions.append((s.name, action))
         return actions
 
-    def run_once(self):
-        """One period; return the (loop, action) pairs admitted."""
-        snapshot = self.backend.observe()
+    def admitted(self, snapshot):
+        """Decisions on ``snapshot`` trimmed to the period's budgets.
+
+        Returns (loop, action) pairs; what does not fit is counted.
+        """
         allowance = _Allowance(self.budget)
         admitted = []
         for name, action in self.decide(snapshot):
@@ -145,13 +147,19 @@ class Runner:
                 self.actions_dropped += 1
                 LOG.debug('%s: over budget, dropped %s', name, action)
                 continue
-            LOG.info('%s%s: %s on %s: %s', '[dry-run] ' if self.dry_run
-                     else '', name, type(trimmed).__name__,
-                     trimmed.instance_uuid, trimmed.reason)
-            if not self.dry_run:
-                self.backend.apply(trimmed)
-                self.actions_applied += 1
             admitted.append((name, trimmed))
+        return admitted
+
+    def run_once(self):
+        """One period; return the (loop, action) pairs admitted."""
+        admitted = self.admitted(self.backend.observe())
+        for name, action in admitted:
+            LOG.info('%s%s: %s on %s: %s', '[dry-run] ' if self.dry_run
+                     else '', name, type(action).__name__,
+                     action.instance_uuid, action.reason)
+            if not self.dry_run:
+                self.backend.apply(action)
+                self.actions_applied += 1
         return admitted
 
     def auto_choices(self):
