@@ -12,11 +12,11 @@ import time
 from nova_numa_policy import backend as backend_mod
 from nova_numa_policy import enforcement
 from nova_numa_policy.objects import report as report_obj
+from nova_numa_policy import reporting
 
 from agent import enforcer
 from agent import errors
 from agent import rebalance
-from agent import reporting
 
 LOG = logging.getLogger(__name__)
 # After a failed pass, try again sooner than a full period.

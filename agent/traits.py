@@ -16,8 +16,7 @@ from keystoneauth1 import loading as ks_loading
 import os_traits
 
 from nova_numa_policy import backend
-
-from agent import reporting
+from nova_numa_policy import reporting
 
 LOG = logging.getLogger(__name__)
 PREFIX = 'NUMA_POLICY_'

@@ -11,8 +11,8 @@ import datetime
 
 import numpy as np
 
-from agent import reporting
 from nova_numa_policy.objects import report as report_obj
+from nova_numa_policy import reporting
 from nova_numa_policy.scheduling import summary as summary_mod
 from nova_numa_policy.sim import backend as sim_backend
 from nova_numa_policy.sim import workload as wl

@@ -6,13 +6,13 @@ import testtools
 from nova_numa_policy import backend
 from nova_numa_policy.conf import loops as loops_conf
 from nova_numa_policy import enforcement
+from nova_numa_policy import reporting
 from nova_numa_policy.sim import backend as sim_backend
 from nova_numa_policy.sim import topology as sim_topology
 
 from agent import enforcer
 from agent import errors
 from agent import rebalance
-from agent import reporting
 from agent import service
 from tests.unit.sim import fixtures as sim_fixtures
 
