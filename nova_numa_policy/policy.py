@@ -24,6 +24,13 @@ UNSUPPORTED_IMAGE_PROPERTIES = (
     'hw_numa_policy', 'hw_numa_nic_locality', 'hw_numa_io_intensity')
 
 
+# nova's own image properties that can make it own a guest's NUMA topology
+# (hw_cpu_policy only when dedicated or mixed). Adapters that read images
+# as nova objects copy exactly these into the dict resolve() takes.
+NOVA_TOPOLOGY_IMAGE_PROPERTIES = ('hw_numa_nodes', 'hw_mem_page_size',
+                                  'hw_cpu_policy')
+
+
 class Placement(str, enum.Enum):
     """Where an instance's memory is put when it is allocated."""
 

@@ -9,16 +9,12 @@ import time
 from oslo_config import cfg
 
 from nova_numa_policy.conf import scheduler as sched_conf
+from nova_numa_policy import policy
 from nova_numa_policy.scheduling import assess
 from nova_numa_policy.scheduling import scoring
 from placement_filters import listener
 
 CONF = cfg.CONF
-
-# The image properties that make nova own a guest's NUMA topology; the
-# scheduler sees them as ImageMetaProps fields, not as a dict.
-_TOPOLOGY_IMAGE_PROPS = ('hw_numa_nodes', 'hw_mem_page_size',
-                         'hw_cpu_policy')
 
 
 def settings():
@@ -34,8 +30,10 @@ def _image_props(spec_obj):
     image = spec_obj.image if spec_obj.obj_attr_is_set('image') else None
     if image is None or not image.obj_attr_is_set('properties'):
         return {}
+    # The scheduler sees them as ImageMetaProps fields, not as a dict.
     props = image.properties
-    return {name: getattr(props, name) for name in _TOPOLOGY_IMAGE_PROPS
+    return {name: getattr(props, name)
+            for name in policy.NOVA_TOPOLOGY_IMAGE_PROPERTIES
             if props.obj_attr_is_set(name)}
 
 

@@ -36,9 +36,6 @@ policy_conf.register_opts(CONF)
 # is plain nova (a warning says so) rather than a guess.
 MIN_NOVA_MAJOR = 32
 MAX_NOVA_MAJOR = 34
-# nova's own image properties that make it own the guest topology.
-_NOVA_TOPOLOGY_IMAGE_PROPS = ('hw_numa_nodes', 'hw_mem_page_size',
-                              'hw_cpu_policy')
 LOCAL_DISTANCE = 10
 REMOTE_DISTANCE = 20
 # getCellsFreeMemory answers in bytes.
@@ -155,7 +152,8 @@ def running_guests(host):
 
 def image_properties(image_meta):
     props = image_meta.properties
-    return {name: getattr(props, name) for name in _NOVA_TOPOLOGY_IMAGE_PROPS
+    return {name: getattr(props, name)
+            for name in policy.NOVA_TOPOLOGY_IMAGE_PROPERTIES
             if props.obj_attr_is_set(name)}
 
 
