@@ -24,6 +24,7 @@ import logging
 import os
 import platform
 
+import numpy
 from oslo_privsep import daemon as privsep_daemon
 
 from nova_numa_policy import numamaps
@@ -51,7 +52,11 @@ class InvalidNode(errors.NotEnforceable):
 
 
 def _address(buffer):
-    return ctypes.c_void_p(buffer.buffer_info()[0] if buffer else None)
+    if buffer is None or not len(buffer):
+        return ctypes.c_void_p(None)
+    if isinstance(buffer, numpy.ndarray):
+        return ctypes.c_void_p(buffer.ctypes.data)
+    return ctypes.c_void_p(buffer.buffer_info()[0])
 
 
 @functools.lru_cache(maxsize=8)
@@ -88,26 +93,21 @@ def _move_pages(pid, pages, node, flags):
 
 
 @functools.lru_cache(maxsize=8)
-def _lanes(count, page_size):
-    """Σ 2**(64k) and Σ k·page_size·2**(64k) for k < count (integers)."""
-    ones = int.from_bytes(b'\x01\x00\x00\x00\x00\x00\x00\x00' * count,
-                          'little')
-    steps = int.from_bytes(array.array(
-        'Q', range(0, count * page_size, page_size)).tobytes(), 'little')
-    return ones, steps
+def _offsets(count, page_size):
+    # Read-only: every window of this shape adds its start to a copy.
+    offsets = numpy.arange(count, dtype=numpy.uint64) * numpy.uint64(
+        page_size)
+    offsets.flags.writeable = False
+    return offsets
 
 
 def _window(start, count, page_size):
-    """array('Q') of a window's page addresses.
+    """The page addresses of a window, as a contiguous uint64 array.
 
-    Built as one integer whose 64-bit little-endian lanes are start +
-    k * page_size (no lane overflows into the next), because filling the
-    array from a Python range costs more than the syscall it feeds.
+    One vector add: filling an array from a Python range (or any per-page
+    Python arithmetic) costs more than the syscall the array feeds.
     """
-    ones, steps = _lanes(count, page_size)
-    pages = array.array('Q')
-    pages.frombytes((start * ones + steps).to_bytes(8 * count, 'little'))
-    return pages
+    return _offsets(count, page_size) + numpy.uint64(start)
 
 
 @privsep.pages.entrypoint
