@@ -1,4 +1,15 @@
-"""The ``oslo.config.opts`` entry point for oslo-config-generator."""
+"""The ``oslo.config.opts`` entry points for oslo-config-generator.
+
+:func:`list_opts` lists the project's own groups. The agent also reads
+two groups of library options, listed by their own entry points so the
+sample documents them: oslo.privsep's options of the agent's privileged
+context and keystoneauth's ``[placement]`` options.
+"""
+
+import copy
+
+from keystoneauth1 import loading as ks_loading
+from oslo_config import cfg
 
 from nova_numa_policy.conf import agent
 from nova_numa_policy.conf import collector
@@ -10,6 +21,17 @@ from nova_numa_policy.conf import scheduler
 
 GROUP_MODULES = (policy, reports, scheduler, collector, rest, agent, loops)
 
+PLACEMENT_HELP = (
+    'Read by numa-policy-agent when [numa_policy_agent] manage_traits is '
+    'on: keystoneauth credentials and endpoint of the placement API, the '
+    'same options as in nova.conf. The options of the password auth_type '
+    'are shown; another auth_type takes its own.')
+PRIVILEGED_HELP = (
+    'Options of the oslo.privsep daemon that numa-policy-agent starts for '
+    'page migration ([numa_policy_agent] page_migration). Run it as '
+    "qemu's user and group (user, group): the kernel then allows moving a "
+    "guest's pages without CAP_SYS_PTRACE.")
+
 
 def list_opts():
     """Return (group, options) pairs, every group of the project once."""
@@ -17,3 +39,47 @@ def list_opts():
     for module in GROUP_MODULES:
         pairs.extend(module.list_opts().items())
     return pairs
+
+
+def list_privileged_opts():
+    """oslo.privsep's options, as the agent's privileged context sets them.
+
+    oslo.privsep lists its options under ``[privsep]`` only; the agent's
+    context reads them from its own section, with its own capabilities.
+    """
+    # The agent's modules are imported here, not at the top: nova-scheduler
+    # imports this package and must not create the agent's privsep context
+    # (which registers its options) nor load the privsep daemon's code.
+    from agent import privsep
+    from oslo_privsep import capabilities
+    from oslo_privsep import priv_context
+
+    group = cfg.OptGroup(privsep.pages.cfg_section,
+                         title='Privileged daemon of the agent',
+                         help=PRIVILEGED_HELP)
+    opts = copy.deepcopy(priv_context.OPTS)
+    # Names read better than capability numbers and are valid values.
+    cfg.set_defaults(opts, capabilities=[
+        capabilities.CAPS_BYVALUE[cap] for cap in privsep.CAPABILITIES])
+    return [(group, opts)]
+
+
+def list_placement_opts():
+    """keystoneauth's ``[placement]`` options the agent registers.
+
+    The auth plugin's options are only registered once ``auth_type`` is
+    read; the password plugin's, nova's usual choice, are listed.
+    """
+    from agent import traits  # not at the top: see list_privileged_opts
+
+    group = cfg.OptGroup(traits.PLACEMENT_GROUP,
+                         title='Placement API of the agent',
+                         help=PLACEMENT_HELP)
+    adapter_opts = ks_loading.get_adapter_conf_options(
+        include_deprecated=False)
+    cfg.set_defaults(adapter_opts, service_type='placement')
+    return [(group,
+             ks_loading.get_session_conf_options() +
+             ks_loading.get_auth_common_conf_options() +
+             ks_loading.get_auth_plugin_conf_options('password') +
+             adapter_opts)]

@@ -1,14 +1,19 @@
-"""Options: every group is listed once and the committed sample is current."""
+"""Options: groups listed once; the sample is current and complete."""
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
 
 from oslo_config import cfg
 import oslo_messaging
+from oslo_privsep import capabilities
+from oslo_privsep import priv_context
 import testtools
 
+from agent import privsep
+from agent import traits
 from nova_numa_policy.conf import opts
 from nova_numa_policy.conf import reports
 
@@ -66,6 +71,54 @@ class SampleIsCurrentTest(testtools.TestCase):
                     generated.read(), committed.read(),
                     'etc/nova-numa-policy.conf.sample is stale: run '
                     '"tox -e genconfig" and commit the result')
+
+
+def sample_sections():
+    """{section: {option: default as written}} of the committed sample."""
+    sections = {}
+    with open(SAMPLE) as sample:
+        for line in sample:
+            header = re.match(r'\[(\w+)\]$', line)
+            if header:
+                options = sections.setdefault(header.group(1), {})
+                continue
+            option = re.match(r'#(\w+) = (.*)$', line)
+            if option:
+                options[option.group(1)] = option.group(2)
+    return sections
+
+
+class AgentLibraryOptionsTest(testtools.TestCase):
+    """The sample lists the library options the agent registers itself."""
+
+    def listed(self, section):
+        sections = sample_sections()
+        self.assertIn(section, sections, 'section missing from the sample')
+        return sections[section]
+
+    def test_privileged_context_options(self):
+        section = privsep.pages.cfg_section
+        listed = self.listed(section)
+        # What every PrivContext registers in its section, with the
+        # context's capabilities as the default.
+        self.assertEqual({opt.dest for opt in priv_context.OPTS},
+                         set(listed))
+        names = [capabilities.CAPS_BYVALUE[cap]
+                 for cap in privsep.CAPABILITIES]
+        self.assertEqual(','.join(names), listed['capabilities'])
+
+    def test_placement_options(self):
+        conf = cfg.ConfigOpts()
+        traits.register_placement_opts(conf)
+        listed = self.listed(traits.PLACEMENT_GROUP)
+        self.assertLessEqual(set(conf[traits.PLACEMENT_GROUP]), set(listed))
+        self.assertEqual(conf[traits.PLACEMENT_GROUP].service_type,
+                         listed['service_type'])
+        # The password plugin's options, which nova.conf's [placement]
+        # usually has.
+        self.assertLessEqual(
+            {'auth_url', 'username', 'password', 'project_name',
+             'user_domain_name', 'project_domain_name'}, set(listed))
 
 
 class ExchangeTest(testtools.TestCase):

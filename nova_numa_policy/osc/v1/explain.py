@@ -1,8 +1,10 @@
 """``openstack numa explain``: why the scheduler would (not) pick a host."""
 
 from cliff import columns
+from openstack import exceptions as sdk_exceptions
 from osc_lib.cli import parseractions
 from osc_lib.command import command
+from osc_lib import exceptions
 
 from nova_numa_policy.osc.v1 import common
 
@@ -55,11 +57,17 @@ class Explain(command.Lister):
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
+        parser.add_argument(
+            '--flavor', metavar='<flavor>',
+            help="A nova flavor (name or ID): its vCPUs, memory and extra "
+                 "specs, which --vcpus, --memory-mb and --property "
+                 "override.")
         parser.add_argument('--vcpus', metavar='<n>', type=int,
-                            required=True, help="The flavor's vCPUs.")
+                            help="The flavor's vCPUs (required without "
+                                 "--flavor).")
         parser.add_argument('--memory-mb', metavar='<mb>', type=int,
-                            required=True,
-                            help="The flavor's memory in MiB.")
+                            help="The flavor's memory in MiB (required "
+                                 "without --flavor).")
         parser.add_argument(
             '--property', metavar='<key=value>', dest='properties',
             action=parseractions.KeyValueAction, default={},
@@ -76,10 +84,49 @@ class Explain(command.Lister):
 
     @common.api_errors
     def take_action(self, parsed_args):
+        vcpus, memory_mb, extra_specs = self._flavor(parsed_args)
         client = self.app.client_manager.numa_policy
-        body = client.explain(parsed_args.vcpus, parsed_args.memory_mb,
-                              extra_specs=parsed_args.properties,
+        body = client.explain(vcpus, memory_mb, extra_specs=extra_specs,
                               physnets=parsed_args.physnets)
         fields = LONG_FIELDS if parsed_args.long else FIELDS
         return (tuple(HEADERS[f] for f in fields),
                 [_row(host, fields) for host in body['hosts']])
+
+    def _flavor(self, parsed_args):
+        """(vcpus, memory_mb, extra_specs): nova's flavor, then the options.
+
+        The options win over the flavor, so one flavor can be tried with
+        another size or an extra spec changed without creating a flavor.
+        """
+        vcpus, memory_mb, extra_specs = None, None, {}
+        if parsed_args.flavor is not None:
+            flavor = find_flavor(self.app.client_manager.compute,
+                                 parsed_args.flavor)
+            vcpus, memory_mb = flavor.vcpus, flavor.ram
+            extra_specs = dict(flavor.extra_specs or {})
+        extra_specs.update(parsed_args.properties)
+        if parsed_args.vcpus is not None:
+            vcpus = parsed_args.vcpus
+        if parsed_args.memory_mb is not None:
+            memory_mb = parsed_args.memory_mb
+        if vcpus is None or memory_mb is None:
+            raise exceptions.CommandError(
+                'give --flavor, or both --vcpus and --memory-mb')
+        return vcpus, memory_mb, extra_specs
+
+
+def find_flavor(compute, name_or_id):
+    """The flavor from openstacksdk's compute proxy, with its extra specs.
+
+    Before compute API microversion 2.61 a flavor comes without its extra
+    specs; ``get_extra_specs`` fetches them then.
+    """
+    try:
+        return compute.find_flavor(name_or_id, ignore_missing=False,
+                                   get_extra_specs=True)
+    except sdk_exceptions.NotFoundException:
+        raise exceptions.CommandError(
+            f'no flavor with the name or ID {name_or_id!r}')
+    except sdk_exceptions.DuplicateResource:
+        raise exceptions.CommandError(
+            f'more than one flavor is named {name_or_id!r}; give its ID')

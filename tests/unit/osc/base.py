@@ -88,15 +88,19 @@ def make_client():
 
 
 class CliApp(app.App):
-    """A cliff app holding only the ``numa`` commands, like OSC would."""
+    """A cliff app holding only the ``numa`` commands, like OSC would.
 
-    def __init__(self, numa_client):
+    ``services`` are the ClientManager's other clients (``compute=...``).
+    """
+
+    def __init__(self, numa_client, **services):
         manager = commandmanager.CommandManager('nova_numa_policy.tests')
         load_commands(manager)
         self.out, self.err = io.StringIO(), io.StringIO()
         super().__init__('test', '1', manager, stdout=self.out,
                          stderr=self.err)
-        self.client_manager = types.SimpleNamespace(numa_policy=numa_client)
+        self.client_manager = types.SimpleNamespace(numa_policy=numa_client,
+                                                    **services)
 
 
 class CliTestCase(testtools.TestCase):
@@ -108,10 +112,13 @@ class CliTestCase(testtools.TestCase):
         super().setUp()
         self.api = self.useFixture(InterceptedApi(self.roles,
                                                   **self.api_overrides))
+        # Other services' clients the commands may use, by ClientManager
+        # attribute name; a command reaching for a missing one fails.
+        self.services = {}
 
     def run_cli(self, *argv):
         """Run ``openstack <argv>``; return (exit code, stdout, stderr)."""
-        cli = CliApp(make_client())
+        cli = CliApp(make_client(), **self.services)
         code = cli.run(list(argv))
         return code, cli.out.getvalue(), cli.err.getvalue()
 
