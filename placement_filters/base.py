@@ -4,6 +4,7 @@ Everything that reads a RequestSpec or the configuration runs once per
 scheduling request; the per-host path is a dict lookup and arithmetic.
 """
 
+import operator
 import time
 
 from oslo_config import cfg
@@ -69,8 +70,12 @@ def assessor_for(spec_obj):
     return request, assess.assessor_for(request, settings())
 
 
+# The cache's key of a HostState, read in C: runs for every host.
+HOST_KEY = operator.attrgetter('host', 'nodename')
+
+
 def host_key(host_state):
-    return (host_state.host, host_state.nodename)
+    return HOST_KEY(host_state)
 
 
 def cache():

@@ -15,6 +15,7 @@ from oslo_log import log as logging
 
 from nova_numa_policy import exception
 from nova_numa_policy.objects import report as report_mod
+from nova_numa_policy.scheduling import assess
 from nova_numa_policy.scheduling import summary as summary_mod
 
 LOG = logging.getLogger(__name__)
@@ -85,7 +86,11 @@ class ReportCache:
                 f'report of {size} bytes exceeds the limit of '
                 f'{self.max_report_bytes}')
         data = report_mod.load_report_data(payload)
-        return summary_mod.summarize(data, self.io_rate)
+        summary = summary_mod.summarize(data, self.io_rate)
+        # Answers for the flavors being scheduled, computed here rather
+        # than on the next request's path.
+        assess.prime(summary, assess.recent_assessors())
+        return summary
 
     def _store(self, summary):
         key = summary.key

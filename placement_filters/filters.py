@@ -51,7 +51,7 @@ class _ReportFilter(filters.BaseHostFilter):
         self._log_refusal(request)
         get, now = base.cache().get, base.now()
         assessments = assessor.assess_many(
-            [get((host.host, host.nodename)) for host in host_states], now)
+            list(map(get, map(base.HOST_KEY, host_states))), now)
         field = self.field
         passed = [host for host, assessment in zip(host_states, assessments)
                   if assessment[field]]

@@ -11,6 +11,7 @@ same weight on every host, which leaves nova's ordering untouched.
 per-weigher overhead on large clouds.
 """
 
+import operator
 import threading
 
 from oslo_config import cfg
@@ -42,11 +43,28 @@ def _multiplier(host_state, name, configured):
                                                  configured)
 
 
+# C-level attribute reads: these run for every host of every request.
+_WEIGHED_KEY = operator.attrgetter('obj.host', 'obj.nodename')
+_AGGREGATES = operator.attrgetter('obj.aggregates')
+
+
 def _assessments(weighed_obj_list, assessor):
     get = base.cache().get
     return assessor.assess_many(
-        [get((weighed.obj.host, weighed.obj.nodename))
-         for weighed in weighed_obj_list], base.now())
+        list(map(get, map(_WEIGHED_KEY, weighed_obj_list))), base.now())
+
+
+def _scaled(weights, multiplier):
+    """Nova's normalisation times ``multiplier`` as (scale, offset).
+
+    scale * w + offset for each weight w; (0, 0) when every host weighs
+    the same, where nova's normalisation gives 0.
+    """
+    low, high = min(weights), max(weights)
+    if low == high:
+        return 0.0, 0.0
+    scale = multiplier / (high - low)
+    return scale, -low * scale
 
 
 def _raw_weights(assessments, field):
@@ -146,8 +164,8 @@ class NumaWeigher(weights.BaseHostWeigher):
         if not assessor.weighs:
             return [0.0] * len(weighed_obj_list)
         assessments = _assessments(weighed_obj_list, assessor)
-        in_aggregate = any(weighed.obj.aggregates
-                           for weighed in weighed_obj_list)
+        if not any(map(_AGGREGATES, weighed_obj_list)):
+            return self._scores(assessor, assessments)
         scores = None
         for field, name, weighs in self.parts:
             if not getattr(assessor, weighs):
@@ -155,15 +173,35 @@ class NumaWeigher(weights.BaseHostWeigher):
             configured = _configured(name)
             normalised = nova_weights.normalize(
                 _raw_weights(assessments, field))
-            if in_aggregate:
-                part = [_multiplier(weighed.obj, name, configured) * weight
-                        for weighed, weight in zip(weighed_obj_list,
-                                                   normalised)]
-            else:
-                part = [configured * weight for weight in normalised]
+            part = [_multiplier(weighed.obj, name, configured) * weight
+                    for weighed, weight in zip(weighed_obj_list, normalised)]
             scores = part if scores is None else [
                 score + more for score, more in zip(scores, part)]
         return scores
+
+    def _scores(self, assessor, assessments):
+        """The scores when no host is in an aggregate.
+
+        One multiplier per part, so each part's normalisation and
+        multiplier are one scale and offset.
+        """
+        nic_scale = load_scale = offset = 0.0
+        nic = load = None
+        if assessor.weighs_nic:
+            nic = _raw_weights(assessments, assess.NIC_WEIGHT)
+            nic_scale, nic_offset = _scaled(nic, _configured(NIC_MULTIPLIER))
+            offset += nic_offset
+        if assessor.weighs_load:
+            load = _raw_weights(assessments, assess.LOAD_WEIGHT)
+            load_scale, load_offset = _scaled(load,
+                                              _configured(LOAD_MULTIPLIER))
+            offset += load_offset
+        if nic is None:
+            return [load_scale * w + offset for w in load]
+        if load is None:
+            return [nic_scale * w + offset for w in nic]
+        return [nic_scale * n + load_scale * w + offset
+                for n, w in zip(nic, load)]
 
     def _weigh_object(self, host_state, weight_properties):
         return 0.0

@@ -193,7 +193,7 @@ def load_report(primitive, cls=NumaHostReport):
     # Hydrate with ``cls`` itself rather than the registry's newest class
     # of that name: a consumer reads as the version it knows.
     report = cls._obj_from_primitive(None, version,
-                                     _repack(cls, version, data))
+                                     _repack_tree(cls, version, data))
     report.obj_reset_changes(recursive=True)
     return report
 
@@ -212,7 +212,7 @@ def load_report_data(primitive):
     plain = dict(data)
     plain['generated_at'] = _parse_time(data['generated_at'])
     for name in NumaHostReport.CHILDREN:
-        plain[name] = [child[DATA_KEY] for child in data[name]]
+        plain[name] = [child for _, child in data[name]]
     return plain
 
 
@@ -221,7 +221,12 @@ def check_report(report):
     _read_checked(dump_report(report), type(report))
 
 
-DATA_KEY = f'{base.NumaPolicyObject.OBJ_SERIAL_NAMESPACE}.data'
+# Every object of ours serialises under the same namespace.
+_PREFIX = base.NumaPolicyObject.OBJ_SERIAL_NAMESPACE
+NAME_KEY = f'{_PREFIX}.name'
+NAMESPACE_KEY = f'{_PREFIX}.namespace'
+VERSION_KEY = f'{_PREFIX}.version'
+DATA_KEY = f'{_PREFIX}.data'
 
 
 def _read_checked(primitive, cls):
@@ -236,12 +241,11 @@ def _primitive_parts(primitive, cls):
         raise exception.MalformedReport(
             f'{cls.obj_name()} must be an object, got '
             f'{type(primitive).__name__}')
-    prefix = cls.OBJ_SERIAL_NAMESPACE
     try:
-        name = primitive[f'{prefix}.name']
-        namespace = primitive[f'{prefix}.namespace']
-        version = primitive[f'{prefix}.version']
-        data = primitive[f'{prefix}.data']
+        name = primitive[NAME_KEY]
+        namespace = primitive[NAMESPACE_KEY]
+        version = primitive[VERSION_KEY]
+        data = primitive[DATA_KEY]
     except KeyError as exc:
         raise exception.MalformedReport(
             f'{cls.obj_name()} lacks its {exc.args[0]} key')
@@ -272,7 +276,9 @@ def _version_tuple(version, cls):
 def _tolerate_version(primitive, cls):
     """Return (version, data) to read: typed, defaulted, newer fields gone.
 
-    Children come back repacked as primitives of their own class.
+    Children come back as (version, data) pairs of their own class, the
+    same shape: :func:`_repack_tree` turns the whole into a primitive
+    again, and readers of plain data take each pair's data.
     """
     version, data = _primitive_parts(primitive, cls)
     theirs = _version_tuple(version, cls)
@@ -301,19 +307,22 @@ def _tolerate_version(primitive, cls):
             raise exception.OversizedReport(
                 f'a report has at most {limit} {name}, got '
                 f'{len(cleaned[name])}')
-        cleaned[name] = [
-            _repack(child_cls, *_tolerate_version(child, child_cls))
-            for child in cleaned[name]]
+        cleaned[name] = [_tolerate_version(child, child_cls)
+                         for child in cleaned[name]]
     # Read as our own version once the unknown fields are gone.
     return (cls.VERSION if newer else version), cleaned
 
 
-def _repack(cls, version, data):
-    prefix = cls.OBJ_SERIAL_NAMESPACE
-    return {f'{prefix}.name': cls.obj_name(),
-            f'{prefix}.namespace': cls.OBJ_PROJECT_NAMESPACE,
-            f'{prefix}.version': version,
-            f'{prefix}.data': data}
+def _repack_tree(cls, version, data):
+    """The primitive of checked data whose children are (version, data)."""
+    data = dict(data)
+    for name, child_cls in cls.CHILDREN.items():
+        data[name] = [_repack_tree(child_cls, *child)
+                      for child in data[name]]
+    return {NAME_KEY: cls.obj_name(),
+            NAMESPACE_KEY: cls.OBJ_PROJECT_NAMESPACE,
+            VERSION_KEY: version,
+            DATA_KEY: data}
 
 
 # -- type checks, derived from each class's ovo fields -----------------
@@ -433,7 +442,7 @@ def _check_host(data):
     _check_name(data['hypervisor_hostname'], 'hypervisor_hostname')
     _require(data['seq'] >= 0, 'seq must not be negative')
     _require(data['period'] > 0, 'period must be positive')
-    nodes = [child[DATA_KEY] for child in data['numa_nodes']]
+    nodes = [node for _, node in data['numa_nodes']]
     _require(nodes, 'a report has at least one NUMA node')
     node_ids = {node['id'] for node in nodes}
     _require(len(node_ids) == len(nodes), 'NUMA node ids repeat')
@@ -443,16 +452,15 @@ def _check_host(data):
             f'a report has at most {MAX_CPUS} CPUs, got {cpu_count}')
     for node in nodes:
         _check_node(node, len(nodes))
-    for child in data['nics']:
-        nic = child[DATA_KEY]
+    for _, nic in data['nics']:
         _check_name(nic['name'], 'NIC name')
         _check_name(nic['physnet'], 'physnet')
         _check_name(nic['bridge'], 'bridge')
         _require(nic['numa_node'] is None or nic['numa_node'] in node_ids,
                  'NIC %s is on unknown node %s', nic['name'],
                  nic['numa_node'])
-    for child in data['instances']:
-        _check_instance(child[DATA_KEY], node_ids)
+    for _, instance in data['instances']:
+        _check_instance(instance, node_ids)
     unknown = set(data['enforceable_policies']).difference(
         policy.POLICIES)
     _require(not unknown, 'unknown enforceable policies %s', sorted(unknown))

@@ -14,6 +14,12 @@ request shape (the common case: a few flavors) costs one dictionary lookup
 per host. Freshness depends on the time, not on the summary, so it is
 checked on every lookup and never memoised.
 
+A new report brings a new summary with an empty memo; :func:`prime` fills
+it at ingest, in the listener's thread, for the request shapes scheduled
+most recently, so that the first request after a round of reports finds
+its answers ready instead of computing them for every host on the
+request's path. Only a shape nobody asked for recently is computed there.
+
 Reasons and numbers come from the verdict functions in :mod:`.scoring`,
 called only for a failure that is being logged and by :mod:`.explain`; a
 test holds both paths to the same answers.
@@ -30,6 +36,10 @@ from nova_numa_policy.scheduling import scoring
 MAX_SHAPES_PER_HOST = 16
 # Assessors kept for reuse across requests, by shape and settings.
 MAX_ASSESSORS = 256
+# Shapes assessed ahead at ingest: the most recently requested ones. Each
+# costs a few microseconds per report (see tests/bench/scheduler.py), and
+# a cloud schedules a handful of flavors at a time.
+PRIMED_SHAPES = 8
 
 
 class Assessment(typing.NamedTuple):
@@ -165,7 +175,41 @@ class Assessor:
 
 
 _assessors = {}
+# Assessors by last use, oldest first (a dict keeps insertion order).
+_recent = {}
 _assessors_lock = threading.Lock()
+
+
+_last_used = None
+
+
+def _used(assessor):
+    global _last_used
+    if _last_used is assessor:
+        return  # the common case: the same shape as the last plugin's
+    with _assessors_lock:
+        _recent.pop(assessor, None)
+        _recent[assessor] = None
+        while len(_recent) > PRIMED_SHAPES:
+            del _recent[next(iter(_recent))]
+        _last_used = assessor
+
+
+def recent_assessors():
+    """The assessors of the shapes requested last, most recent last."""
+    with _assessors_lock:
+        return tuple(_recent)
+
+
+def prime(summary, assessors):
+    """Memoise each assessor's answer on a new summary before it is read.
+
+    Called before the summary is published to the cache, so no reader
+    races with these writes.
+    """
+    for assessor in assessors:
+        if assessor.request.error is None:
+            summary.memo[assessor] = assessor.compute(summary)
 
 
 def assessor_for(request, settings):
@@ -184,4 +228,5 @@ def assessor_for(request, settings):
                 if len(_assessors) >= MAX_ASSESSORS:
                     _assessors.clear()
                 assessor = _assessors[key] = Assessor(request, settings)
+    _used(assessor)
     return assessor

@@ -158,6 +158,49 @@ class MemoTest(testtools.TestCase):
         self.assertEqual({}, copy.memo)
 
 
+class PrimingTest(testtools.TestCase):
+    """Shapes requested recently are assessed when a report arrives."""
+
+    def setUp(self):
+        super().setUp()
+        for name in ('_assessors', '_recent'):
+            self.useFixture(fixtures.MockPatchObject(assess, name, {}))
+        self.useFixture(fixtures.MockPatchObject(assess, '_last_used',
+                                                 None))
+
+    def request_shapes(self, *vcpus):
+        return [assess.assessor_for(tables.request(vcpus=n), tables.SETTINGS)
+                for n in vcpus]
+
+    def test_recent_shapes_are_listed_oldest_first(self):
+        one, two = self.request_shapes(1, 2)
+        self.assertEqual((one, two), assess.recent_assessors())
+        self.request_shapes(1)
+        self.assertEqual((two, one), assess.recent_assessors())
+
+    def test_only_the_most_recent_shapes_are_primed(self):
+        self.useFixture(fixtures.MockPatchObject(assess, 'PRIMED_SHAPES', 2))
+        _, two, three = self.request_shapes(1, 2, 3)
+        self.assertEqual((two, three), assess.recent_assessors())
+
+    def test_a_primed_summary_answers_from_its_memo(self):
+        two, four = self.request_shapes(2, 4)
+        host = tables.host()
+        assess.prime(host, assess.recent_assessors())
+        self.assertEqual({two: two.compute(host), four: four.compute(host)},
+                         host.memo)
+        with mock.patch.object(assess.Assessor, 'compute') as compute:
+            self.assertEqual(host.memo[four], four.assess(host, NOW))
+        compute.assert_not_called()
+
+    def test_a_refused_flavor_is_not_primed(self):
+        refused = assess.assessor_for(
+            tables.request({'hw:numa_policy': 'bogus'}), tables.SETTINGS)
+        host = tables.host()
+        assess.prime(host, [refused])
+        self.assertEqual({}, host.memo)
+
+
 class NoReportTest(testtools.TestCase):
     """What a missing report gets, per mode, without computing anything."""
 

@@ -6,6 +6,8 @@ import logging
 import fixtures
 import testtools
 
+from nova_numa_policy.scheduling import assess
+from nova_numa_policy.scheduling import scoring
 from placement_filters import cache as cache_mod
 from tests.unit.scheduler import reports
 
@@ -32,6 +34,21 @@ class ReportCacheTest(testtools.TestCase):
         summary = cache.get(('c1', 'c1.example.org'))
         self.assertEqual(2, len(summary.nodes))
         self.assertEqual(1, cache.accepted)
+
+    def test_a_stored_report_is_assessed_for_the_shapes_in_use(self):
+        self.useFixture(fixtures.MockPatchObject(assess, '_recent', {}))
+        self.useFixture(fixtures.MockPatchObject(assess, '_last_used',
+                                                 None))
+        settings = scoring.Settings(ttl=180, strict=True, threshold=0.8,
+                                    weigh_plain_flavors=True)
+        assessor = assess.assessor_for(scoring.make_request(
+            {'hw:numa_nic_locality': 'required'}, vcpus=2, memory_mb=2048),
+            settings)
+        cache = self.make_cache()
+        cache.ingest(reports.make_payload(generated_at=at(5)))
+        summary = cache.get(('compute1', 'compute1'))
+        self.assertEqual({assessor: assessor.compute(summary)},
+                         summary.memo)
 
     def test_a_newer_report_replaces_an_older_one(self):
         cache = self.make_cache()
