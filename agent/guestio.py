@@ -27,6 +27,21 @@ def packets(stats):
     return stats[RX_PACKETS] + stats[TX_PACKETS]
 
 
+def windowed(window, sample, rate_of, min_seconds):
+    """Advance a rate window by one (time, value) sample.
+
+    ``window`` is (baseline sample, last rate) or None. A sample less than
+    ``min_seconds`` after the baseline keeps both: the agent observes
+    again within a period after it acted, and a rate over a few
+    milliseconds is noise, or zero when the clock has not moved.
+    Returns the new window; its second item is the rate to use.
+    """
+    if window is not None and sample[0] - window[0][0] < min_seconds:
+        return window
+    baseline = None if window is None else window[0]
+    return sample, rate_of(baseline, sample)
+
+
 def packet_rate(previous, current):
     """Packets per second between two (time, total packets) samples."""
     if previous is None or current is None:

@@ -29,6 +29,11 @@ from agent import sysfs
 
 LOG = logging.getLogger(__name__)
 
+# Rates (node CPU load, guest packet rate) are measured over at least this
+# long; observations closer together reuse the last ones. See
+# guestio.windowed.
+MIN_RATE_WINDOW = 1.0
+
 
 def _translate(connection, exc, what):
     code = exc.get_error_code()
@@ -64,7 +69,7 @@ class LibvirtBackend(backend.Backend):
     def __init__(self, connection, root='/', physnet_interfaces=None,
                  bridge_interfaces=None, physnet_numa_nodes=None,
                  clock=time.monotonic, page_mover=None,
-                 pid_dir=guestproc.PID_DIR):
+                 pid_dir=guestproc.PID_DIR, rate_window=MIN_RATE_WINDOW):
         self._connection = connection
         self._root = root
         self._physnet_interfaces = physnet_interfaces or {}
@@ -73,13 +78,15 @@ class LibvirtBackend(backend.Backend):
         self._clock = clock
         self._topology = None
         self._topology_generation = None
-        self._cpu_times = None
+        self._rate_window = rate_window
+        # ((time, per-CPU times), node loads) of the last measured window.
+        self._cpu_window = None
         # Parsed domain XML per uuid, reused while the XML is unchanged:
         # parsing is the largest cost of a period with many guests.
         self._facts = {}
         # Interface devices per uuid, parsed with the facts.
         self._devices = {}
-        # (time, packets) of each guest at the last observation.
+        # ((time, packets), rate) of each guest's last measured window.
         self._packets = {}
         self._page_mover = page_mover
         self._pid_dir = pid_dir
@@ -140,11 +147,14 @@ class LibvirtBackend(backend.Backend):
         return self._call('getHostname', conn.getHostname)
 
     def _usage(self, topology):
-        now = discovery.read_cpu_times(self._root)
-        before = self._cpu_times or now
-        self._cpu_times = now
-        loads = discovery.node_loads(before, now, topology.nodes)
-        return discovery.usage(topology.nodes, loads,
+        def loads(before, now):
+            before = now if before is None else before
+            return discovery.node_loads(before[1], now[1], topology.nodes)
+
+        sample = (self._clock(), discovery.read_cpu_times(self._root))
+        self._cpu_window = guestio.windowed(self._cpu_window, sample, loads,
+                                            self._rate_window)
+        return discovery.usage(topology.nodes, self._cpu_window[1],
                                sysfs.node_free_memory_mb(self._root))
 
     def _domain_facts(self, dom):
@@ -194,10 +204,11 @@ class LibvirtBackend(backend.Backend):
                     raise
                 # An interface being unplugged: counted from next period.
                 LOG.debug('No stats for %s of %s: %s', dev, uuid, exc)
-        sample = (self._clock(), total)
-        rate = guestio.packet_rate(self._packets.get(uuid), sample)
-        self._packets[uuid] = sample
-        return rate
+        window = guestio.windowed(self._packets.get(uuid),
+                                  (self._clock(), total), guestio.packet_rate,
+                                  self._rate_window)
+        self._packets[uuid] = window
+        return window[1]
 
     def _instance(self, dom):
         facts = self._domain_facts(dom)

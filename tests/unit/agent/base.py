@@ -4,8 +4,10 @@ import os
 
 import fixtures
 import libvirt
+from oslo_config import cfg
 import testtools
 
+from nova_numa_policy.conf import loops as loops_conf
 from nova_numa_policy import policy
 from nova_numa_policy.virt import metadata
 
@@ -70,3 +72,17 @@ class TestDriverHostTest(testtools.TestCase):
 
     def numa_parameters(self, uuid):
         return self.dom(uuid).numaParameters(libvirt.VIR_DOMAIN_AFFECT_LIVE)
+
+
+def loops_group(**options):
+    """A ``[numa_policy_loops]`` group with ``options`` set."""
+    conf = cfg.ConfigOpts()
+    # A group of its own: every ConfigOpts registering loops_conf.GROUP
+    # shares its table of options, overrides included, so an override
+    # would outlive the test that set it.
+    conf.register_opts(loops_conf.OPTS,
+                       group=cfg.OptGroup(loops_conf.GROUP.name))
+    conf([])
+    for name, value in options.items():
+        conf.set_override(name, value, group='numa_policy_loops')
+    return conf.numa_policy_loops

@@ -13,10 +13,43 @@ from nova_numa_policy import backend
 from agent import connection
 from agent import enforcer
 from agent import errors
+from agent import libvirt_backend
+from tests import fixtures as host_fixtures
 from tests.unit.agent import base
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
+
+
+class NodeLoadWindowTest(base.TestDriverHostTest):
+    """Node CPU load is measured over at least MIN_RATE_WINDOW seconds."""
+
+    def setUp(self):
+        super().setUp()
+        self.now = 100.0
+        self.backend = libvirt_backend.LibvirtBackend(
+            self.connection, root=self.root, clock=lambda: self.now)
+
+    def loads(self, busy, elapsed):
+        host_fixtures.write_proc(self.root, 8, busy=busy, elapsed=elapsed)
+        return [u.cpu_load for u in self.backend.observe().usage]
+
+    def test_load_is_the_busy_share_since_the_last_window(self):
+        self.loads({}, 1000)
+        self.now += 5.0
+        self.assertEqual([0.5, 0.0],
+                         self.loads({cpu: 500 for cpu in range(4)}, 2000))
+
+    def test_an_observation_inside_the_window_keeps_the_last_loads(self):
+        self.loads({}, 1000)
+        self.now += 5.0
+        measured = self.loads({cpu: 500 for cpu in range(4)}, 2000)
+        # A second observation right after acting: one jiffy of node 1
+        # fully busy would read as 100 %.
+        self.now += 0.01
+        self.assertEqual(measured, self.loads(
+            {**{cpu: 500 for cpu in range(4)},
+             **{cpu: 1 for cpu in range(4, 8)}}, 2001))
 
 
 class ObserveTest(base.TestDriverHostTest):

@@ -99,6 +99,18 @@ class ObserveGuestProcessTest(base.TestDriverHostTest):
         self.assertGreater(self.instance(base.HOME_FROM_NOVA).io_rate, 0.0)
         self.assertEqual(0.0, self.instance(base.NO_POLICY).io_rate)
 
+    def test_observations_within_the_rate_window_keep_the_last_rate(self):
+        self.instance(base.HOME_FROM_NOVA)
+        self.clock.now += 5.0
+        measured = self.instance(base.HOME_FROM_NOVA).io_rate
+        # The agent observes again right after acting: a few milliseconds
+        # of counters over a clock that barely moved would be noise.
+        self.clock.now += 0.001
+        self.assertEqual(measured, self.instance(base.HOME_FROM_NOVA).io_rate)
+        self.clock.now += libvirt_backend.MIN_RATE_WINDOW
+        self.assertNotEqual(measured,
+                            self.instance(base.HOME_FROM_NOVA).io_rate)
+
     def test_the_report_carries_memory_and_io(self):
         agent = service.Agent(self.backend, host='cn1', period=5.0)
         agent.run_once()

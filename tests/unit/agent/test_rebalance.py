@@ -1,10 +1,8 @@
 """The rebalancing loops inside the agent, and the policy it reports."""
 
-from oslo_config import cfg
 import testtools
 
 from nova_numa_policy import backend
-from nova_numa_policy.conf import loops as loops_conf
 from nova_numa_policy import enforcement
 from nova_numa_policy import reporting
 from nova_numa_policy.sim import backend as sim_backend
@@ -14,6 +12,7 @@ from agent import enforcer
 from agent import errors
 from agent import rebalance
 from agent import service
+from tests.unit.agent import base
 from tests.unit.sim import fixtures as sim_fixtures
 
 TOPOLOGY = backend.HostTopology(nodes=tuple(
@@ -82,15 +81,6 @@ class AppliedPolicyTest(testtools.TestCase):
             self.assertEqual('none', got)
 
 
-def _loops_group(**overrides):
-    conf = cfg.ConfigOpts()
-    loops_conf.register_opts(conf)
-    conf([])
-    for name, value in overrides.items():
-        conf.set_override(name, value, group='numa_policy_loops')
-    return conf.numa_policy_loops
-
-
 def _remote_memory_host(requested='first-touch+carrefour', **kwargs):
     """A memory-bound guest whose vCPUs run on node 0, memory on node 1."""
     host = sim_topology.xeon2()
@@ -105,7 +95,7 @@ def _agent(sim, agent_dry_run=False, **overrides):
     # The test guest is smaller than the memory-bound jobs the published
     # threshold was set for.
     overrides.setdefault('carrefour_min_accesses_per_us', 10.0)
-    loops = rebalance.build_runner(sim, _loops_group(**overrides), 5.0,
+    loops = rebalance.build_runner(sim, base.loops_group(**overrides), 5.0,
                                    dry_run=agent_dry_run)
     return service.Agent(sim, host='cn1', period=5.0, dry_run=agent_dry_run,
                          loops=loops, clock=lambda: sim.now)
