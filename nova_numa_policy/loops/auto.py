@@ -115,13 +115,21 @@ class Auto(base.Strategy):
     Config = Config
 
     def initial_state(self, seed=0):
-        return {'choice': {}, 'age': {}, 'interleaved': frozenset()}
+        return {'choice': {}, 'age': {}, 'interleaved': frozenset(),
+                'cputime': {}}
 
     def decide(self, snapshot, state, config):
         topo = snapshot.topology
         choice = dict(state['choice'])
         age = dict(state['age'])
         done = set(state['interleaved'])
+        # A rebooted guest's memory was placed again by first-touch: its
+        # class is measured afresh and interleaving is not done yet.
+        rebooted, seen = base.restarts(snapshot, state.get('cputime', {}))
+        for uuid in rebooted:
+            choice.pop(uuid, None)
+            age.pop(uuid, None)
+            done.discard(uuid)
         actions = []
         for inst in base.managed(snapshot):
             if inst.requested_policy != 'auto' or not inst.vcpu_cpus:
@@ -140,4 +148,4 @@ class Auto(base.Strategy):
                 done.add(uuid)
             actions.extend(mine)
         return actions, {'choice': choice, 'age': age,
-                         'interleaved': frozenset(done)}
+                         'interleaved': frozenset(done), 'cputime': seen}

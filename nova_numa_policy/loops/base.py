@@ -99,5 +99,26 @@ def imbalance(values):
     return float(values.std() / mean) if mean > 0 else 0.0
 
 
+def cputime_ns(inst):
+    """The guest's total vCPU time: it only grows while the guest runs."""
+    return sum(inst.vcpu_time_ns)
+
+
+def restarts(snapshot, seen):
+    """Guests rebooted since the last period, and the times to keep.
+
+    ``seen`` maps a guest to its vCPU time when last observed. A guest
+    whose vCPU time went backwards was rebooted: the host placed its new
+    vCPU threads and memory afresh, so what a loop remembers of it (pin
+    counts, penalties, a chosen policy, memory already interleaved)
+    describes a placement that no longer exists. Returns ``(restarted
+    uuids, new seen)``; guests gone from the snapshot are forgotten.
+    """
+    now = {i.uuid: cputime_ns(i) for i in snapshot.instances}
+    gone = {uuid for uuid, ns in now.items()
+            if uuid in seen and ns < seen[uuid]}
+    return gone, now
+
+
 def pct(value):
     return f'{100.0 * value:.0f} %'

@@ -22,9 +22,19 @@ when the guest slows down. Per guest:
 So that the feedback can act before the harm is done, a node receives
 the vCPUs of at most one guest per period; the others wait for the next
 period (vNUIOA would otherwise crowd the NIC's node with every I/O guest
-in one step, before any harm could be measured). Page moves are not
-limited this way: Carrefour spreads two guests over the same nodes at
-once, and serializing them made convergence seed-dependent.
+in one step, before any harm could be measured). Page moves are limited
+this way only onto a node another guest uses and the mover does not run
+on, or one where another guest lives wholly (all its vCPUs, most of its
+memory): Carrefour spreads two guests over the same nodes at once, and
+serializing them made convergence seed-dependent; neither guest lives
+wholly on one node there.
+
+Feedback alone lets the guest a move harms lose one arrival's worth
+before it reacts. For a guest living wholly on one node the guard also
+predicts: each arrival there (another guest's load, nothing done to the
+guest itself in that period) shows what one arrival costs it; the next
+is refused while its latest progress, less that cost, would fall more
+than ``tolerance`` below its reference.
 
 Actions on a guest itself are never refused for its own sake: a loop
 acting on a slowed guest is trying to repair it. Guests without a
@@ -51,6 +61,10 @@ class Config:
     # Page moves onto a node another guest uses: at most one guest's per
     # period, so the feedback sees each arrival before the next.
     one_page_arrival_per_node: bool = True
+    # A guest lives wholly on a node when all its vCPUs run there and at
+    # least this share of its memory is there: well placed already, it
+    # has nothing to gain from any loop and only load to lose.
+    home_share: float = 0.9
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,11 +76,28 @@ class Record:
     protected: bool = False
     age: int = 0
     cputime_ns: int = 0  # the guest's vCPU time when last seen
+    last: float = 0.0  # the latest sample, unsmoothed
+    # The most one other guest's arrival on its home node has cost it, as
+    # a fraction of the reference; what the next arrival is expected to.
+    step: float = 0.0
+    arrival: bool = False  # another guest's load landed on its home node
+    moved: bool = False  # and an action on the guest itself, same period
 
     @property
     def loss(self):
         """How far below its reference the guest is, 0.0 when not."""
         return max(0.0, 1.0 - self.ewma / self.ref) if self.ref > 0 else 0.0
+
+    def expected_loss(self):
+        """Its loss after one more arrival like the worst one seen.
+
+        From the latest sample, not the smoothed one, and signed: a guest
+        a loop has lifted above its reference has that much to give
+        before an arrival harms it.
+        """
+        if self.ref <= 0:
+            return 0.0
+        return 1.0 - self.last / self.ref + self.step
 
 
 def initial_state():
@@ -96,6 +127,22 @@ def exposure(topology, inst, min_share):
     return nodes
 
 
+def home(topology, inst, config):
+    """The node ``inst`` lives on wholly, or None (see ``home_share``).
+
+    Such a guest is where every loop would put it: any other guest's load
+    arriving on its node can only cost it.
+    """
+    nodes = set(base.vcpu_nodes(topology, inst))
+    if len(nodes) != 1 or None in nodes:
+        return None
+    (node,) = nodes
+    mem = base.memory_vector(topology, inst)
+    total = mem.sum()
+    return node if total > 0 and mem[node] >= config.home_share * total \
+        else None
+
+
 def restarted(rec, cputime_ns):
     """True when the guest's vCPU time went backwards: it was rebooted.
 
@@ -109,7 +156,12 @@ def _update(rec, value, config, cputime_ns=0):
     if (rec is None or rec.age >= config.revisit_periods
             or restarted(rec, cputime_ns)):
         return Record(ref=value, samples=1, ewma=value,
-                      cputime_ns=cputime_ns)
+                      cputime_ns=cputime_ns, last=value)
+    step = rec.step
+    if rec.arrival and not rec.moved and rec.ref > 0:
+        # Only another guest's load changed on its node: the drop is what
+        # that arrival cost it.
+        step = max(step, (rec.last - value) / rec.ref)
     ewma = config.smoothing * rec.ewma + (1 - config.smoothing) * value
     ref, samples = rec.ref, rec.samples
     if not rec.disturbed:
@@ -119,7 +171,8 @@ def _update(rec, value, config, cputime_ns=0):
     protected = rec.disturbed and ewma < (1.0 - config.tolerance) * ref
     return dataclasses.replace(rec, ref=ref, samples=samples, ewma=ewma,
                                protected=protected, age=rec.age + 1,
-                               cputime_ns=cputime_ns)
+                               cputime_ns=cputime_ns, last=value, step=step,
+                               arrival=False, moved=False)
 
 
 def observe(snapshot, state, config):
@@ -129,7 +182,7 @@ def observe(snapshot, state, config):
         value = progress(snapshot.topology, inst, config.period_s)
         if value is not None:
             new[inst.uuid] = _update(state.get(inst.uuid), value, config,
-                                     sum(inst.vcpu_time_ns))
+                                     base.cputime_ns(inst))
     return new
 
 
@@ -161,6 +214,8 @@ class View:
         self.config = config
         self.by_uuid = {i.uuid: i for i in snapshot.instances}
         self._exposure = {}
+        self._residents = None
+        self._homes = None
 
     def exposure(self, uuid):
         if uuid not in self._exposure:
@@ -172,6 +227,21 @@ class View:
     def vcpu_nodes(self, uuid):
         inst = self.by_uuid.get(uuid)
         return set(base.vcpu_nodes(self.topology, inst)) if inst else set()
+
+    def home(self, uuid):
+        """The node a guest lives on wholly (vCPUs and memory), or None."""
+        if self._homes is None:
+            self._homes = {u: home(self.topology, i, self.config)
+                           for u, i in self.by_uuid.items()}
+        return self._homes.get(uuid)
+
+    def resident(self, node, uuid):
+        """True when a guest other than ``uuid`` lives wholly on ``node``."""
+        if self._residents is None:
+            self._residents = {}
+            for other in self.by_uuid:
+                self._residents.setdefault(self.home(other), set()).add(other)
+        return bool(self._residents.get(node, set()) - {uuid})
 
     def shared(self, node, uuid):
         """True when a guest other than ``uuid`` uses ``node``."""
@@ -187,6 +257,9 @@ def _arrival(view, action, dest, arrivals):
     and none of the mover's vCPUs runs on: memory following its vCPUs,
     or spread over them (Carrefour), is the repair the move exists for,
     while memory landing where the guest does not run only adds load.
+    Onto a node another guest lives on wholly even memory following the
+    mover's vCPUs waits its turn: that guest can only lose, and each
+    arrival must be seen alone to learn what it costs (:func:`_predicted`).
     """
     pin = isinstance(action, backend.PinVcpu)
     if not pin and not (isinstance(action, backend.MovePages)
@@ -197,8 +270,9 @@ def _arrival(view, action, dest, arrivals):
         first = (arrivals or {}).get(node, mover)
         if first == mover:
             continue
-        if pin or (node not in view.vcpu_nodes(mover)
-                   and view.shared(node, mover)):
+        if pin or view.resident(node, mover) or (
+                node not in view.vcpu_nodes(mover)
+                and view.shared(node, mover)):
             return f'guard: node {node} already receives {first} this period'
     return None
 
@@ -240,19 +314,56 @@ def refusal(snapshot, state, config, action, arrivals=None, view=None):
             return (f'guard: {uuid} is {base.pct(rec.loss)} '
                     f'below its undisturbed progress and uses node(s) '
                     f'{sorted(hit)}')
+    return _predicted(view, state, config, action, dest, own_loss)
+
+
+def _predicted(view, state, config, action, dest, own_loss):
+    """Refusal when the arrival would put a resident guest past tolerance.
+
+    A guest living wholly on a node has shown, with the last arrival
+    there, what one arrival costs it (``Record.step``); the next is
+    expected to cost as much on top of its present loss. Refusing before
+    it crosses the line, rather than after, keeps it within the tolerance
+    instead of one step below it. A worse-off mover still repairs itself.
+    """
+    for uuid, rec in sorted(state.items()):
+        if uuid == action.instance_uuid or rec.step <= 0:
+            continue
+        node = view.home(uuid)
+        if node not in dest:
+            continue
+        expected = rec.expected_loss()
+        if expected > config.tolerance and expected > own_loss:
+            return (f'guard: {uuid} lost {base.pct(rec.step)} to the last '
+                    f'arrival on node {node}; another would leave it '
+                    f'{base.pct(expected)} below its undisturbed progress')
     return None
 
 
 def disturb(snapshot, state, config, action, view=None):
-    """Mark the guests an admitted action touches as disturbed."""
+    """Mark the guests an admitted action touches.
+
+    Touched guests are disturbed (their reference freezes); a guest
+    living wholly on a node another guest's load now arrives on learns,
+    next period, what that arrival cost it, unless it was acted on
+    itself in the same period.
+    """
     view = view or View(snapshot, config)
     inst = view.by_uuid.get(action.instance_uuid)
     dest = destinations(view.topology, inst, action) if inst else set()
     new = dict(state)
     for uuid, rec in state.items():
-        if rec.disturbed:
+        mine = uuid == action.instance_uuid
+        if not mine and uuid not in view.by_uuid:
             continue
-        if uuid == action.instance_uuid or (
-                uuid in view.by_uuid and dest & view.exposure(uuid)):
-            new[uuid] = dataclasses.replace(rec, disturbed=True)
+        changes = {}
+        if not rec.disturbed and (mine or dest & view.exposure(uuid)):
+            changes['disturbed'] = True
+        if mine and dest and not rec.moved:
+            # A pin to the node it already runs on changes nothing.
+            changes['moved'] = True
+        elif not mine and not rec.arrival and view.home(uuid) in dest:
+            changes['arrival'] = True
+        if changes:
+            new[uuid] = dataclasses.replace(rec, **changes)
     return new

@@ -15,13 +15,16 @@ def topology(nodes=2, cpus=4, nic_node=0):
 
 
 def instance(uuid='vm', cpus=(0,), mem=None, acc=None, policy='auto',
-             io_rate=0.0, penalty=None, hands_off=None, affinity=None):
+             io_rate=0.0, penalty=None, hands_off=None, affinity=None,
+             cputime_s=0):
+    """A guest; ``cputime_s`` is each vCPU's CPU time (a reboot lowers it)."""
     everything = frozenset(range(64))
     return backend.InstanceState(
         uuid=uuid, requested_policy=policy, hands_off_reason=hands_off,
         memory_mb_per_node=mem or {}, vcpu_cpus=tuple(cpus),
         vcpu_affinity=affinity or tuple(everything for _ in cpus),
-        io_rate=io_rate, accesses_per_node=acc, vcpu_penalty=penalty)
+        io_rate=io_rate, accesses_per_node=acc, vcpu_penalty=penalty,
+        vcpu_time_ns=tuple(int(cputime_s * 1e9) for _ in cpus))
 
 
 def snapshot(instances, topo=None):

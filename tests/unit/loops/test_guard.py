@@ -95,3 +95,140 @@ class GuardTest(testtools.TestCase):
         self.assertIsNone(guard.refusal(
             snap, {}, guard.Config(one_page_arrival_per_node=False), away,
             arrivals={0: 'other'}))
+
+
+class HomeTest(testtools.TestCase):
+
+    CASES = [
+        ('every vCPU and all memory on node 1', (4, 5), {1: 1024}, 1),
+        ('90 % of its memory there is enough', (4,), {1: 900, 0: 100}, 1),
+        ('80 % is not: a loop may still bring it the rest', (4,),
+         {1: 800, 0: 200}, None),
+        ('vCPUs on two nodes', (0, 4), {0: 1024}, None),
+        ('no memory reported', (4,), {}, None),
+    ]
+
+    def test_home(self):
+        for name, cpus, mem, expected in self.CASES:
+            inst = s.instance('g', cpus, mem)
+            self.assertEqual(expected, guard.home(s.topology(), inst,
+                                                  guard.Config()), name)
+
+
+def _resident_snap(io=1000.0):
+    # 'home' lives wholly on node 0; 'a' and 'b' run on node 1 with their
+    # memory on node 2 (three nodes of four CPUs).
+    return s.snapshot([
+        s.instance('home', (0,), {0: 1024}, io_rate=io),
+        s.instance('a', (4,), {2: 1024}, io_rate=900),
+        s.instance('b', (5,), {2: 1024}, io_rate=900)],
+        s.topology(nodes=3))
+
+
+def _pages(uuid, node):
+    return backend.MovePages(instance_uuid=uuid, source_node=2,
+                             target_node=node, pages=10, reason='t')
+
+
+class PredictedHarmTest(testtools.TestCase):
+    """A guest living wholly on a node: the next arrival is predicted.
+
+    Its reference is 1000 req/s; one arrival on its node cost it
+    ``step``. The tolerance is 1 %.
+    """
+
+    CASES = [
+        # (name, its latest progress, step, the action, refused)
+        ('the last arrival cost 1.5 %: the next would pass 1 %, refused',
+         1000, 0.015, _pages('b', 0), True),
+        ('the last arrival cost 0.3 %, it is 0.3 % down: the next leaves '
+         'it at 0.6 %, admitted', 997, 0.003, _pages('b', 0), False),
+        ('the same 0.3 % arrival when it is already 0.8 % down: refused',
+         992, 0.003, _pages('b', 0), True),
+        ('a loop lifted it 10 % above its reference: a 1.5 % arrival '
+         'still leaves it above, admitted', 1100, 0.015, _pages('b', 0),
+         False),
+        ('no arrival seen yet: nothing to predict, admitted', 1000, 0.0,
+         _pages('b', 0), False),
+        ('an arrival on a node it does not live on: admitted', 1000, 0.015,
+         _pages('b', 1), False),
+        ('its own memory moving: never refused for its own sake', 1000,
+         0.015, _pages('home', 0), False),
+    ]
+
+    def test_predicted(self):
+        for name, last, step, action, refused in self.CASES:
+            state = {'home': guard.Record(ref=1000, samples=1, ewma=last,
+                                          disturbed=True, last=last,
+                                          step=step)}
+            why = guard.refusal(_resident_snap(last), state, guard.Config(),
+                                action)
+            self.assertEqual(refused, why is not None, (name, why))
+            if refused:
+                self.assertIn('home lost', why, name)
+
+    def test_worse_off_mover_repairs_itself(self):
+        state = {'home': guard.Record(ref=1000, samples=1, ewma=1000,
+                                      disturbed=True, last=1000,
+                                      step=0.015),
+                 'b': guard.Record(ref=900, samples=1, ewma=800,
+                                   disturbed=True, protected=True,
+                                   last=800)}
+        self.assertIsNone(guard.refusal(_resident_snap(), state,
+                                        guard.Config(), _pages('b', 0)))
+
+
+class LearnsArrivalCostTest(testtools.TestCase):
+    """The drop after another guest's arrival is what one arrival costs."""
+
+    CASES = [
+        # (name, admitted actions in the first period, step learnt)
+        ('a\'s memory arrived on its node, it fell 1000 -> 985',
+         [_pages('a', 0)], 0.015),
+        ('the arrival went elsewhere: its drop is not that arrival\'s',
+         [_pages('a', 1)], 0.0),
+        ('it was moved itself in the same period: the drop is not only '
+         'the arrival\'s', [_pages('a', 0), _pages('home', 0)], 0.0),
+    ]
+
+    def test_learns(self):
+        config = guard.Config()
+        for name, actions, step in self.CASES:
+            state = guard.observe(_resident_snap(1000), {}, config)
+            for action in actions:
+                state = guard.disturb(_resident_snap(1000), state, config,
+                                      action)
+            state = guard.observe(_resident_snap(985), state, config)
+            self.assertAlmostEqual(step, state['home'].step, msg=name)
+
+    def test_a_pin_to_the_node_it_runs_on_is_no_move(self):
+        config = guard.Config()
+        state = guard.observe(_resident_snap(1000), {}, config)
+        for action in (_pages('a', 0), backend.PinVcpu(
+                instance_uuid='home', vcpu=0, cpus=frozenset(range(4)),
+                reason='t')):
+            state = guard.disturb(_resident_snap(1000), state, config,
+                                  action)
+        state = guard.observe(_resident_snap(985), state, config)
+        self.assertAlmostEqual(0.015, state['home'].step)
+
+
+class ResidentArrivalsTest(testtools.TestCase):
+
+    def test_memory_following_its_vcpus_waits_on_a_residents_node(self):
+        # 'a' runs on node 1; 'home' lives wholly there in one case only.
+        follow = backend.MovePages(instance_uuid='a', source_node=2,
+                                   target_node=1, pages=10, reason='t')
+        for name, home_cpus, home_mem, refused in (
+                ('another guest lives wholly on node 1: one arrival a '
+                 'period', (6,), {1: 1024}, True),
+                ('the other guest on node 1 keeps its memory elsewhere: '
+                 'memory following vCPUs is not limited', (6,), {0: 1024},
+                 False)):
+            snap = s.snapshot([
+                s.instance('home', home_cpus, home_mem, io_rate=1000),
+                s.instance('a', (4,), {2: 1024}, io_rate=900)],
+                s.topology(nodes=3))
+            why = guard.refusal(snap, {}, guard.Config(), follow,
+                                arrivals={1: 'other'})
+            self.assertEqual(refused, why is not None, name)
