@@ -25,9 +25,17 @@ class Outcome:
 
 
 def run(name, loops=(), periods=60, seed=0, dry_run=False, configs=None,
-        access_counters=True):
+        access_counters=True, placement_seed=None):
+    """Run a scenario for ``periods`` periods with ``loops``.
+
+    ``seed`` drives the run: the host's noise, where it starts rebooted
+    guests, the loops' random picks. ``placement_seed`` (default: the
+    same) decides where the host placed the guests at the start; fixing
+    it while ``seed`` varies repeats one experiment run to run.
+    """
     scenario = scenarios.SCENARIOS[name]
-    host, vms = scenario.build(seed)
+    host, vms = scenario.build(seed if placement_seed is None
+                               else placement_seed)
     sim = sim_backend.SimulatedBackend(host, vms, seed=seed,
                                        access_counters=access_counters)
     runner = loop_runner.Runner(sim, loop_runner.strategies(loops),
