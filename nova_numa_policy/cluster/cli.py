@@ -3,7 +3,8 @@
 ``--seed S`` runs one stream; ``--seeds N`` runs seeds S..S+N-1 and adds
 the relative standard deviation over them. ``--json`` prints per-guest
 normalized throughput, the mean, the fraction of the offline optimum
-(where it is computed) and the moves.
+(where it is computed), the moves and the loop actions the agents'
+do-no-harm guard refused.
 """
 
 import json
@@ -70,5 +71,6 @@ def _print(report, out):
               f"  fraction {frac if frac is not None else '-'}  rsd "
               f"{100 * report['rsd']:.2f} %  pages "
               f"{report['pages_moved']:.0f}  vcpu moves "
-              f"{report['vcpu_moves']:.0f}  rejected "
+              f"{report['vcpu_moves']:.0f}  guard refusals "
+              f"{report['guard_refusals']:.0f}  rejected "
               f"{report['rejected']:.1f}\n")

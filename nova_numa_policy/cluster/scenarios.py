@@ -153,8 +153,9 @@ SCENARIOS = {s.name: s for s in (
              'interleave+carrefour): 6 twelve-vCPU guests on 2 AMD48.',
              _builder('high', topology.amd48, 2, [HIGH] * 6, 2, 2,
                       ('carrefour',))),
-    Scenario('consolidation', 'Seed 000 Fig. 8: two 24-vCPU guests of '
-             'different classes per AMD48 host, 3 hosts.',
+    Scenario('consolidation', 'Seed 000 Fig. 8: two 24-vCPU guests per '
+             'AMD48 host, 3 hosts, two guests of each class (low, moderate, '
+             'high); which classes share a host follows the arrival order.',
              # Two 24-vCPU guests fill a host: the operator of a
              # consolidated cloud sets the load threshold to 100 %
              # (at the default 80 % our load filter refuses the second).

@@ -47,6 +47,8 @@ class Outcome:
     pages_moved: int
     vcpu_moves: int
     window: int
+    # Loop actions the agents' do-no-harm guard refused, over the run.
+    guard_refusals: int = 0
 
     def final(self):
         """Per guest alive at the end: mean throughput over the window.
@@ -81,15 +83,21 @@ def _events(guests, period):
     return leaving, arriving, phases
 
 
-def run(spec, strategy_name, seed):
-    """Run ``spec`` (a :class:`~.scenarios.Spec`) under one strategy."""
+def run(spec, strategy_name, seed, guard=None):
+    """Run ``spec`` (a :class:`~.scenarios.Spec`) under one strategy.
+
+    ``seed`` drives everything inside the hosts: the kernel's choice of
+    CPUs, the strategy's own draws, the agents' counter noise and loops.
+    ``guard`` is the agents' do-no-harm guard configuration (None: the
+    agent's defaults).
+    """
     strategy = strategies_mod.STRATEGIES[strategy_name](seed)
     hosts = [hosts_mod.ClusterHost(spec.host(), f'{spec.name}-{i}',
                                    seed=seed * 100 + i)
              for i in range(spec.n_hosts)]
     cluster = Cluster(hosts, spec.threshold)
     runners = [loop_runner.Runner(h, loop_runner.strategies(spec.loops),
-                                  seed=seed * 100 + i)
+                                  seed=seed * 100 + i, guard=guard)
                for i, h in enumerate(hosts)] if strategy.loops else []
     where, rejected, rows, gone = {}, [], [], []
     column = {g.uuid: j for j, g in enumerate(spec.guests)}
@@ -125,4 +133,5 @@ def run(spec, strategy_name, seed):
                    rejected=rejected, hosts=where,
                    pages_moved=sum(vm.pages_moved for vm in everyone),
                    vcpu_moves=sum(vm.vcpu_moves for vm in everyone),
-                   window=spec.window)
+                   window=spec.window,
+                   guard_refusals=sum(r.actions_refused for r in runners))

@@ -30,6 +30,14 @@ class ClusterCliTest(testtools.TestCase):
         self.assertAlmostEqual(report['mean'] / report['optimum'],
                                report['fraction_of_optimum'], places=3)
         self.assertIn('rsd', report)
+        # Baselines run no loops: their agents' guard refuses nothing.
+        self.assertEqual(0, report['guard_refusals'])
+
+    def test_text_output_counts_guard_refusals(self):
+        rc, text = self._run(['simulate', 'cluster', '--scenario', 'low',
+                              '--strategy', 'ours', '--no-optimum'])
+        self.assertEqual(0, rc)
+        self.assertIn('guard refusals', text.splitlines()[-1])
 
     def test_scenario_is_required(self):
         rc, text = self._run(['simulate', 'cluster'])

@@ -1,0 +1,167 @@
+from unittest import mock
+
+import numpy as np
+import testtools
+
+from nova_numa_policy.cluster import evidence
+
+
+def _cell(strategy, means, optimum=1.0, scenario='netperf', pages=0,
+          digests=(), refusals=0.0):
+    return evidence.Cell(scenario, strategy, tuple(range(len(means))),
+                         tuple(means), optimum, pages, 0, 0,
+                         guard_refusals=refusals, digests=tuple(digests))
+
+
+def _sources(stream, host, unguarded, scenario='moderate'):
+    off = _cell('ours', unguarded, None, scenario)
+    return evidence.Sources(scenario, 'ours', True, evidence.rsd(stream),
+                            evidence.rsd(host), off)
+
+
+class FakeOutcome:
+    """What ``evidence.cell`` reads from a run, nothing more."""
+
+    def __init__(self, value):
+        self.value = value
+        self.throughput = np.full((1, 1), value)
+        self.hosts, self.rejected = {}, []
+        self.pages_moved = self.vcpu_moves = self.guard_refusals = 0
+
+    def mean(self):
+        return self.value
+
+
+class TieTest(testtools.TestCase):
+
+    def _beats(self, cells):
+        return [s for t, s in evidence.findings(cells)
+                if t == evidence.BEATS]
+
+    def test_a_tie_at_the_optimum_says_no_strategy_can_do_better(self):
+        cells = [_cell('ours', [0.9, 0.9], 0.9),
+                 _cell('nova-vswitch', [0.9, 0.9], 0.9)]
+        (miss,) = self._beats(cells)
+        self.assertIn('ties nova-vswitch', miss)
+        self.assertIn('at the optimum', miss)
+        self.assertIn('no strategy can do better', miss)
+
+    def test_loops_that_moved_pages_are_not_said_to_find_nothing(self):
+        cells = [_cell('ours', [0.9, 0.9], 0.9, pages=10),
+                 _cell('nova-vswitch', [0.9, 0.9], 0.9)]
+        (miss,) = self._beats(cells)
+        self.assertIn('at the optimum', miss)
+        self.assertNotIn('nothing to improve', miss)
+
+    def test_identical_runs_are_the_same_placements_with_our_reason(self):
+        cells = [_cell('ours', [0.8, 0.8], 0.9, 'low', digests=('a', 'b')),
+                 _cell('nova-default', [0.8, 0.8], 0.9, 'low',
+                       digests=('a', 'b'))]
+        (miss,) = self._beats(cells)
+        self.assertIn('placed every guest as nova-default did', miss)
+        for plan in evidence.boot_reasons('low').values():
+            self.assertIn(plan.reason, miss)
+        self.assertIn(f'{0.8 / 0.9:.3f} of the optimum', miss)
+
+    def test_equal_means_from_different_runs_are_a_plain_miss(self):
+        cells = [_cell('ours', [0.8, 0.8], 0.9, 'low', digests=('a', 'b')),
+                 _cell('nova-default', [0.8, 0.8], 0.9, 'low',
+                       digests=('a', 'c'))]
+        (miss,) = self._beats(cells)
+        self.assertIn('does not beat nova-default', miss)
+
+    def test_a_lead_is_no_finding(self):
+        cells = [_cell('ours', [0.9, 0.9], 0.9),
+                 _cell('nova-default', [0.8, 0.8], 0.9)]
+        self.assertEqual([], evidence.findings(cells))
+
+
+class FindingsTest(testtools.TestCase):
+
+    def test_each_miss_names_its_target(self):
+        cells = [_cell('ours', [0.5, 0.9]), _cell('random', [0.9, 0.9])]
+        targets = sorted(t for t, _ in evidence.findings(cells))
+        self.assertEqual(sorted([evidence.FRACTION, evidence.SPREAD,
+                                 evidence.BEATS]), targets)
+
+    def test_check_is_the_sentences_of_the_findings(self):
+        cells = [_cell('ours', [0.5, 0.9]), _cell('random', [0.9, 0.9])]
+        met, misses = evidence.check(cells)
+        self.assertFalse(met)
+        self.assertEqual([s for _, s in evidence.findings(cells)], misses)
+
+    def test_a_spread_miss_names_the_guard_when_it_accounts_for_it(self):
+        cells = [_cell('ours', [0.4, 0.5], None, 'moderate', refusals=12),
+                 _cell('nova-default', [0.3, 0.4], None, 'moderate')]
+        spreads = {'moderate': _sources([0.4, 0.5], [0.4, 0.45],
+                                        [0.5, 0.5])}
+        (miss,) = [s for t, s in evidence.findings(cells, spreads)
+                   if t == evidence.SPREAD]
+        self.assertIn('the guard accounts for the miss', miss)
+        self.assertIn('refused 12 loop actions per run', miss)
+        self.assertIn('nova-default spreads '
+                      f'{100 * evidence.rsd([0.3, 0.4]):.2f} %', miss)
+
+    def test_a_spread_miss_names_the_stream_when_it_dominates(self):
+        cells = [_cell('ours', [0.4, 0.5], None, 'moderate')]
+        spreads = {'moderate': _sources([0.4, 0.5], [0.45, 0.46],
+                                        [0.4, 0.5])}
+        (miss,) = [s for _, s in evidence.findings(cells, spreads)]
+        self.assertIn('the stream accounts for most of it', miss)
+        self.assertNotIn('the guard accounts', miss)
+
+    def test_a_spread_miss_names_the_hosts_when_they_dominate(self):
+        cells = [_cell('ours', [0.4, 0.5], None, 'moderate')]
+        spreads = {'moderate': _sources([0.45, 0.46], [0.4, 0.5],
+                                        [0.4, 0.5])}
+        (miss,) = [s for _, s in evidence.findings(cells, spreads)]
+        self.assertIn('the hosts account for most of it', miss)
+
+
+class SourcesTest(testtools.TestCase):
+
+    def test_one_seed_varies_at_a_time_and_the_guard_goes_off(self):
+        calls = []
+
+        def run_one(scenario, strategy, seed, stream_seed=None, guard=None):
+            calls.append((seed, stream_seed, guard))
+            stream = seed if stream_seed is None else stream_seed
+            # Distinct effects: the stream's in tenths, the hosts' in
+            # hundredths, the guard's in thousandths.
+            return FakeOutcome(1.0 + stream / 10 + seed / 100
+                               + (guard is not None) / 1000)
+
+        with mock.patch.object(evidence, 'run_one', run_one):
+            found = evidence.sources('netperf', 'ours', [0, 1, 2])
+        self.assertAlmostEqual(evidence.rsd([1.0, 1.1, 1.2]),
+                               found.stream_rsd)
+        self.assertAlmostEqual(evidence.rsd([1.0, 1.01, 1.02]),
+                               found.host_rsd)
+        self.assertEqual((1.001, 1.111, 1.221),
+                         tuple(round(m, 6) for m in found.unguarded.means))
+        self.assertEqual({evidence.UNGUARDED}, {g for _, _, g in calls
+                                                if g is not None})
+        self.assertTrue(found.same_optimum)
+
+
+class DigestTest(testtools.TestCase):
+
+    def test_a_digest_follows_throughput_and_hosts(self):
+        a, b = FakeOutcome(0.5), FakeOutcome(0.5)
+        self.assertEqual(evidence.digest(a), evidence.digest(b))
+        b.hosts = {'guest': 1}
+        self.assertNotEqual(evidence.digest(a), evidence.digest(b))
+        self.assertNotEqual(evidence.digest(a),
+                            evidence.digest(FakeOutcome(0.6)))
+
+
+class BootReasonsTest(testtools.TestCase):
+
+    def test_first_touch_flavors_are_left_to_the_kernel(self):
+        plans = evidence.boot_reasons('low')
+        self.assertTrue(plans)
+        self.assertTrue(all(p.tune is None for p in plans.values()))
+
+    def test_nic_preferring_flavors_get_a_tune(self):
+        plans = evidence.boot_reasons('netperf')
+        self.assertTrue(all(p.tune is not None for p in plans.values()))
