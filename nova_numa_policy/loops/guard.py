@@ -36,6 +36,15 @@ guest itself in that period) shows what one arrival costs it; the next
 is refused while its latest progress, less that cost, would fall more
 than ``tolerance`` below its reference.
 
+Guests arriving on the host or leaving it are nova's doing, not a
+loop's: a drop a guest shows in the observation where the set of guests
+changed is not held against the loops. Its reference and smoothed
+progress are scaled down by that drop, so a guest already below its
+reference stays as far below it, and one that was not is not protected
+for it. Without this, the first guests on a host keep references taken
+while it was nearly empty; every later arrival leaves them "harmed", and
+the guard then refuses the newcomer's own repair onto their nodes.
+
 Actions on a guest itself are never refused for its own sake: a loop
 acting on a slowed guest is trying to repair it. Guests without a
 measurable progress (no counters, no I/O) are not protected by the guard;
@@ -82,6 +91,8 @@ class Record:
     step: float = 0.0
     arrival: bool = False  # another guest's load landed on its home node
     moved: bool = False  # and an action on the guest itself, same period
+    # The guests on the host when it was last observed.
+    peers: frozenset = frozenset()
 
     @property
     def loss(self):
@@ -152,11 +163,27 @@ def restarted(rec, cputime_ns):
     return rec is not None and cputime_ns < rec.cputime_ns
 
 
-def _update(rec, value, config, cputime_ns=0):
+def _rescaled(rec, value, peers):
+    """``rec`` with a drop seen as the host's guests changed taken out.
+
+    The drop is the arrival's (or departure's) doing: scaling the
+    reference and the smoothed progress by it keeps the guest's loss as
+    it was, and the drop teaches nothing about loop actions (``last``
+    becomes this sample). A rise is left to the usual update.
+    """
+    if peers == rec.peers or not rec.peers or not 0 < value < rec.last:
+        return rec
+    factor = value / rec.last
+    return dataclasses.replace(rec, ref=rec.ref * factor,
+                               ewma=rec.ewma * factor, last=value)
+
+
+def _update(rec, value, config, cputime_ns=0, peers=frozenset()):
     if (rec is None or rec.age >= config.revisit_periods
             or restarted(rec, cputime_ns)):
         return Record(ref=value, samples=1, ewma=value,
-                      cputime_ns=cputime_ns, last=value)
+                      cputime_ns=cputime_ns, last=value, peers=peers)
+    rec = _rescaled(rec, value, peers)
     step = rec.step
     if rec.arrival and not rec.moved and rec.ref > 0:
         # Only another guest's load changed on its node: the drop is what
@@ -172,17 +199,18 @@ def _update(rec, value, config, cputime_ns=0):
     return dataclasses.replace(rec, ref=ref, samples=samples, ewma=ewma,
                                protected=protected, age=rec.age + 1,
                                cputime_ns=cputime_ns, last=value, step=step,
-                               arrival=False, moved=False)
+                               arrival=False, moved=False, peers=peers)
 
 
 def observe(snapshot, state, config):
     """New guard state after one snapshot; never mutates ``state``."""
     new = {}
+    peers = frozenset(inst.uuid for inst in snapshot.instances)
     for inst in snapshot.instances:
         value = progress(snapshot.topology, inst, config.period_s)
         if value is not None:
             new[inst.uuid] = _update(state.get(inst.uuid), value, config,
-                                     base.cputime_ns(inst))
+                                     base.cputime_ns(inst), peers)
     return new
 
 

@@ -97,6 +97,58 @@ class GuardTest(testtools.TestCase):
             arrivals={0: 'other'}))
 
 
+class MembershipChangeTest(testtools.TestCase):
+    """A drop when guests arrive or leave is nova's, not the loops'."""
+
+    def _observed(self, before, samples):
+        """'low' disturbed at ``before``, then one sample per snapshot."""
+        config = guard.Config()
+        state = guard.observe(_snap(before), {}, config)
+        state = guard.disturb(_snap(before), state, config, _move())
+        for snap in samples:
+            state = guard.observe(snap, state, config)
+        return state, config
+
+    @staticmethod
+    def _with_newcomer(low_acc):
+        return s.snapshot(list(_snap(low_acc).instances) + [
+            s.instance('new', (2, 6), {1: 1024}, acc={1: 5000})])
+
+    @staticmethod
+    def _undisturbed_ref(low_acc):
+        return guard.observe(_snap(low_acc), {}, guard.Config())['low'].ref
+
+    def test_a_drop_as_a_guest_arrives_does_not_protect(self):
+        state, config = self._observed(1000, [self._with_newcomer(900)])
+        self.assertFalse(state['low'].protected)
+        self.assertAlmostEqual(0.9 * self._undisturbed_ref(1000),
+                               state['low'].ref)
+        self.assertIsNone(guard.refusal(self._with_newcomer(900), state,
+                                        config, _move()))
+
+    def test_the_same_drop_with_the_same_guests_protects(self):
+        state, config = self._observed(1000, [_snap(900), _snap(900)])
+        self.assertTrue(state['low'].protected)
+        self.assertIn('low', guard.refusal(_snap(900), state, config,
+                                           _move()))
+
+    def test_a_guest_already_harmed_stays_about_as_far_below(self):
+        state, _ = self._observed(1000, [_snap(900), _snap(900)])
+        harmed = state['low'].loss
+        state, _ = self._observed(1000, [_snap(900), _snap(900),
+                                         self._with_newcomer(450)])
+        self.assertTrue(state['low'].protected)
+        # Not the 50 % the arrival cost; the smoothing's lag scales too.
+        self.assertLess(state['low'].loss, harmed + 0.02)
+
+    def test_a_rise_as_a_guest_leaves_keeps_the_reference(self):
+        state, _ = self._observed(1000, [self._with_newcomer(900),
+                                         _snap(1100)])
+        self.assertAlmostEqual(0.9 * self._undisturbed_ref(1000),
+                               state['low'].ref)
+        self.assertFalse(state['low'].protected)
+
+
 class HomeTest(testtools.TestCase):
 
     CASES = [
