@@ -329,7 +329,8 @@ def compare(n_hosts, repeat, inner):
     for request, extra_specs in REQUESTS.items():
         spec = _spec(extra_specs)
         print(f'{n_hosts:5d}  {request:11s}  our filters pass '
-              f'{_passing(blocks[-1][1], hosts, spec)} of {n_hosts} hosts',
+              f'{_passing(dict(blocks)["combined"], hosts, spec)} of '
+              f'{n_hosts} hosts',
               flush=True)
         samples = []
         for rep in range(repeat):
