@@ -74,10 +74,6 @@ def assessor_for(spec_obj):
 HOST_KEY = operator.attrgetter('host', 'nodename')
 
 
-def host_key(host_state):
-    return HOST_KEY(host_state)
-
-
 def cache():
     return listener.RUNTIME.get_cache()
 

@@ -7,7 +7,6 @@ and a dict lookup is atomic, so the per-host path is one ``dict.get``.
 """
 
 import collections
-import json
 import threading
 import time
 
@@ -76,21 +75,15 @@ class ReportCache:
             self._drop(DROP_FUTURE, f'{summary.key} generated at '
                        f'{summary.generated_at}')
             return False
+        # Answers for the flavors being scheduled, computed here rather
+        # than on the next request's path; before the summary is published.
+        assess.prime(summary, assess.recent_assessors())
         return self._store(summary)
 
     def _summarize(self, payload):
-        # Size first, so an oversized report costs no object building.
-        size = len(json.dumps(payload, separators=(',', ':'), default=str))
-        if size > self.max_report_bytes:
-            raise exception.OversizedReport(
-                f'report of {size} bytes exceeds the limit of '
-                f'{self.max_report_bytes}')
+        report_mod.check_size(payload, self.max_report_bytes)
         data = report_mod.load_report_data(payload)
-        summary = summary_mod.summarize(data, self.io_rate)
-        # Answers for the flavors being scheduled, computed here rather
-        # than on the next request's path.
-        assess.prime(summary, assess.recent_assessors())
-        return summary
+        return summary_mod.summarize(data, self.io_rate)
 
     def _store(self, summary):
         key = summary.key

@@ -18,7 +18,6 @@ from oslo_config import cfg
 
 from nova.scheduler import utils as scheduler_utils
 from nova.scheduler import weights
-from nova import weights as nova_weights
 
 from nova_numa_policy.scheduling import assess
 from nova_numa_policy.scheduling import scoring
@@ -164,44 +163,25 @@ class NumaWeigher(weights.BaseHostWeigher):
         if not assessor.weighs:
             return [0.0] * len(weighed_obj_list)
         assessments = _assessments(weighed_obj_list, assessor)
-        if not any(map(_AGGREGATES, weighed_obj_list)):
-            return self._scores(assessor, assessments)
+        in_aggregate = any(map(_AGGREGATES, weighed_obj_list))
         scores = None
         for field, name, weighs in self.parts:
             if not getattr(assessor, weighs):
                 continue
+            raw = _raw_weights(assessments, field)
             configured = _configured(name)
-            normalised = nova_weights.normalize(
-                _raw_weights(assessments, field))
-            part = [_multiplier(weighed.obj, name, configured) * weight
-                    for weighed, weight in zip(weighed_obj_list, normalised)]
-            scores = part if scores is None else [
-                score + more for score, more in zip(scores, part)]
+            if in_aggregate:
+                scale, offset = _scaled(raw, 1.0)
+                part = [_multiplier(weighed.obj, name, configured)
+                        * (scale * weight + offset)
+                        for weighed, weight in zip(weighed_obj_list, raw)]
+            else:
+                # One multiplier for every host: folded into the scale.
+                scale, offset = _scaled(raw, configured)
+                part = [scale * weight + offset for weight in raw]
+            scores = part if scores is None else list(
+                map(operator.add, scores, part))
         return scores
-
-    def _scores(self, assessor, assessments):
-        """The scores when no host is in an aggregate.
-
-        One multiplier per part, so each part's normalisation and
-        multiplier are one scale and offset.
-        """
-        nic_scale = load_scale = offset = 0.0
-        nic = load = None
-        if assessor.weighs_nic:
-            nic = _raw_weights(assessments, assess.NIC_WEIGHT)
-            nic_scale, nic_offset = _scaled(nic, _configured(NIC_MULTIPLIER))
-            offset += nic_offset
-        if assessor.weighs_load:
-            load = _raw_weights(assessments, assess.LOAD_WEIGHT)
-            load_scale, load_offset = _scaled(load,
-                                              _configured(LOAD_MULTIPLIER))
-            offset += load_offset
-        if nic is None:
-            return [load_scale * w + offset for w in load]
-        if load is None:
-            return [nic_scale * w + offset for w in nic]
-        return [nic_scale * n + load_scale * w + offset
-                for n, w in zip(nic, load)]
 
     def _weigh_object(self, host_state, weight_properties):
         return 0.0

@@ -4,11 +4,9 @@ Nothing here touches the database or the bus: payloads in, checked objects
 and plain row dicts out, so every rule is unit tested on its own.
 """
 
-from oslo_serialization import jsonutils
 from oslo_utils import timeutils
 
 from nova_numa_policy.collector import actions
-from nova_numa_policy import exception
 from nova_numa_policy.objects import report as report_obj
 
 KIND_REPORT = 'report'
@@ -33,14 +31,10 @@ def parse_payload(event_type, payload, max_report_bytes):
     if event_type == actions.ACTION_EVENT_TYPE:
         return KIND_ACTION, actions.load_action(payload)
     if isinstance(payload, str):
-        text = payload
-    else:
-        try:
-            text = jsonutils.dumps(payload)
-        except (TypeError, ValueError) as exc:
-            raise exception.MalformedReport(
-                f'report payload is not serializable: {exc}')
-    return KIND_REPORT, report_obj.report_from_json(text, max_report_bytes)
+        return KIND_REPORT, report_obj.report_from_json(payload,
+                                                        max_report_bytes)
+    report_obj.check_size(payload, max_report_bytes)
+    return KIND_REPORT, report_obj.load_report(payload)
 
 
 def is_newer(row, stored):

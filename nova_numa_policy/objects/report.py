@@ -23,6 +23,7 @@ type, :class:`~nova_numa_policy.exception.MalformedReport`.
 import copy
 import datetime
 import functools
+import json
 import re
 
 from oslo_serialization import jsonutils
@@ -170,6 +171,21 @@ def dump_report(report, target_version=None):
 
 def report_to_json(report, target_version=None):
     return jsonutils.dumps(dump_report(report, target_version))
+
+
+def check_size(primitive, max_bytes):
+    """Refuse a wire primitive whose compact JSON exceeds ``max_bytes``.
+
+    Checked before anything else is read, so an oversized report costs
+    no checking or object building. The size is that of the primitive as
+    JSON, whichever way it reached this process.
+
+    :raises OversizedReport: over the limit.
+    """
+    size = len(json.dumps(primitive, separators=(',', ':'), default=str))
+    if size > max_bytes:
+        raise exception.OversizedReport(
+            f'report of {size} bytes exceeds the limit of {max_bytes}')
 
 
 def report_from_json(text, max_bytes):

@@ -215,19 +215,26 @@ def _reingest(cache, payloads):
         cache.ingest(payload)
 
 
-def _rounds(blocks, cache, payloads, hosts, spec, inner):
-    """One repetition: {run name: seconds}, blocks in the given order."""
-    times = {}
+def _runs(blocks, cache, payloads):
+    """(run name, pipeline, untimed preparation or None), in block order.
+
+    nova runs once; each of ours after reports, warm and for a new shape.
+    """
+    kinds = (('after reports', lambda: _reingest(cache, payloads)),
+             ('warm', None),
+             ('new shape', lambda: _forget_assessments(cache)))
     for name, pipeline in blocks:
         if name == 'nova':
-            times[name] = _time(pipeline, hosts, spec, inner=inner)
+            yield name, pipeline, None
             continue
-        times[f'{name} after reports'] = _time(
-            pipeline, hosts, spec, lambda: _reingest(cache, payloads), inner)
-        times[f'{name} warm'] = _time(pipeline, hosts, spec, inner=inner)
-        times[f'{name} new shape'] = _time(
-            pipeline, hosts, spec, lambda: _forget_assessments(cache), inner)
-    return times
+        for kind, before in kinds:
+            yield f'{name} {kind}', pipeline, before
+
+
+def _rounds(blocks, cache, payloads, hosts, spec, inner):
+    """One repetition: {run name: seconds}, blocks in the given order."""
+    return {run: _time(pipeline, hosts, spec, before, inner)
+            for run, pipeline, before in _runs(blocks, cache, payloads)}
 
 
 def _setup(n_hosts):
@@ -255,28 +262,20 @@ def count_instructions(n_hosts_list, sections):
         cache, payloads, hosts, blocks = _setup(n_hosts)
         for request, extra_specs in REQUESTS.items():
             spec = _spec(extra_specs)
+            for run, pipeline, before in _runs(blocks, cache, payloads):
+                _count(sections, f'{n_hosts}|{request}|{run}',
+                       lambda: pipeline.run(hosts, spec), before)
 
-            def measure(run, pipeline, before=None):
-                for measured in (False, True):
-                    if before is not None:
-                        before()
-                    gc.collect()
-                    if measured:
-                        sections.measure(
-                            f'{n_hosts}|{request}|{run}',
-                            lambda: pipeline.run(hosts, spec))
-                    else:
-                        pipeline.run(hosts, spec)
 
-            for name, pipeline in blocks:
-                if name == 'nova':
-                    measure('nova', pipeline)
-                    continue
-                measure(f'{name} after reports', pipeline,
-                        lambda: _reingest(cache, payloads))
-                measure(f'{name} warm', pipeline)
-                measure(f'{name} new shape', pipeline,
-                        lambda: _forget_assessments(cache))
+def _count(sections, name, one_pass, before):
+    for measured in (False, True):
+        if before is not None:
+            before()
+        gc.collect()
+        if measured:
+            sections.measure(name, one_pass)
+        else:
+            one_pass()
 
 
 def instruction_rows(counts):
