@@ -115,21 +115,23 @@ class Auto(base.Strategy):
     Config = Config
 
     def initial_state(self, seed=0):
-        return {'choice': {}, 'age': {}, 'interleaved': frozenset(),
-                'cputime': {}}
+        return {'choice': {}, 'age': {}, 'interleaved': frozenset()}
+
+    def forget(self, state, uuids):
+        # A rebooted guest's memory was placed again by first-touch: its
+        # class is measured afresh and interleaving is not done yet.
+        return {**state,
+                'choice': {u: c for u, c in state['choice'].items()
+                           if u not in uuids},
+                'age': {u: a for u, a in state['age'].items()
+                        if u not in uuids},
+                'interleaved': state['interleaved'] - frozenset(uuids)}
 
     def decide(self, snapshot, state, config):
         topo = snapshot.topology
         choice = dict(state['choice'])
         age = dict(state['age'])
         done = set(state['interleaved'])
-        # A rebooted guest's memory was placed again by first-touch: its
-        # class is measured afresh and interleaving is not done yet.
-        rebooted, seen = base.restarts(snapshot, state.get('cputime', {}))
-        for uuid in rebooted:
-            choice.pop(uuid, None)
-            age.pop(uuid, None)
-            done.discard(uuid)
         actions = []
         for inst in base.managed(snapshot):
             if inst.requested_policy != 'auto' or not inst.vcpu_cpus:
@@ -148,4 +150,4 @@ class Auto(base.Strategy):
                 done.add(uuid)
             actions.extend(mine)
         return actions, {'choice': choice, 'age': age,
-                         'interleaved': frozenset(done), 'cputime': seen}
+                         'interleaved': frozenset(done)}

@@ -25,6 +25,14 @@ class Strategy(abc.ABC):
     def decide(self, snapshot, state, config):
         """Return ``(actions, new_state)``; never mutate ``state``."""
 
+    def forget(self, state, uuids):
+        """``state`` without what it remembers of guests ``uuids``.
+
+        The runner calls it for guests rebooted since the last period
+        (see :func:`restarts`) before ``decide``. Never mutate ``state``.
+        """
+        return state
+
 
 def managed(snapshot):
     """The instances a loop may touch: those without a hands-off reason."""

@@ -147,19 +147,22 @@ class Brm(base.Strategy):
     Config = Config
 
     def initial_state(self, seed=0):
-        return {'seed': seed, 'tick': 0, 'vcpus': {}, 'pins': {},
-                'cputime': {}}
+        return {'seed': seed, 'tick': 0, 'vcpus': {}, 'pins': {}}
+
+    def forget(self, state, uuids):
+        # A rebooted guest's vCPUs are new threads on new CPUs: their
+        # penalties and pin counts belong to the placement before.
+        return {**state,
+                'vcpus': {k: v for k, v in state['vcpus'].items()
+                          if k[0] not in uuids},
+                'pins': {k: v for k, v in state['pins'].items()
+                         if k[0] not in uuids}}
 
     def decide(self, snapshot, state, config):
         topo = snapshot.topology
         rng = random.Random(f"{state['seed']}:{state['tick']}")
-        # A rebooted guest's vCPUs are new threads on new CPUs: their
-        # penalties and pin counts belong to the placement before.
-        rebooted, seen = base.restarts(snapshot, state.get('cputime', {}))
-        vcpus = {k: v for k, v in state['vcpus'].items()
-                 if k[0] not in rebooted}
-        pins = {k: v for k, v in state['pins'].items()
-                if k[0] not in rebooted}
+        vcpus = dict(state['vcpus'])
+        pins = dict(state['pins'])
         counts = np.zeros(len(topo.nodes))
         for inst in snapshot.instances:
             for node in base.vcpu_nodes(topo, inst):
@@ -201,4 +204,4 @@ class Brm(base.Strategy):
                            f'{node} above node {st.bias}, probability '
                            f'{st.prob} drew {draw}'))
         return actions, {'seed': state['seed'], 'tick': state['tick'] + 1,
-                         'vcpus': vcpus, 'pins': pins, 'cputime': seen}
+                         'vcpus': vcpus, 'pins': pins}

@@ -11,6 +11,7 @@ import dataclasses
 import logging
 
 from nova_numa_policy import backend
+from nova_numa_policy.loops import base
 from nova_numa_policy.loops import guard as harm_guard
 
 LOG = logging.getLogger(__name__)
@@ -89,6 +90,8 @@ class Runner:
                         for s in self.strategies}
         self.states = {s.name: s.initial_state(seed)
                        for s in self.strategies}
+        # Each guest's vCPU time when last seen: a drop is a reboot.
+        self.cputime = {}
         self.actions_applied = 0
         self.actions_dropped = 0
 
@@ -98,6 +101,10 @@ class Runner:
         by_uuid = {i.uuid: i for i in snapshot.instances}
         self.guard_state = harm_guard.observe(snapshot, self.guard_state,
                                               self.guard)
+        rebooted, self.cputime = base.restarts(snapshot, self.cputime)
+        if rebooted:
+            self.states = {s.name: s.forget(self.states[s.name], rebooted)
+                           for s in self.strategies}
         view = harm_guard.View(snapshot, self.guard)
         actions = []
         arrivals = {}

@@ -237,11 +237,6 @@ class Vnuioa(base.Strategy):
         nic = _nic_node(topo)
         counts = _load(topo, snapshot)
         pins = dict(state.get('pins', {}))
-        # A rebooted guest runs where the host put it now: its old pin
-        # count would pull it back to where it ran before the reboot.
-        rebooted, seen = base.restarts(snapshot, state.get('cputime', {}))
-        for uuid in rebooted:
-            pins.pop(uuid, None)
         actions = []
         order = sorted(base.managed(snapshot), key=lambda i: -i.io_rate)
         stacks = _stacks(topo, snapshot)
@@ -265,7 +260,14 @@ class Vnuioa(base.Strategy):
             actions.extend(_pin(topo, inst, node, self._why(
                 inst, io, node, old_nodes, counts, topo, config)))
             actions.extend(_memory(topo, inst, node, config, nic, io))
-        return actions, {'pins': pins, 'cputime': seen}
+        return actions, {'pins': pins}
+
+    def forget(self, state, uuids):
+        # A rebooted guest runs where the host put it now: its old pin
+        # count would pull it back to where it ran before the reboot.
+        pins = state.get('pins', {})
+        return {**state, 'pins': {u: p for u, p in pins.items()
+                                  if u not in uuids}}
 
     @staticmethod
     def _why(inst, io, node, old_nodes, counts, topo, config):

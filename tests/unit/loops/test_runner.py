@@ -19,6 +19,23 @@ class _Fixed(base.Strategy):
         return list(self.actions), state
 
 
+class _Remembers(base.Strategy):
+    """Records which guests the runner tells it to forget."""
+
+    name = 'remembers'
+    Config = dict
+
+    def __init__(self):
+        self.forgotten = []
+
+    def decide(self, snapshot, state, config):
+        return [], state
+
+    def forget(self, state, uuids):
+        self.forgotten.append(set(uuids))
+        return state
+
+
 def _sim():
     host, vms = scenarios.SCENARIOS['master-slave'].build(0)
     vms[1].hands_off_reason = 'hw:numa_nodes set'
@@ -52,6 +69,18 @@ class RunnerTest(testtools.TestCase):
         r = runner.Runner(_sim(), [_Fixed(pins)],
                           budget=runner.Budget(vcpu_moves_per_period=2))
         self.assertEqual(2, len(r.run_once()))
+
+    def test_a_rebooted_guest_is_forgotten_by_every_loop(self):
+        sim = _sim()
+        loop = _Remembers()
+        r = runner.Runner(sim, [loop])
+        r.run_once()
+        sim.advance()
+        r.run_once()
+        self.assertEqual([], loop.forgotten)  # still running
+        sim.reboot('master-slave-0')
+        r.run_once()
+        self.assertEqual([{'master-slave-0'}], loop.forgotten)
 
     def test_hands_off_and_reasonless_actions_are_dropped(self):
         r = runner.Runner(_sim(), [_Fixed([_move('master-slave-1', 10),
