@@ -35,6 +35,8 @@ from nova_numa_policy.sim import state as st
 # one guest's normalized throughput: a tie-breaker toward spreading.
 CONTENTION_PRICE = 0.05
 SEARCH_EVALUATIONS = 400
+# Most combinations of one host's options tried at once (see _rechoose).
+JOINT_LIMIT = 1000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -242,6 +244,44 @@ def _best_move(sim, configs, src, pair, evaluate, budget):
     return None
 
 
+def _joint_choices(sim, config, limit):
+    """Every way to re-choose the options of ``config``'s guests at once.
+
+    Guests of one application are interchangeable, so each application
+    takes a multiset of options. None when there are more than ``limit``.
+    """
+    counts = collections.Counter(app for app, _ in config)
+    per_app = []
+    total = 1
+    for app, count in sorted(counts.items(), key=lambda kv: kv[0].name):
+        n = len(options(sim, app))
+        total *= math.comb(n + count - 1, count)
+        if total > limit:
+            return None
+        per_app.append([[(app, o) for o in picked]
+                        for picked in itertools.combinations_with_replacement(
+                            options(sim, app), count)])
+    return (tuple(sorted(itertools.chain.from_iterable(parts), key=_key))
+            for parts in itertools.product(*per_app))
+
+
+def _rechoose(sim, configs, evaluate, limit=JOINT_LIMIT):
+    """Each host's options chosen jointly, where few enough to try all.
+
+    A one-guest move cannot split a host between two guests that both
+    spread over it: each half alone is worse while the other still
+    spreads. Trying every combination of a host's options finds it.
+    """
+    found = []
+    for config in configs:
+        best, value = config, evaluate(config) if config else 0.0
+        for choice in _joint_choices(sim, config, limit) or ():
+            if _feasible(sim, choice) and evaluate(choice) > value + 1e-6:
+                best, value = choice, evaluate(choice)
+        found.append(best)
+    return found
+
+
 @dataclasses.dataclass(frozen=True)
 class Solution:
     mean: float  # mean normalized throughput over the guests
@@ -254,7 +294,13 @@ def solve(sim, n_hosts, apps, budget=SEARCH_EVALUATIONS):
     counts = collections.Counter(apps)
     evaluate = Evaluator(sim)
     configs = _ilp(sim, n_hosts, counts, evaluate)
-    configs = _improve(sim, configs, evaluate, budget + evaluate.evaluations)
+    while True:
+        configs = _improve(sim, configs, evaluate,
+                           budget + evaluate.evaluations)
+        better = _rechoose(sim, configs, evaluate)
+        if better == configs:
+            break
+        configs = better
     total = sum(evaluate(c) for c in configs)
     return Solution(mean=total / len(apps),
                     configs=tuple(tuple((a.name, o) for a, o in c)

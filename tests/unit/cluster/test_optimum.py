@@ -28,3 +28,16 @@ class OptimumTest(testtools.TestCase):
                     for n in range(sim.n_nodes)]
         self.assertLessEqual(max(per_node), sim.cpus_per_node)
         self.assertEqual(12, sum(per_node))
+
+    def test_two_guests_that_both_spread_are_split_between_halves(self):
+        # One guest moving to a half while the other still spreads over
+        # every node loses; only both moving at once gains. The joint
+        # re-choice of a host's options finds it, as enumeration does.
+        sim = topology.amd48()
+        apps = [scenarios.LOW24, scenarios.HIGH24]
+        found = optimum.solve(sim, 1, apps)
+        self.assertAlmostEqual(optimum.exhaustive(sim, 1, apps),
+                               found.mean, places=6)
+        groups = [o.nodes for _, o in found.configs[0]]
+        self.assertEqual(frozenset(), groups[0] & groups[1])
+        self.assertEqual(4, len(groups[0]))
