@@ -25,16 +25,25 @@ LIVE_NODESET_MODES = (None, MODE_STRICT, MODE_RESTRICTIVE)
 # Seed 002 §4.2: above 80 % average CPU load per node performance drops,
 # so a node that busy is "high load" and gets no more NIC-prior guests.
 LOAD_THRESHOLD = 0.80
+# A guest with more than this share of a host's CPUs is large: at most
+# three share the host, and which ones do decides what each gets
+# ([numa_policy] large_guest_share; 1.0 keeps no guest to a half).
+LARGE_GUEST_SHARE = 0.25
 
 
 @dataclasses.dataclass(frozen=True)
 class MemoryTune:
     """A guest's memory policy and the CPUs its threads should run on."""
 
-    mode: str
+    # The <numatune> memory mode, or None for none: the kernel's default
+    # (first-touch) wherever the vCPUs run.
+    mode: str | None
     nodes: frozenset
     # Host CPUs for vCPUs and emulator; empty leaves them where nova put them.
     cpus: frozenset = frozenset()
+    # The host CPUs each vCPU is pinned to (index = vCPU number), one
+    # node's CPUs each; empty leaves every vCPU on ``cpus``.
+    vcpu_pins: tuple = ()
     # Why these nodes, for the driver's log (not part of the decision).
     reason: str = dataclasses.field(default='', compare=False)
 
@@ -72,8 +81,12 @@ def nic_nodes(topology):
                      if nic.numa_node is not None)
 
 
-def select_home_nodes(topology, usage, memory_mb, near=frozenset()):
-    """Pick the fewest, least loaded nodes whose free memory holds the guest.
+def select_home_nodes(topology, usage, memory_mb, near=frozenset(),
+                      vcpus=0):
+    """Pick the fewest, least loaded nodes that hold the guest.
+
+    They must hold its memory in their free memory and, since its vCPUs
+    are kept there too, have a CPU per vCPU.
 
     Nodes in ``near`` (those of the guest's NIC) come first, then the least
     loaded, then the one with most free memory; node ids break ties so the
@@ -87,11 +100,12 @@ def select_home_nodes(topology, usage, memory_mb, near=frozenset()):
         key=lambda n: (n.id not in near, round(_load(n, usage_by_node), 2),
                        -_free_mb(n, usage_by_node), n.id))
     chosen = []
-    free = 0
+    free = cpus = 0
     for node in ranked:
         chosen.append(node.id)
         free += _free_mb(node, usage_by_node)
-        if free >= memory_mb:
+        cpus += len(node.cpus)
+        if free >= memory_mb and cpus >= vcpus:
             return frozenset(chosen)
     return frozenset(n.id for n in topology.nodes)
 
@@ -173,30 +187,155 @@ def nic_placement(numa_policy, topology, usage=(), vcpus=1, placed=None,
         f'NUMA-prior: {busy}; node {best.id} is the nearest with room')
 
 
+def nodes_needed(topology, vcpus):
+    """How many of the host's largest nodes hold ``vcpus``, a CPU each."""
+    per_node = max(len(node.cpus) for node in topology.nodes)
+    return -(-vcpus // per_node)
+
+
+def deal_vcpus(topology, nodes, vcpus, usage=(), placed=None,
+               allowed_cpus=None):
+    """The CPUs each vCPU is pinned to: one node's, dealt evenly.
+
+    Each vCPU in turn goes to the node of ``nodes`` with the fewest vCPUs
+    for its CPUs, counting the guests already there and the vCPUs dealt
+    before it (node ids break ties), so a guest spread over several nodes
+    puts as many threads near each of its memory controllers and none
+    piles onto a node others already fill. Nodes without a CPU nova
+    allows guests on take none.
+    """
+    usage_by_node = {u.node_id: u for u in usage}
+    placed = placed or {}
+    pins = {node.id: _restrict(cpus_of(topology, {node.id}), allowed_cpus)
+            for node in topology.nodes if node.id in nodes}
+    candidates = [node for node in topology.nodes if node.id in nodes
+                  and (not allowed_cpus
+                       or frozenset(node.cpus) & frozenset(allowed_cpus))]
+    if not candidates:
+        return ()
+    demand = {node.id: _demand(node, usage_by_node, placed)
+              for node in candidates}
+    dealt = []
+    for _ in range(vcpus):
+        node = min(candidates,
+                   key=lambda n: (demand[n.id] / len(n.cpus), n.id))
+        demand[node.id] += 1
+        dealt.append(pins[node.id])
+    return tuple(dealt)
+
+
+def _idle(node, usage_by_node, placed):
+    """True when no guest's vCPU runs or is placed on ``node``."""
+    return _demand(node, usage_by_node, placed) < 0.5
+
+
+def _nearest(seed, nodes, count):
+    """``count`` of ``nodes``, nearest to ``seed`` first (ids break ties)."""
+    def order(node):
+        distance = (seed.distances[node.id]
+                    if node.id < len(seed.distances) else 0)
+        return (node.id != seed.id, distance, node.id)
+    return sorted(nodes, key=order)[:count]
+
+
+def _spread_of(group):
+    """Summed distance between the group's nodes: lower is more compact."""
+    return sum(a.distances[b.id] for a in group for b in group
+               if b.id < len(a.distances))
+
+
+def half_of_host(topology, usage=(), memory_mb=0, vcpus=1, placed=None,
+                 large_share=LARGE_GUEST_SHARE):
+    """The idle half of the host a large guest keeps to, and why.
+
+    Returns ``(nodes, reason)``; nodes are empty when the guest spreads
+    over the host.
+
+    Spread over every node, a large guest meets its one or two neighbours
+    on every memory controller, and what it gets swings with which guests
+    they are: in the simulated consolidation of two 24-vCPU guests per
+    48-CPU host (doc/source/cluster.rst) a low-imbalance guest ran at 0.73
+    beside another and at 0.55 beside an interleaved one. Seed 000 Fig. 8
+    gives each of the two guests its own half of the nodes instead: kept
+    to nodes nobody else uses, a guest sends no memory traffic to its
+    neighbours' controllers and receives none of theirs. A guest with
+    more than ``large_share`` of the host's CPUs that half the nodes hold
+    gets the most compact half whose nodes are all idle, when there is
+    one. Hosts of fewer than four nodes have no half of two nodes: a
+    single node would be a home binding nobody asked for, and interleave
+    over one node no interleave.
+    """
+    nodes = topology.nodes
+    size = len(nodes) // 2
+    total_cpus = sum(len(node.cpus) for node in nodes)
+    if size < 2:
+        return frozenset(), 'the host has no half of two nodes or more'
+    if vcpus <= large_share * total_cpus:
+        return frozenset(), (f'not a large guest, {vcpus} vCPUs being at '
+                             f"most {100 * large_share:.0f} % of the host's "
+                             f'CPUs')
+    usage_by_node = {u.node_id: u for u in usage}
+    placed = placed or {}
+    idle = [node for node in nodes if _idle(node, usage_by_node, placed)]
+    halves = []
+    for seed in idle:
+        half = _nearest(seed, idle, size)
+        if (len(half) == size
+                and sum(len(node.cpus) for node in half) >= vcpus
+                and sum(_free_mb(node, usage_by_node) for node in half)
+                >= memory_mb):
+            halves.append(half)
+    if not halves:
+        return frozenset(), 'a large guest, but no idle half holds it'
+    best = min(halves, key=lambda half: (
+        _spread_of(half), sorted(node.id for node in half)))
+    chosen = frozenset(node.id for node in best)
+    return chosen, f'a large guest kept to idle half {sorted(chosen)}'
+
+
+def _spread_pins(topology, nodes, vcpus, usage, placed, allowed_cpus):
+    """Dealt pins for a guest that needs several nodes, else none."""
+    if nodes_needed(topology, vcpus) < 2:
+        return ()
+    return deal_vcpus(topology, nodes, vcpus, usage, placed, allowed_cpus)
+
+
 def boot_plan(numa_policy, topology, usage=(), memory_mb=0,
               allowed_cpus=None, vcpus=1, instances=(),
-              threshold=LOAD_THRESHOLD):
-    """The ``<numatune>`` a new guest should start with, and why.
+              threshold=LOAD_THRESHOLD, large_share=LARGE_GUEST_SHARE):
+    """The ``<numatune>`` and vCPU pins a new guest starts with, and why.
 
     ``vcpus`` is the new guest's; ``instances`` are the guests already
-    on the host (their vCPUs count as load where they last ran), and
-    ``threshold`` the node load a NIC-prior placement may reach.
-    A None tune leaves the guest to the kernel's default, which is
-    first-touch; so does a host with a single node, where no choice
-    exists.
+    on the host (their vCPUs count as load where they last ran),
+    ``threshold`` the node load a NIC-prior placement may reach and
+    ``large_share`` the share of the host's CPUs above which a guest is
+    kept to an idle half (:func:`half_of_host`). A guest that needs more
+    than one node's CPUs has its vCPUs dealt over its nodes
+    (:func:`deal_vcpus`). A None tune leaves the guest to the kernel's
+    default, which is first-touch; so does a host with a single node,
+    where no choice exists.
     """
     if (numa_policy is None or numa_policy.within_nova_topology
             or len(topology.nodes) < 2):
         return BootPlan(None, 'no choice to make')
     placement = numa_policy.placement
-    near, why = nic_placement(numa_policy, topology, usage, vcpus,
-                              node_vcpus(topology, instances), threshold)
+    placed = node_vcpus(topology, instances)
+    near, why = nic_placement(numa_policy, topology, usage, vcpus, placed,
+                              threshold)
     all_nodes = frozenset(n.id for n in topology.nodes)
     if placement == policy.Placement.INTERLEAVE:
-        return _plan(MemoryTune(MODE_INTERLEAVE, all_nodes),
-                     'interleave over every node')
+        half, kept = half_of_host(topology, usage, memory_mb, vcpus, placed,
+                                  large_share)
+        nodes = half or all_nodes
+        pins = _spread_pins(topology, nodes, vcpus, usage, placed,
+                            allowed_cpus)
+        cpus = (_restrict(cpus_of(topology, half), allowed_cpus) if half
+                else frozenset())
+        return _plan(MemoryTune(MODE_INTERLEAVE, nodes, cpus, pins),
+                     f'interleave over {sorted(nodes)}: {kept}'
+                     + _dealt_words(pins))
     if placement == policy.Placement.HOME:
-        nodes = select_home_nodes(topology, usage, memory_mb, near)
+        nodes = select_home_nodes(topology, usage, memory_mb, near, vcpus)
         return _plan(MemoryTune(
             MODE_STRICT, nodes,
             _restrict(cpus_of(topology, nodes), allowed_cpus)),
@@ -208,7 +347,33 @@ def boot_plan(numa_policy, topology, usage=(), memory_mb=0,
         return _plan(MemoryTune(MODE_PREFERRED, near,
                                 _restrict(cpus_of(topology, near),
                                           allowed_cpus)), why)
-    return BootPlan(None, why or "first-touch is the kernel's default")
+    if placement != policy.Placement.FIRST_TOUCH or why:
+        # auto decides at run time; a NIC locality the host cannot honour
+        # leaves the guest to the kernel, saying why.
+        return BootPlan(None, why or "first-touch is the kernel's default")
+    half, kept = half_of_host(topology, usage, memory_mb, vcpus, placed,
+                              large_share)
+    if half:
+        # restrictive: the kernel's own first-touch, within the half.
+        pins = _spread_pins(topology, half, vcpus, usage, placed,
+                            allowed_cpus)
+        return _plan(MemoryTune(
+            MODE_RESTRICTIVE, half,
+            _restrict(cpus_of(topology, half), allowed_cpus), pins),
+            f'first-touch within {sorted(half)}: {kept}'
+            + _dealt_words(pins))
+    pins = _spread_pins(topology, all_nodes, vcpus, usage, placed,
+                        allowed_cpus)
+    default = f"first-touch is the kernel's default ({kept})"
+    if pins:
+        return _plan(MemoryTune(None, frozenset(), frozenset(), pins),
+                     default + _dealt_words(pins))
+    return BootPlan(None, default)
+
+
+def _dealt_words(pins):
+    return ('; vCPUs dealt evenly over the nodes, the least busy first'
+            if pins else '')
 
 
 def _plan(tune, reason):
@@ -238,10 +403,14 @@ def observed_placement(instance, topology):
     """The policy a running guest's memory binding actually realizes."""
     all_nodes = frozenset(n.id for n in topology.nodes)
     mode = instance.memory_mode
-    if mode == MODE_INTERLEAVE and len(instance.memory_nodes) > 1:
+    nodes = instance.memory_nodes
+    if mode == MODE_INTERLEAVE and len(nodes) > 1:
         return policy.Placement.INTERLEAVE.value
-    if (mode in (MODE_STRICT, MODE_RESTRICTIVE) and instance.memory_nodes
-            and instance.memory_nodes < all_nodes):
+    # restrictive only limits where the kernel's own first-touch may
+    # allocate; on several nodes that is first-touch, on one it is home.
+    if (mode == MODE_RESTRICTIVE and len(nodes) > 1) or not nodes:
+        return policy.Placement.FIRST_TOUCH.value
+    if mode in (MODE_STRICT, MODE_RESTRICTIVE) and nodes < all_nodes:
         return policy.Placement.HOME.value
     return policy.Placement.FIRST_TOUCH.value
 
@@ -280,7 +449,8 @@ def _enforce_home(instance, topology, usage, can_set_nodeset):
         return Enforcement(blocked='this host cannot change a running '
                                    "guest's nodeset")
     else:
-        home = select_home_nodes(topology, usage, instance.memory_mb)
+        home = select_home_nodes(topology, usage, instance.memory_mb,
+                                 vcpus=len(instance.vcpu_affinity))
         actions.append(backend.SetNodeset(
             instance.uuid, f'home: bind memory to nodes {sorted(home)}',
             nodes=home))

@@ -61,6 +61,17 @@ def pinned_cpus(host, nodes, count):
     return tuple(chosen)
 
 
+def pinned_cpu_sets(host, sets):
+    """A CPU per vCPU: the least busy of the CPUs it is pinned to."""
+    counts = host.cpu_counts()
+    chosen = []
+    for allowed in sets:
+        cpu = min(sorted(allowed), key=lambda c: (counts[c], c))
+        counts[cpu] += 1
+        chosen.append(cpu)
+    return tuple(chosen)
+
+
 def _unpinned(host, cpus):
     everything = frozenset(range(host.host.n_cpus))
     return tuple(everything for _ in cpus)
@@ -243,14 +254,21 @@ class Ours(NovaDefault):
         """What libvirt and the kernel make of the driver's numatune."""
         if tune is None:
             return kernel_boot(host, app, self.rng)
-        cpus = kernel_cpus(host, app.vcpus, self.rng, tune.cpus or None)
-        affinity = tuple(tune.cpus or frozenset(range(host.host.n_cpus))
-                         for _ in cpus)
+        if tune.vcpu_pins:
+            # <vcpupin>: each vCPU on the least busy CPU of its own set.
+            cpus = pinned_cpu_sets(host, tune.vcpu_pins)
+            affinity = tuple(tune.vcpu_pins)
+        else:
+            cpus = kernel_cpus(host, app.vcpus, self.rng, tune.cpus or None)
+            affinity = tuple(tune.cpus or frozenset(range(host.host.n_cpus))
+                             for _ in cpus)
         mode = {enforcement.MODE_INTERLEAVE: st.INTERLEAVE,
                 enforcement.MODE_STRICT: st.HOME}.get(tune.mode,
                                                       st.FIRST_TOUCH)
-        # preferred (first-touch near the NIC) may spill anywhere.
-        nodes = frozenset() if mode == st.FIRST_TOUCH else tune.nodes
+        # preferred (first-touch near the NIC) may spill anywhere;
+        # restrictive first-touches within its nodes.
+        nodes = (frozenset() if tune.mode == enforcement.MODE_PREFERRED
+                 else tune.nodes)
         return guests_mod.Boot(cpus=cpus, affinity=affinity, mode=mode,
                                nodes=frozenset(nodes))
 

@@ -2,6 +2,7 @@
 
 from oslo_config import cfg
 
+from nova_numa_policy import enforcement
 from nova_numa_policy import policy
 
 GROUP = cfg.OptGroup(
@@ -28,6 +29,33 @@ Possible values:
 Related options:
 
 * The flavor extra spec ``hw:numa_policy`` always wins.
+'''),
+    cfg.FloatOpt(
+        'large_guest_share',
+        default=enforcement.LARGE_GUEST_SHARE,
+        min=0.0,
+        max=1.0,
+        help='''
+The share of a host's CPUs above which a guest is large, read by the
+libvirt driver extension at boot.
+
+A large guest with ``hw:numa_policy`` ``first-touch`` (without NIC
+locality), ``interleave`` or their ``+carrefour`` variants that half of
+the host's NUMA nodes can hold is kept to a half whose nodes no other
+guest uses, when there is one: interleave over that half, or
+first-touch within it (``restrictive`` memory mode), its vCPUs pinned
+there. With at most three such guests on a host, which ones share it
+decides what each gets when they spread over every node; kept apart
+they meet on no memory controller. Hosts of fewer than four NUMA nodes
+have no half of two nodes and are not affected.
+
+Possible values:
+
+* A fraction of the host's CPUs; 1.0 keeps no guest to a half.
+
+Related options:
+
+* ``[numa_policy] default_policy``
 '''),
 ]
 

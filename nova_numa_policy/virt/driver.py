@@ -175,15 +175,25 @@ def ignored_image_properties(system_metadata):
 
 
 def apply_tune(guest, tune):
-    numatune = vconfig.LibvirtConfigGuestNUMATune()
-    numatune.memory = vconfig.LibvirtConfigGuestNUMATuneMemory()
-    numatune.memory.mode = tune.mode
-    numatune.memory.nodeset = sorted(tune.nodes)
-    guest.numatune = numatune
+    if tune.mode:
+        numatune = vconfig.LibvirtConfigGuestNUMATune()
+        numatune.memory = vconfig.LibvirtConfigGuestNUMATuneMemory()
+        numatune.memory.mode = tune.mode
+        numatune.memory.nodeset = sorted(tune.nodes)
+        guest.numatune = numatune
     if tune.cpus:
         # <vcpu cpuset> binds vCPUs and, with no <emulatorpin>, the
         # emulator threads too.
         guest.cpuset = set(tune.cpus)
+    if tune.vcpu_pins:
+        # <vcpupin> per vCPU, beside any quota nova put in <cputune>.
+        if guest.cputune is None:
+            guest.cputune = vconfig.LibvirtConfigGuestCPUTune()
+        for vcpu, cpus in enumerate(tune.vcpu_pins):
+            pin = vconfig.LibvirtConfigGuestCPUTuneVCPUPin()
+            pin.id = vcpu
+            pin.cpuset = set(cpus)
+            guest.cputune.vcpupin.append(pin)
 
 
 class NumaPolicyLibvirtDriver(libvirt_driver.LibvirtDriver):
@@ -231,18 +241,22 @@ class NumaPolicyLibvirtDriver(libvirt_driver.LibvirtDriver):
         if guest.numatune is None and instance.numa_topology is None:
             topology = host_topology(self._host.get_capabilities(),
                                      physnet_nics(CONF))
-            tune = enforcement.boot_tune(
+            plan = enforcement.boot_plan(
                 resolved, topology,
                 usage=free_memory(self._host.get_connection(), topology),
                 memory_mb=instance.flavor.memory_mb,
                 allowed_cpus=guest.cpuset, vcpus=instance.flavor.vcpus,
-                instances=running_guests(self._host))
+                instances=running_guests(self._host),
+                large_share=CONF.numa_policy.large_guest_share)
+            tune = plan.tune
         if tune is not None:
             apply_tune(guest, tune)
-        guest.metadata.append(NumaPolicyMetadata(metadata.PolicyRecord(
+        record = metadata.PolicyRecord(
             resolved, tune.mode if tune else None,
-            tune.nodes if tune else frozenset())))
-        LOG.info('Instance %s: hw:numa_policy=%s, memory %s', instance.uuid,
-                 resolved.value,
-                 f'{tune.mode} on nodes {sorted(tune.nodes)}' if tune
-                 else "left to the kernel's default")
+            tune.nodes if tune and tune.mode else frozenset())
+        guest.metadata.append(NumaPolicyMetadata(record))
+        LOG.info('Instance %s: hw:numa_policy=%s, memory %s (%s)',
+                 instance.uuid, resolved.value,
+                 f'{tune.mode} on nodes {sorted(tune.nodes)}'
+                 if tune and tune.mode else "left to the kernel's default",
+                 tune.reason if tune else 'no boot-time choice')

@@ -71,8 +71,8 @@ class DriverExtensionBootTest(libvirt_base.ServersTestBase):
             cpu_nodes=2, cpu_sockets=1, cpu_cores=2, cpu_threads=1,
             kB_mem=8 * 1024 * 1024))
 
-    def boot(self, extra_spec):
-        flavor = self._create_flavor(vcpu=2, memory_mb=1024,
+    def boot(self, extra_spec, vcpus=2):
+        flavor = self._create_flavor(vcpu=vcpus, memory_mb=1024,
                                      extra_spec=extra_spec)
         server = self._create_server(flavor_id=flavor,
                                      networks='none')
@@ -164,3 +164,80 @@ class DriverExtensionBootTest(libvirt_base.ServersTestBase):
         # fakelibvirt runs vCPU n on CPU n; the next boot counts them as
         # load on node 0 (CPUs 0 and 1).
         self.assertEqual((0, 1), guests[server['id']].vcpu_cpus)
+
+    def test_a_guest_over_both_nodes_has_its_vcpus_dealt(self):
+        # 4 vCPUs need both of fakelibvirt's two-CPU nodes: a <vcpupin>
+        # per vCPU deals them over the nodes; first-touch writes no
+        # <numatune>, the kernel's default allocation follows the vCPUs.
+        _, xml = self.boot({'hw:numa_policy': 'first-touch'}, vcpus=4)
+        root = ElementTree.fromstring(xml)
+        self.assertIsNone(root.find('./numatune'))
+        self.assertEqual({0: '0-1', 1: '2-3', 2: '0-1', 3: '2-3'},
+                         vcpu_pins(root))
+        record = metadata.find_record(root)
+        self.assertEqual(('first-touch', None),
+                         (record.policy.value, record.mode))
+
+
+def vcpu_pins(root):
+    return {int(pin.get('vcpu')): pin.get('cpuset')
+            for pin in root.findall('./cputune/vcpupin')}
+
+
+class LargeGuestBootTest(libvirt_base.ServersTestBase):
+    """Large guests on a four-node host each get an idle half of it."""
+
+    microversion = 'latest'
+
+    def setUp(self):
+        super().setUp()
+        sys.modules[SHIM_MODULE] = numa_driver
+        self.addCleanup(sys.modules.pop, SHIM_MODULE, None)
+        self.flags(compute_driver=shim.COMPUTE_DRIVER)
+        self.defined = []
+        original = fakelibvirt.Connection.defineXML
+
+        def record(conn, xml):
+            self.defined.append(xml)
+            return original(conn, xml)
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.tests.fixtures.libvirt.Connection.defineXML', record))
+        # Four nodes of two CPUs: CPUs 2n and 2n+1 on node n.
+        self.start_compute(host_info=fakelibvirt.HostInfo(
+            cpu_nodes=4, cpu_sockets=1, cpu_cores=2, cpu_threads=1,
+            kB_mem=8 * 1024 * 1024))
+
+    def boot(self, value, vcpus=4):
+        flavor = self._create_flavor(vcpu=vcpus, memory_mb=1024,
+                                     extra_spec={'hw:numa_policy': value})
+        self._create_server(flavor_id=flavor, networks='none')
+        return ElementTree.fromstring(self.defined[-1])
+
+    def test_two_large_guests_get_one_half_each(self):
+        first = self.boot('interleave+carrefour')
+        memory = first.find('./numatune/memory')
+        self.assertEqual(('interleave', '0-1'),
+                         (memory.get('mode'), memory.get('nodeset')))
+        self.assertEqual('0-3', first.find('./vcpu').get('cpuset'))
+        self.assertEqual({0: '0-1', 1: '2-3', 2: '0-1', 3: '2-3'},
+                         vcpu_pins(first))
+        # fakelibvirt runs vCPU n on CPU n: the first guest is seen on
+        # nodes 0 and 1, so the second takes the other half.
+        second = self.boot('first-touch')
+        memory = second.find('./numatune/memory')
+        self.assertEqual(('restrictive', '2-3'),
+                         (memory.get('mode'), memory.get('nodeset')))
+        self.assertEqual('4-7', second.find('./vcpu').get('cpuset'))
+        self.assertEqual({0: '4-5', 1: '6-7', 2: '4-5', 3: '6-7'},
+                         vcpu_pins(second))
+
+    def test_the_operator_can_turn_halves_off(self):
+        self.flags(large_guest_share=1.0, group='numa_policy')
+        root = self.boot('interleave')
+        memory = root.find('./numatune/memory')
+        self.assertEqual(('interleave', '0-3'),
+                         (memory.get('mode'), memory.get('nodeset')))
+        self.assertIsNone(root.find('./vcpu').get('cpuset'))
+        self.assertEqual({0: '0-1', 1: '2-3', 2: '4-5', 3: '6-7'},
+                         vcpu_pins(root))

@@ -297,3 +297,166 @@ class UndoTest(testtools.TestCase):
             backend.SetNodeset('u1', 'r', nodes=frozenset({1})),
             instance('home'), topology())
         self.assertEqual(frozenset({0, 1}), undo.nodes)
+
+
+def sockets(nodes=4, cpus=4, mem=8192):
+    """Two nodes per socket: 10 within a node, 16 on its socket, 21 else."""
+    def distance(a, b):
+        return 10 if a == b else 16 if a // 2 == b // 2 else 21
+    return backend.HostTopology(
+        nodes=tuple(backend.NodeInfo(
+            id=n, cpus=tuple(range(n * cpus, (n + 1) * cpus)),
+            memory_total_mb=mem,
+            distances=tuple(distance(n, o) for o in range(nodes)))
+            for n in range(nodes)),
+        nics=())
+
+
+def guest_on(*cpus):
+    """A guest already on the host whose vCPUs run on ``cpus``."""
+    return backend.InstanceState(uuid=f'g{cpus[0]}', requested_policy=None,
+                                 vcpu_cpus=tuple(cpus))
+
+
+def pinned_nodes(topo, pins):
+    """The node of each vCPU's pin set (each set is one node's CPUs)."""
+    found = []
+    for cpus in pins:
+        nodes = {n.id for n in topo.nodes if cpus <= frozenset(n.cpus)}
+        found.append(nodes.pop())
+    return found
+
+
+class DealVcpusTest(testtools.TestCase):
+
+    def test_each_vcpu_goes_to_the_least_busy_node_ids_breaking_ties(self):
+        topo = topology(nodes=4, cpus=4)
+        pins = enforcement.deal_vcpus(topo, {0, 1, 2, 3}, 6)
+        self.assertEqual([0, 1, 2, 3, 0, 1], pinned_nodes(topo, pins))
+        self.assertEqual(frozenset({0, 1, 2, 3}), pins[0])
+
+    def test_nodes_other_guests_fill_come_last(self):
+        topo = topology(nodes=4, cpus=4)
+        placed = enforcement.node_vcpus(topo, (guest_on(0, 1, 4),))
+        pins = enforcement.deal_vcpus(topo, {0, 1, 2, 3}, 6, placed=placed)
+        self.assertEqual([2, 3, 1, 2, 3, 0], pinned_nodes(topo, pins))
+
+    def test_only_the_given_nodes_and_cpus_nova_allows(self):
+        topo = topology(nodes=4, cpus=4)
+        pins = enforcement.deal_vcpus(topo, {1, 2, 3}, 4,
+                                      allowed_cpus={5, 6, 9, 10, 11})
+        # Node 3 has no allowed CPU; nodes 1 and 2 keep only theirs.
+        self.assertEqual((frozenset({5, 6}), frozenset({9, 10, 11}),
+                          frozenset({5, 6}), frozenset({9, 10, 11})), pins)
+        self.assertEqual((), enforcement.deal_vcpus(topo, {3}, 2,
+                                                    allowed_cpus={5, 6}))
+
+
+class HalfOfHostTest(testtools.TestCase):
+
+    def test_a_large_guest_gets_the_most_compact_idle_half(self):
+        half, reason = enforcement.half_of_host(sockets(), vcpus=8)
+        self.assertEqual(frozenset({0, 1}), half)
+        self.assertIn('large guest', reason)
+
+    def test_the_next_large_guest_gets_the_other_half(self):
+        topo = sockets()
+        placed = enforcement.node_vcpus(topo, (guest_on(0, 1, 4, 5),))
+        half, _ = enforcement.half_of_host(topo, vcpus=8, placed=placed)
+        self.assertEqual(frozenset({2, 3}), half)
+
+    def test_no_idle_half_leaves_the_guest_spread(self):
+        topo = sockets()
+        placed = enforcement.node_vcpus(topo, (guest_on(0, 4, 8),))
+        half, reason = enforcement.half_of_host(topo, vcpus=8, placed=placed)
+        self.assertEqual(frozenset(), half)
+        self.assertIn('no idle half', reason)
+
+    def test_measured_load_makes_a_node_busy_too(self):
+        use = tuple(backend.NodeUsage(n, 0.5 if n == 1 else 0.0, 8192)
+                    for n in range(4))
+        half, _ = enforcement.half_of_host(sockets(), use, vcpus=8)
+        self.assertEqual(frozenset({2, 3}), half)
+
+    def test_a_half_without_the_memory_is_no_half(self):
+        use = tuple(backend.NodeUsage(n, 0.0, 1024) for n in range(4))
+        half, _ = enforcement.half_of_host(sockets(), use, memory_mb=4096,
+                                           vcpus=8)
+        self.assertEqual(frozenset(), half)
+
+    def test_small_guests_and_small_hosts_are_not_kept_to_a_half(self):
+        cases = [
+            ('a quarter of the host is not large', sockets(), 4, 0.25,
+             'not a large guest'),
+            ('the operator turned it off', sockets(), 8, 1.0,
+             'not a large guest'),
+            ('two nodes have no half of two', topology(), 6, 0.25,
+             'no half of two nodes'),
+            ('a guest half the host cannot hold', sockets(), 12, 0.25,
+             'no idle half'),
+        ]
+        for name, topo, vcpus, share, word in cases:
+            half, reason = enforcement.half_of_host(topo, vcpus=vcpus,
+                                                    large_share=share)
+            self.assertEqual(frozenset(), half, name)
+            self.assertIn(word, reason, name)
+
+
+class SpreadBootPlanTest(testtools.TestCase):
+
+    def test_a_large_interleaved_guest_keeps_to_its_half(self):
+        topo = sockets()
+        plan = enforcement.boot_plan(resolved('interleave+carrefour'), topo,
+                                     vcpus=8, memory_mb=4096)
+        tune = plan.tune
+        self.assertEqual(('interleave', frozenset({0, 1})),
+                         (tune.mode, tune.nodes))
+        self.assertEqual(frozenset(range(8)), tune.cpus)
+        self.assertEqual([0, 1] * 4, pinned_nodes(topo, tune.vcpu_pins))
+        self.assertIn('large guest', plan.reason)
+
+    def test_a_large_first_touch_guest_first_touches_within_its_half(self):
+        topo = sockets()
+        plan = enforcement.boot_plan(
+            resolved('first-touch'), topo, vcpus=8, memory_mb=4096,
+            instances=(guest_on(0, 1, 4, 5),))
+        self.assertEqual(('restrictive', frozenset({2, 3})),
+                         (plan.tune.mode, plan.tune.nodes))
+        self.assertEqual([2, 3] * 4, pinned_nodes(topo, plan.tune.vcpu_pins))
+
+    def test_a_guest_over_several_nodes_has_its_vcpus_dealt(self):
+        topo = topology(nodes=8, cpus=6)
+        for value, mode, nodes in [('interleave', 'interleave', range(8)),
+                                   ('first-touch', None, ())]:
+            plan = enforcement.boot_plan(resolved(value), topo, vcpus=12,
+                                         memory_mb=4096)
+            self.assertEqual((mode, frozenset(nodes), frozenset()),
+                             (plan.tune.mode, plan.tune.nodes,
+                              plan.tune.cpus), value)
+            self.assertEqual(list(range(8)) + [0, 1, 2, 3],
+                             pinned_nodes(topo, plan.tune.vcpu_pins), value)
+            self.assertIn('dealt', plan.reason, value)
+
+    def test_a_guest_one_node_holds_is_left_to_the_kernel(self):
+        plan = enforcement.boot_plan(resolved('first-touch'),
+                                     topology(nodes=8, cpus=6), vcpus=6)
+        self.assertIsNone(plan.tune)
+        self.assertIn("kernel's default", plan.reason)
+        tune = enforcement.boot_tune(resolved('interleave'),
+                                     topology(nodes=8, cpus=6), vcpus=6)
+        self.assertEqual(((), frozenset(range(8))),
+                         (tune.vcpu_pins, tune.nodes))
+
+    def test_home_takes_the_nodes_its_vcpus_need(self):
+        tune = enforcement.boot_tune(resolved('home'), topology(nodes=4),
+                                     usage(8000, 8000, 8000, 8000), 1024,
+                                     vcpus=6)
+        self.assertEqual(('strict', frozenset({0, 1})),
+                         (tune.mode, tune.nodes))
+
+    def test_what_a_restrictive_guest_reports_as_applied(self):
+        topo = sockets()
+        for nodes, expected in [({2, 3}, 'first-touch'), ({2}, 'home')]:
+            inst = instance('first-touch', 'restrictive', nodes)
+            self.assertEqual(expected,
+                             enforcement.observed_placement(inst, topo))

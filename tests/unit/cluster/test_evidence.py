@@ -157,10 +157,18 @@ class DigestTest(testtools.TestCase):
 
 class BootReasonsTest(testtools.TestCase):
 
-    def test_first_touch_flavors_are_left_to_the_kernel(self):
+    def test_small_first_touch_flavors_are_left_to_the_kernel(self):
+        plan = evidence.boot_reasons('io-mixed')['memcached']
+        self.assertIsNone(plan.tune)
+        self.assertIn("kernel's default", plan.reason)
+
+    def test_first_touch_flavors_over_several_nodes_get_dealt_vcpus(self):
         plans = evidence.boot_reasons('low')
         self.assertTrue(plans)
-        self.assertTrue(all(p.tune is None for p in plans.values()))
+        for plan in plans.values():
+            self.assertIsNone(plan.tune.mode)
+            self.assertEqual(12, len(plan.tune.vcpu_pins))
+            self.assertIn('dealt', plan.reason)
 
     def test_nic_preferring_flavors_get_a_tune(self):
         plans = evidence.boot_reasons('netperf')

@@ -102,7 +102,7 @@ class OutcomeTest(testtools.TestCase):
         self.assertEqual(len(refused), int((outcome.final() == 0.0).sum()))
 
     def test_ours_runs_the_loops_and_baselines_do_not(self):
-        spec = scenarios.SCENARIOS['high'].build(0)
+        spec = scenarios.SCENARIOS['moderate'].build(0)
         ours = simulation.run(spec, strategies.Ours.name, 0)
         default = simulation.run(spec, strategies.NovaDefault.name, 0)
         self.assertGreater(ours.pages_moved, 0)

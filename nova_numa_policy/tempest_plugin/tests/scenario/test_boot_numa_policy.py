@@ -116,5 +116,9 @@ class BootNumaPolicyTest(manager.ScenarioTest):
             server['OS-EXT-SRV-ATTR:instance_name'])
         mode, nodes = whitebox.memory_tune(xml)
         self.assertEqual('interleave', mode, xml)
-        # Interleaving over the host's nodes, not a subset of them.
-        self.assertEqual(self._node_count(host), len(nodes or ()), xml)
+        # Interleaving over the host's nodes, or over half of them for a
+        # guest large enough to be kept to an idle half ([numa_policy]
+        # large_guest_share, hosts of four nodes or more).
+        count = self._node_count(host)
+        allowed = {count, count // 2} if count >= 4 else {count}
+        self.assertIn(len(nodes or ()), allowed, xml)
