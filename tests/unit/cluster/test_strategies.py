@@ -82,6 +82,31 @@ class OursTest(testtools.TestCase):
                                       np.random.default_rng(0))
         self.assertEqual(list(range(8)), sorted(cpus))
 
+    def test_vcpus_of_a_guest_over_several_nodes_are_dealt(self):
+        cluster = _cluster(1, topology.amd48)
+        decision = _place(cluster, strategies.Ours(),
+                          _guest(scenarios.HIGH))
+        sim = cluster.hosts[0].host
+        nodes = [sim.node_of_cpu(c) for c in decision.boot.cpus]
+        # 12 vCPUs over 8 nodes of 6 CPUs: every node once, then four.
+        self.assertEqual(list(range(8)) + [0, 1, 2, 3], nodes)
+        self.assertEqual([frozenset(sim.node_cpus(n)) for n in nodes],
+                         list(decision.boot.affinity))
+
+    def test_two_large_guests_of_a_host_share_no_node(self):
+        cluster = _cluster(1, topology.amd48)
+        ours = strategies.Ours()
+        placed = [_place(cluster, ours, _guest(app, k))
+                  for k, app in enumerate((scenarios.LOW24,
+                                           scenarios.HIGH24))]
+        sim = cluster.hosts[0].host
+        halves = [{sim.node_of_cpu(c) for c in d.boot.cpus} for d in placed]
+        self.assertEqual([4, 4], [len(h) for h in halves])
+        self.assertEqual(set(), halves[0] & halves[1])
+        # first-touch within its half, interleave over the other.
+        self.assertEqual(frozenset(halves[1]), placed[1].boot.nodes)
+        self.assertEqual(frozenset(halves[0]), placed[0].boot.nodes)
+
 
 class CheckTest(testtools.TestCase):
 
