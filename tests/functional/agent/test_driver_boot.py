@@ -46,9 +46,12 @@ def _test_driver_domain(nova_xml):
     return ElementTree.tostring(kept, encoding='unicode')
 
 
-class DriverExtensionBootTest(libvirt_base.ServersTestBase):
+class DriverBootTestBase(libvirt_base.ServersTestBase):
+    """nova's services with our driver; every defined XML is recorded."""
 
     microversion = 'latest'
+    # fakelibvirt's nodes of two CPUs: CPUs 2n and 2n+1 on node n.
+    NODES = 2
 
     def setUp(self):
         super().setUp()
@@ -68,8 +71,11 @@ class DriverExtensionBootTest(libvirt_base.ServersTestBase):
         self.useFixture(fixtures.MonkeyPatch(
             'nova.tests.fixtures.libvirt.Connection.defineXML', record))
         self.start_compute(host_info=fakelibvirt.HostInfo(
-            cpu_nodes=2, cpu_sockets=1, cpu_cores=2, cpu_threads=1,
-            kB_mem=8 * 1024 * 1024))
+            cpu_nodes=self.NODES, cpu_sockets=1, cpu_cores=2,
+            cpu_threads=1, kB_mem=8 * 1024 * 1024))
+
+
+class DriverExtensionBootTest(DriverBootTestBase):
 
     def boot(self, extra_spec, vcpus=2):
         flavor = self._create_flavor(vcpu=vcpus, memory_mb=1024,
@@ -184,29 +190,10 @@ def vcpu_pins(root):
             for pin in root.findall('./cputune/vcpupin')}
 
 
-class LargeGuestBootTest(libvirt_base.ServersTestBase):
+class LargeGuestBootTest(DriverBootTestBase):
     """Large guests on a four-node host each get an idle half of it."""
 
-    microversion = 'latest'
-
-    def setUp(self):
-        super().setUp()
-        sys.modules[SHIM_MODULE] = numa_driver
-        self.addCleanup(sys.modules.pop, SHIM_MODULE, None)
-        self.flags(compute_driver=shim.COMPUTE_DRIVER)
-        self.defined = []
-        original = fakelibvirt.Connection.defineXML
-
-        def record(conn, xml):
-            self.defined.append(xml)
-            return original(conn, xml)
-
-        self.useFixture(fixtures.MonkeyPatch(
-            'nova.tests.fixtures.libvirt.Connection.defineXML', record))
-        # Four nodes of two CPUs: CPUs 2n and 2n+1 on node n.
-        self.start_compute(host_info=fakelibvirt.HostInfo(
-            cpu_nodes=4, cpu_sockets=1, cpu_cores=2, cpu_threads=1,
-            kB_mem=8 * 1024 * 1024))
+    NODES = 4
 
     def boot(self, value, vcpus=4):
         flavor = self._create_flavor(vcpu=vcpus, memory_mb=1024,
