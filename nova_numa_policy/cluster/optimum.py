@@ -254,13 +254,13 @@ def _joint_choices(sim, config, limit):
     per_app = []
     total = 1
     for app, count in sorted(counts.items(), key=lambda kv: kv[0].name):
-        n = len(options(sim, app))
-        total *= math.comb(n + count - 1, count)
+        choices = options(sim, app)
+        total *= math.comb(len(choices) + count - 1, count)
         if total > limit:
             return None
         per_app.append([[(app, o) for o in picked]
                         for picked in itertools.combinations_with_replacement(
-                            options(sim, app), count)])
+                            choices, count)])
     return (tuple(sorted(itertools.chain.from_iterable(parts), key=_key))
             for parts in itertools.product(*per_app))
 

@@ -48,28 +48,22 @@ def kernel_cpus(host, count, rng, allowed=None):
     return tuple(chosen)
 
 
-def pinned_cpus(host, nodes, count):
-    """vCPUs dealt evenly over ``nodes``, each to the least busy CPU."""
-    counts = host.cpu_counts()
-    nodes = sorted(nodes)
-    chosen = []
-    for v in range(count):
-        cpus = host.host.node_cpus(nodes[v % len(nodes)])
-        cpu = min(cpus, key=lambda c: (counts[c], c))
-        counts[cpu] += 1
-        chosen.append(cpu)
-    return tuple(chosen)
-
-
 def pinned_cpu_sets(host, sets):
     """A CPU per vCPU: the least busy of the CPUs it is pinned to."""
     counts = host.cpu_counts()
     chosen = []
     for allowed in sets:
-        cpu = min(sorted(allowed), key=lambda c: (counts[c], c))
+        cpu = min(allowed, key=lambda c: (counts[c], c))
         counts[cpu] += 1
         chosen.append(cpu)
     return tuple(chosen)
+
+
+def pinned_cpus(host, nodes, count):
+    """vCPUs dealt evenly over ``nodes``, each to the least busy CPU."""
+    nodes = sorted(nodes)
+    return pinned_cpu_sets(host, [host.host.node_cpus(nodes[v % len(nodes)])
+                                  for v in range(count)])
 
 
 def _unpinned(host, cpus):

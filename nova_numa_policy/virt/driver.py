@@ -238,6 +238,7 @@ class NumaPolicyLibvirtDriver(libvirt_driver.LibvirtDriver):
         if resolved is None:
             return
         tune = None
+        why = "nova's own NUMA topology or <numatune> is kept"
         if guest.numatune is None and instance.numa_topology is None:
             topology = host_topology(self._host.get_capabilities(),
                                      physnet_nics(CONF))
@@ -248,15 +249,15 @@ class NumaPolicyLibvirtDriver(libvirt_driver.LibvirtDriver):
                 allowed_cpus=guest.cpuset, vcpus=instance.flavor.vcpus,
                 instances=running_guests(self._host),
                 large_share=CONF.numa_policy.large_guest_share)
-            tune = plan.tune
+            tune, why = plan.tune, plan.reason
         if tune is not None:
             apply_tune(guest, tune)
         record = metadata.PolicyRecord(
             resolved, tune.mode if tune else None,
-            tune.nodes if tune and tune.mode else frozenset())
+            tune.nodes if tune else frozenset())
         guest.metadata.append(NumaPolicyMetadata(record))
         LOG.info('Instance %s: hw:numa_policy=%s, memory %s (%s)',
                  instance.uuid, resolved.value,
                  f'{tune.mode} on nodes {sorted(tune.nodes)}'
                  if tune and tune.mode else "left to the kernel's default",
-                 tune.reason if tune else 'no boot-time choice')
+                 why)
