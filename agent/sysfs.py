@@ -97,26 +97,75 @@ def _int_or_none(text):
         return None
 
 
+def _device_attribute(root, name, attribute):
+    """An attribute of an interface's device, or of the nearest parent.
+
+    A PCI NIC has ``numa_node`` on its own device; a virtio NIC's device
+    is the virtio bus device, whose PCI function (its parent) has it.
+    Walks up the resolved ``device`` link to ``sys/devices``.
+    """
+    link = os.path.join(root, NET_DIR, name, 'device')
+    if not os.path.exists(link):
+        return None
+    top = os.path.realpath(os.path.join(root, 'sys', 'devices'))
+    path = os.path.realpath(link)
+    value = _read(path, attribute)
+    while value is None and path.startswith(top + os.sep):
+        path = os.path.dirname(path)
+        value = _read(path, attribute)
+    return value
+
+
+def _lower_interfaces(root, name):
+    """The interfaces ``name`` sits on (the kernel's ``lower_*`` links).
+
+    A bond's or bridge's ports, a VLAN's parent.
+    """
+    try:
+        entries = os.listdir(os.path.join(root, NET_DIR, name))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return sorted(e[len('lower_'):] for e in entries
+                  if e.startswith('lower_'))
+
+
+def _own_numa_node(root, name):
+    node = _int_or_none(_device_attribute(root, name, 'numa_node'))
+    # The kernel writes -1 when the platform does not say (no NUMA, or a
+    # firmware that leaves it out).
+    return node if node is not None and node >= 0 else None
+
+
+def nic_numa_node(root, name, _seen=()):
+    """The node of an interface: its device's, or its lower interfaces'.
+
+    A bond, bridge or VLAN has no device; it is on a node when every
+    lower interface whose node is known is on that one node.
+    """
+    if name in _seen:
+        return None
+    node = _own_numa_node(root, name)
+    if node is not None:
+        return node
+    nodes = {nic_numa_node(root, lower, _seen + (name,))
+             for lower in _lower_interfaces(root, name)}
+    nodes.discard(None)
+    return nodes.pop() if len(nodes) == 1 else None
+
+
 def read_nic(root, name, physnet=None, bridge=None):
     """One interface's locality; None if the interface does not exist."""
     if not os.path.exists(os.path.join(root, NET_DIR, name)):
         return None
-    numa_node = _int_or_none(_read(root, NET_DIR, name, 'device',
-                                   'numa_node'))
     speed = _int_or_none(_read(root, NET_DIR, name, 'speed'))
     return backend.NicInfo(
-        name=name,
-        # The kernel writes -1 when the platform does not say (no NUMA, or
-        # a firmware that leaves it out).
-        numa_node=numa_node if numa_node is not None and numa_node >= 0
-        else None,
+        name=name, numa_node=nic_numa_node(root, name),
         speed_mbps=speed if speed is not None and speed > 0 else None,
         physnet=physnet, bridge=bridge)
 
 
 def nic_local_cpus(root, name):
-    return parse_cpulist(_read(root, NET_DIR, name, 'device',
-                               'local_cpulist'))
+    return parse_cpulist(_device_attribute(root, name, 'local_cpulist'))
 
 
 def read_nics(root, physnet_interfaces, bridge_interfaces):

@@ -9,6 +9,47 @@ from agent import sysfs
 from tests import fixtures as host_fixtures
 
 
+class NicNodeTest(testtools.TestCase):
+    """Where a NIC's node is written: its device, a parent, its ports."""
+
+    def setUp(self):
+        super().setUp()
+        self.root = self.useFixture(fixtures.TempDir()).path
+        host_fixtures.numa_host(self.root, 2, 2)
+
+    def test_a_virtio_nic_takes_the_node_of_its_pci_function(self):
+        host_fixtures.write_virtio_nic(self.root, 'eth0', 1)
+        self.assertEqual(1, sysfs.nic_numa_node(self.root, 'eth0'))
+
+    def test_bridges_bonds_and_vlans_take_their_ports_node(self):
+        host_fixtures.write_virtio_nic(self.root, 'eth0', 1)
+        host_fixtures.write_nic(self.root, 'eth1', 1, '2-3')
+        host_fixtures.write_upper(self.root, 'bond0', ['eth0', 'eth1'])
+        host_fixtures.write_upper(self.root, 'vlan10', ['bond0'])
+        host_fixtures.write_upper(self.root, 'br-ex', ['vlan10'])
+        self.assertEqual(1, sysfs.nic_numa_node(self.root, 'br-ex'))
+        nics = sysfs.read_nics(self.root, {}, {'br-ex': 'br-ex'})
+        self.assertEqual([('br-ex', 1)],
+                         [(n.name, n.numa_node) for n in nics])
+
+    def test_ports_on_different_nodes_say_nothing(self):
+        host_fixtures.write_nic(self.root, 'eth0', 0, '0-1')
+        host_fixtures.write_nic(self.root, 'eth1', 1, '2-3')
+        host_fixtures.write_upper(self.root, 'bond0', ['eth0', 'eth1'])
+        self.assertIsNone(sysfs.nic_numa_node(self.root, 'bond0'))
+
+    def test_a_port_of_unknown_node_does_not_hide_the_known_one(self):
+        host_fixtures.write_nic(self.root, 'eth0', -1, '')
+        host_fixtures.write_nic(self.root, 'eth1', 1, '2-3')
+        host_fixtures.write_upper(self.root, 'bond0', ['eth0', 'eth1'])
+        self.assertEqual(1, sysfs.nic_numa_node(self.root, 'bond0'))
+
+    def test_a_link_cycle_ends(self):
+        host_fixtures.write_upper(self.root, 'a', ['b'])
+        host_fixtures.write_upper(self.root, 'b', ['a'])
+        self.assertIsNone(sysfs.nic_numa_node(self.root, 'a'))
+
+
 class SysfsTreeTest(testtools.TestCase):
 
     def root(self, layout):
