@@ -69,13 +69,15 @@ class LibvirtBackend(backend.Backend):
     def __init__(self, connection, root='/', physnet_interfaces=None,
                  bridge_interfaces=None, physnet_numa_nodes=None,
                  clock=time.monotonic, page_mover=None,
-                 pid_dir=guestproc.PID_DIR, rate_window=MIN_RATE_WINDOW):
+                 pid_dir=guestproc.PID_DIR, rate_window=MIN_RATE_WINDOW,
+                 sleep=time.sleep):
         self._connection = connection
         self._root = root
         self._physnet_interfaces = physnet_interfaces or {}
         self._bridge_interfaces = bridge_interfaces or {}
         self._physnet_numa_nodes = physnet_numa_nodes or {}
         self._clock = clock
+        self._sleep = sleep
         self._topology = None
         self._topology_generation = None
         self._rate_window = rate_window
@@ -194,7 +196,7 @@ class LibvirtBackend(backend.Backend):
             return {}
         return numamaps.memory_mb_per_node(numamaps.parse(text))
 
-    def _io_rate(self, dom, uuid):
+    def _packets_sent(self, dom, uuid):
         total = 0
         for dev in self._devices.get(uuid, ()):
             try:
@@ -204,11 +206,34 @@ class LibvirtBackend(backend.Backend):
                     raise
                 # An interface being unplugged: counted from next period.
                 LOG.debug('No stats for %s of %s: %s', dev, uuid, exc)
-        window = guestio.windowed(self._packets.get(uuid),
-                                  (self._clock(), total), guestio.packet_rate,
-                                  self._rate_window)
+        return total
+
+    def _io_rate(self, dom, uuid):
+        window = guestio.windowed(
+            self._packets.get(uuid),
+            (self._clock(), self._packets_sent(dom, uuid)),
+            guestio.packet_rate, self._rate_window)
         self._packets[uuid] = window
         return window[1]
+
+    def _start_rate_windows(self, domains):
+        """Take every rate's first sample, then wait one window.
+
+        The first observation would otherwise report every node idle and
+        every guest silent: a one-shot run (``--once``) prints nothing
+        else, and a daemon's first report reaches the schedulers.
+        """
+        self._cpu_window = ((self._clock(),
+                             discovery.read_cpu_times(self._root)), {})
+        for dom in domains:
+            try:
+                uuid = self._domain_facts(dom).uuid
+                self._packets[uuid] = (
+                    (self._clock(), self._packets_sent(dom, uuid)), 0.0)
+            except libvirt.libvirtError as exc:
+                # Gone or changing: the observation itself decides.
+                LOG.debug('No first rate sample of a domain: %s', exc)
+        self._sleep(self._rate_window)
 
     def _instance(self, dom):
         facts = self._domain_facts(dom)
@@ -238,6 +263,8 @@ class LibvirtBackend(backend.Backend):
         domains = self._call(
             'listAllDomains', conn.listAllDomains,
             libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE)
+        if self._cpu_window is None:
+            self._start_rate_windows(domains)
         instances = []
         for dom in domains:
             try:

@@ -28,7 +28,14 @@ class NodeLoadWindowTest(base.TestDriverHostTest):
         super().setUp()
         self.now = 100.0
         self.backend = libvirt_backend.LibvirtBackend(
-            self.connection, root=self.root, clock=lambda: self.now)
+            self.connection, root=self.root, clock=lambda: self.now,
+            sleep=self.sleep)
+        self.during_sleep = None
+
+    def sleep(self, seconds):
+        self.now += seconds
+        if self.during_sleep:
+            self.during_sleep()
 
     def loads(self, busy, elapsed):
         host_fixtures.write_proc(self.root, 8, busy=busy, elapsed=elapsed)
@@ -39,6 +46,17 @@ class NodeLoadWindowTest(base.TestDriverHostTest):
         self.now += 5.0
         self.assertEqual([0.5, 0.0],
                          self.loads({cpu: 500 for cpu in range(4)}, 2000))
+
+    def test_the_first_observation_measures_over_one_window(self):
+        # A one-shot run (--once) reports its first observation: it must
+        # not say every node is idle because nothing was measured yet.
+        host_fixtures.write_proc(self.root, 8, elapsed=1000)
+        self.during_sleep = lambda: host_fixtures.write_proc(
+            self.root, 8, busy={cpu: 300 for cpu in range(4, 8)},
+            elapsed=1400)
+        usage = self.backend.observe().usage
+        self.assertEqual([0.0, 0.75], [u.cpu_load for u in usage])
+        self.assertEqual(101.0, self.now)
 
     def test_an_observation_inside_the_window_keeps_the_last_loads(self):
         self.loads({}, 1000)
