@@ -196,6 +196,23 @@ def apply_tune(guest, tune):
             guest.cputune.vcpupin.append(pin)
 
 
+def write_policy(guest, resolved, plan):
+    """Write ``resolved`` into nova's guest config; the tune written.
+
+    ``plan`` is the boot decision (:func:`enforcement.boot_plan`), or
+    None where nova owns the guest's NUMA placement: the guest then keeps
+    nova's XML and only gets our metadata element.
+    """
+    tune = plan.tune if plan is not None else None
+    if tune is not None:
+        apply_tune(guest, tune)
+    record = metadata.PolicyRecord(
+        resolved, tune.mode if tune else None,
+        tune.nodes if tune else frozenset())
+    guest.metadata.append(NumaPolicyMetadata(record))
+    return tune
+
+
 class NumaPolicyLibvirtDriver(libvirt_driver.LibvirtDriver):
 
     def __init__(self, virtapi, read_only=False):
@@ -237,7 +254,7 @@ class NumaPolicyLibvirtDriver(libvirt_driver.LibvirtDriver):
             return
         if resolved is None:
             return
-        tune = None
+        plan = None
         why = "nova's own NUMA topology or <numatune> is kept"
         if guest.numatune is None and instance.numa_topology is None:
             topology = host_topology(self._host.get_capabilities(),
@@ -249,13 +266,8 @@ class NumaPolicyLibvirtDriver(libvirt_driver.LibvirtDriver):
                 allowed_cpus=guest.cpuset, vcpus=instance.flavor.vcpus,
                 instances=running_guests(self._host),
                 large_share=CONF.numa_policy.large_guest_share)
-            tune, why = plan.tune, plan.reason
-        if tune is not None:
-            apply_tune(guest, tune)
-        record = metadata.PolicyRecord(
-            resolved, tune.mode if tune else None,
-            tune.nodes if tune else frozenset())
-        guest.metadata.append(NumaPolicyMetadata(record))
+            why = plan.reason
+        tune = write_policy(guest, resolved, plan)
         LOG.info('Instance %s: hw:numa_policy=%s, memory %s (%s)',
                  instance.uuid, resolved.value,
                  f'{tune.mode} on nodes {sorted(tune.nodes)}'
