@@ -1,0 +1,113 @@
+"""The host tier's base: tests on a real kernel, libvirtd and QEMU.
+
+Every test runs against a lab host (tests/labhost): a multi-node Linux
+booted in QEMU on this machine, with Debian's libvirtd running real QEMU
+domains inside. Tests look at what the kernel says (numa_maps,
+Cpus_allowed_list, cgroup files), never only at what the agent reports.
+"""
+
+import uuid as uuid_mod
+
+import testtools
+
+from nova_numa_policy.objects import report as report_obj
+from tests.labhost import domains
+from tests.labhost import fixture
+from tests.labhost import initramfs
+from tests.labhost import kernel
+from tests.labhost import machine
+from tests.labhost import topology as topology_mod
+
+AGENT_CONFIG = """\
+[DEFAULT]
+log_file = @LOG_FILE@
+debug = true
+[numa_policy_agent]
+host = lab
+libvirt_uri = qemu:///system
+period = 5
+physnet_interfaces = {interfaces}
+page_migration = {page_migration}
+dry_run = {dry_run}
+[numa_policy_loops]
+enabled_loops = {loops}
+"""
+
+
+class Guest:
+    """A domain started in the lab host, and how it was decided."""
+
+    def __init__(self, name, uuid, pid, plan, xml):
+        self.name = name
+        self.uuid = uuid
+        self.pid = pid
+        self.plan = plan
+        self.xml = xml
+
+
+class LabTestCase(testtools.TestCase):
+    TOPOLOGY = topology_mod.TWO_NODES
+
+    def setUp(self):
+        super().setUp()
+        try:
+            self.lab = self.useFixture(
+                fixture.LabHostFixture(self.TOPOLOGY)).lab
+        except (initramfs.LabUnavailable, machine.LabError) as exc:
+            if machine.required():
+                self.fail(f'the lab host must run here '
+                          f'({machine.REQUIRE_ENV}=1): {exc}')
+            self.skipTest(f'no lab host on this machine: {exc}')
+
+    # -- guests -----------------------------------------------------------
+
+    def capabilities(self):
+        return self.lab.call('tests.labhost.inside:capabilities')
+
+    def start_guest(self, extra_specs, vcpus=2, memory_mb=128,
+                    paused=False, xml=None):
+        """A nova-defined domain of this flavor, started in the lab host."""
+        name = f'instance-{uuid_mod.uuid4().hex[:8]}'
+        plan = None
+        if xml is None:
+            xml, plan = domains.define_xml(name, vcpus, memory_mb,
+                                           extra_specs, self.capabilities())
+        started = self.lab.call('tests.labhost.inside:start_domain', xml,
+                                paused=paused)
+        return Guest(started['name'], started['uuid'], started['pid'],
+                     plan, xml)
+
+    def view(self, guest):
+        """The kernel's view of the guest's QEMU process, now."""
+        return kernel.guest_view(self.lab.call(
+            'tests.labhost.inside:kernel_view', guest.pid))
+
+    def node_cpus(self, *nodes):
+        return frozenset(cpu for node in nodes
+                         for cpu in self.TOPOLOGY.node_cpus(node))
+
+    # -- the agent --------------------------------------------------------
+
+    def agent_config(self, page_migration=False, dry_run=False,
+                     loops=(), interfaces='physnet1:eth0'):
+        return AGENT_CONFIG.format(
+            page_migration=page_migration, dry_run=dry_run,
+            loops=','.join(loops), interfaces=interfaces)
+
+    def run_agent(self, periods=1, pause=0.0, user='nova', **options):
+        """Periods of the real agent in the lab host, as ``user``.
+
+        Returns (reports, loop actions per period, log text).
+        """
+        result = self.lab.call('tests.labhost.inside:run_agent',
+                               self.agent_config(**options), periods=periods,
+                               pause=pause, user=user, timeout=600)
+        self.addDetail('agent-log', testtools.content.text_content(
+            result['log']))
+        reports = [None if r is None else report_obj.load_report(r)
+                   for r in result['reports']]
+        return reports, result['loop_actions'], result['log']
+
+    @staticmethod
+    def reported(report, guest):
+        return {i.uuid: i for i in report.instances}[guest.uuid]

@@ -1,0 +1,71 @@
+#!/bin/sh
+# The lab host's own set-up, chrooted on this machine's root file system
+# (read-only, over 9p): state on tmpfs, cgroup2, writable copies of the
+# few files of /etc the lab changes, then the request server
+# (tests/labhost/server.py) in the project's own virtualenv.
+set -eu
+. /run/lab/config.sh
+
+# Directories the host found closed to other users on the way to the
+# interpreter and the project (e.g. /root with pyenv in it, .tox): each
+# becomes an open tmpfs whose entries are the originals, bound back.
+expose() {
+    hidden="/run/lab-closed$1"
+    mkdir -p "$hidden"
+    mount --bind "$1" "$hidden"
+    mount -t tmpfs -o mode=0755 tmpfs "$1"
+    for entry in "$hidden"/* "$hidden"/.[!.]* "$hidden"/..?*; do
+        [ -e "$entry" ] || [ -L "$entry" ] || continue
+        target="$1/${entry##*/}"
+        if [ -L "$entry" ]; then
+            cp -P "$entry" "$target"
+        elif [ -d "$entry" ]; then
+            mkdir "$target" && mount --bind "$entry" "$target"
+        else
+            : > "$target" && mount --bind "$entry" "$target"
+        fi
+    done
+}
+for dir in $LAB_EXPOSE; do expose "$dir"; done
+
+for dir in /tmp /var/tmp; do mount -t tmpfs -o mode=1777 tmpfs "$dir"; done
+for dir in /var/log /var/lib/libvirt /var/cache/libvirt; do
+    [ -d "$dir" ] && mount -t tmpfs -o mode=0755 tmpfs "$dir"
+done
+mount -t cgroup2 cgroup2 /sys/fs/cgroup
+for controller in cpuset cpu memory pids; do
+    echo "+$controller" > /sys/fs/cgroup/cgroup.subtree_control || true
+done
+
+# Writable copies, bound over the read-only originals.
+etc=/run/lab-etc
+mkdir -p "$etc"
+overlay() {
+    cp -a "$1" "$etc/$(basename "$1")"
+    mount --bind "$etc/$(basename "$1")" "$1"
+}
+for path in /etc/passwd /etc/group /etc/shadow /etc/hostname; do
+    overlay "$path"
+done
+[ -d /etc/libvirt ] && overlay /etc/libvirt
+[ -d /etc/sudoers.d ] && overlay /etc/sudoers.d
+
+# The agent's user, as a compute node has it: nova, in libvirt's group.
+if ! grep -q '^nova:' /etc/passwd; then
+    echo "nova:x:$LAB_NOVA_UID:$LAB_NOVA_UID:nova:/tmp:/bin/sh" >> /etc/passwd
+    echo "nova:x:$LAB_NOVA_UID:" >> /etc/group
+    echo "nova:!:19000:0:99999:7:::" >> /etc/shadow
+fi
+# Rewritten in place: the file is a mount point, which rename cannot replace.
+awk -F: -v OFS=: '$1 == "libvirt" && $4 !~ /(^|,)nova(,|$)/ {
+    $4 = ($4 == "" ? "nova" : $4 ",nova") } 1' /etc/group > "$etc/group.new"
+cat "$etc/group.new" > /etc/group
+
+echo "$LAB_HOSTNAME" > /etc/hostname
+hostname "$LAB_HOSTNAME"
+ip link set lo up
+
+mkdir -p /tmp/root
+export HOME=/tmp/root PATH=/usr/sbin:/usr/bin:/sbin:/bin
+cd "$LAB_PROJECT"
+exec "$LAB_PYTHON" -m tests.labhost.server /run/lab

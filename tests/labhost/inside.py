@@ -1,0 +1,136 @@
+"""What the host tier runs inside a lab host, through ``LabHost.call``.
+
+Each function runs in a child of the lab host's request server (as root
+unless the call names a user) and returns JSON values. Readers return
+the kernel's raw texts; parsing them is the host side's
+(:mod:`tests.labhost.kernel`).
+"""
+
+import glob
+import os
+import time
+
+import libvirt
+
+SYSTEM_URI = 'qemu:///system'
+CGROUP_ROOT = '/sys/fs/cgroup'
+PID_DIR = '/run/libvirt/qemu'
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
+def _cgroup_dir(pid):
+    """The domain's cgroup directory: the parent of its emulator's."""
+    for line in (_read(f'/proc/{pid}/cgroup') or '').splitlines():
+        if line.startswith('0::'):
+            path = line[3:].strip()
+            if os.path.basename(path) == 'emulator':
+                path = os.path.dirname(path)
+            return path
+    return None
+
+
+def kernel_view(pid):
+    """numa_maps, each thread's name and status, the cgroups' cpuset.mems."""
+    threads = {}
+    for task in glob.glob(f'/proc/{pid}/task/*'):
+        comm, status = _read(f'{task}/comm'), _read(f'{task}/status')
+        if comm is not None and status is not None:
+            threads[os.path.basename(task)] = {'comm': comm,
+                                               'status': status}
+    mems, effective = {}, {}
+    group = _cgroup_dir(pid)
+    if group is not None:
+        base = CGROUP_ROOT + group
+        for directory in [base] + sorted(glob.glob(f'{base}/*/')):
+            name = os.path.relpath(directory, CGROUP_ROOT).rstrip('/')
+            value = _read(os.path.join(directory, 'cpuset.mems'))
+            if value is not None:
+                mems[name] = value
+                effective[name] = _read(
+                    os.path.join(directory, 'cpuset.mems.effective')) or ''
+    return {'pid': pid, 'numa_maps': _read(f'/proc/{pid}/numa_maps') or '',
+            'threads': threads, 'cpuset_mems': mems,
+            'cpuset_mems_effective': effective}
+
+
+def capabilities():
+    conn = libvirt.open(SYSTEM_URI)
+    try:
+        return conn.getCapabilities()
+    finally:
+        conn.close()
+
+
+def start_domain(xml, paused=False):
+    """Define and start a domain; its name, uuid and QEMU pid."""
+    conn = libvirt.open(SYSTEM_URI)
+    try:
+        dom = conn.defineXML(xml)
+        dom.createWithFlags(libvirt.VIR_DOMAIN_START_PAUSED if paused else 0)
+        with open(f'{PID_DIR}/{dom.name()}.pid') as f:
+            pid = int(f.read())
+        return {'name': dom.name(), 'uuid': dom.UUIDString(), 'pid': pid}
+    finally:
+        conn.close()
+
+
+def domain_xml(name, live=True):
+    conn = libvirt.open(SYSTEM_URI)
+    try:
+        flags = 0 if live else libvirt.VIR_DOMAIN_XML_INACTIVE
+        return conn.lookupByName(name).XMLDesc(flags)
+    finally:
+        conn.close()
+
+
+def remove_domains():
+    """Destroy and undefine every domain; the names removed."""
+    conn = libvirt.open(SYSTEM_URI)
+    removed = []
+    try:
+        for dom in conn.listAllDomains():
+            if dom.isActive():
+                dom.destroy()
+            dom.undefine()
+            removed.append(dom.name())
+    finally:
+        conn.close()
+    return removed
+
+
+def run_agent(config, periods=1, pause=0.0):
+    """The agent, built as numa-policy-agent builds it, for ``periods``.
+
+    ``config`` is the text of its configuration file. Returns each
+    period's report (as the wire primitive), the loops' actions of each
+    period and the agent's log.
+    """
+    from agent import cmd
+    from nova_numa_policy import conf as npconf
+    from nova_numa_policy.objects import report as report_obj
+
+    path = '/tmp/lab-agent.conf'
+    log_file = f'/tmp/lab-agent-{os.getpid()}.log'
+    with open(path, 'w') as f:
+        f.write(config.replace('@LOG_FILE@', log_file))
+    cmd.parse_args(['--config-file', path])
+    agent = cmd.build_agent(npconf.CONF)
+    reports, actions = [], []
+    for period in range(periods):
+        if period:
+            time.sleep(pause)
+        report = agent.daemon_loop(once=True)
+        reports.append(None if report is None
+                       else report_obj.dump_report(report))
+        actions.append([[loop, type(action).__name__, action.instance_uuid,
+                         action.reason] for loop, action in
+                        agent.last_loop_actions])
+    return {'reports': reports, 'loop_actions': actions,
+            'log': _read(log_file) or ''}

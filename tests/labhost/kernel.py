@@ -1,0 +1,121 @@
+"""The kernel's own view of a guest, read back for the host tier: pure.
+
+The texts come from the lab host's ``/proc`` and cgroup files
+(:func:`tests.labhost.inside.kernel_view`); the parsing here is the
+tests' own, deliberately not the agent's (:mod:`nova_numa_policy.numamaps`,
+:mod:`agent.sysfs`), so a test checks the kernel against the agent rather
+than the agent against itself.
+"""
+
+import dataclasses
+import re
+
+_NODE_PAGES = re.compile(r'\bN(\d+)=(\d+)\b')
+# QEMU names a vCPU thread "CPU <n>/<accelerator>" (TCG or KVM).
+_VCPU_THREAD = re.compile(r'^CPU (\d+)/\w+$')
+
+
+def cpulist(text):
+    """'0-2,5' -> {0, 1, 2, 5}."""
+    cpus = set()
+    for part in text.strip().split(','):
+        if part:
+            low, _, high = part.partition('-')
+            cpus.update(range(int(low), int(high or low) + 1))
+    return frozenset(cpus)
+
+
+@dataclasses.dataclass(frozen=True)
+class Mapping:
+    address: int
+    policy: str
+    pages: dict
+
+    @property
+    def total(self):
+        return sum(self.pages.values())
+
+
+def mappings(numa_maps):
+    """Each line of a numa_maps file: address, memory policy, pages/node."""
+    result = []
+    for line in numa_maps.splitlines():
+        fields = line.split()
+        if len(fields) < 2:
+            continue
+        pages = {int(n): int(p) for n, p in _NODE_PAGES.findall(line)}
+        result.append(Mapping(int(fields[0], 16), fields[1], pages))
+    return result
+
+
+def guest_ram(numa_maps):
+    """The mapping holding the guest's RAM: by far the most pages."""
+    return max(mappings(numa_maps), key=lambda m: m.total)
+
+
+@dataclasses.dataclass(frozen=True)
+class Thread:
+    tid: int
+    name: str
+    cpus_allowed: frozenset
+
+    @property
+    def vcpu(self):
+        match = _VCPU_THREAD.match(self.name)
+        return int(match.group(1)) if match else None
+
+
+@dataclasses.dataclass(frozen=True)
+class GuestView:
+    """What the kernel says about one QEMU process."""
+
+    pid: int
+    numa_maps: str
+    threads: tuple
+    # cgroup directory (relative to the cgroup2 root) -> cpuset.mems
+    # (the configured value; '' where the cgroup sets none).
+    cpuset_mems: dict
+    cpuset_mems_effective: dict
+
+    @property
+    def ram(self):
+        return guest_ram(self.numa_maps)
+
+    def vcpu_threads(self):
+        return sorted((t for t in self.threads if t.vcpu is not None),
+                      key=lambda t: t.vcpu)
+
+    def emulator_threads(self):
+        return [t for t in self.threads if t.vcpu is None]
+
+    def vcpu_cpus(self):
+        return [t.cpus_allowed for t in self.vcpu_threads()]
+
+
+def status_field(status, name):
+    for line in status.splitlines():
+        key, _, value = line.partition(':')
+        if key == name:
+            return value.strip()
+    return None
+
+
+def guest_view(raw):
+    """A GuestView from :func:`tests.labhost.inside.kernel_view`'s texts."""
+    threads = tuple(
+        Thread(int(tid), t['comm'].strip(),
+               cpulist(status_field(t['status'], 'Cpus_allowed_list')))
+        for tid, t in sorted(raw['threads'].items(), key=lambda i: int(i[0])))
+    return GuestView(pid=raw['pid'], numa_maps=raw['numa_maps'],
+                     threads=threads,
+                     cpuset_mems={k: v.strip() for k, v in
+                                  raw['cpuset_mems'].items()},
+                     cpuset_mems_effective={
+                         k: v.strip() for k, v in
+                         raw['cpuset_mems_effective'].items()})
+
+
+def share_on(pages, nodes):
+    """The share of ``pages`` ({node: count}) on ``nodes``."""
+    total = sum(pages.values())
+    return sum(pages.get(n, 0) for n in nodes) / total if total else 0.0

@@ -1,0 +1,349 @@
+"""A lab host: a real multi-node Linux booted in QEMU on this machine.
+
+:class:`LabHost` boots Debian's kernel with the NUMA topology it is
+given, this machine's root file system shared read-only (so the
+project's own virtualenv runs inside unchanged), state on tmpfs, and
+serves commands and Python calls through a shared directory
+(:mod:`tests.labhost.server`). It always cleans up: QEMU is killed when
+the lab host is shut down, when the process exits, and by the kernel if
+the process dies without a chance to (``PR_SET_PDEATHSIG``).
+
+Emulated nodes have no latency difference: a lab host proves mechanisms
+(what the kernel, libvirt and QEMU do), never gains.
+"""
+
+import atexit
+import ctypes
+import dataclasses
+import itertools
+import json
+import os
+import shlex
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from tests.labhost import initramfs
+from tests.labhost import topology as topology_mod
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROJECT = os.path.dirname(os.path.dirname(HERE))
+GUEST_SCRIPT = os.path.join(HERE, 'guest.sh')
+LIBVIRT_UP = os.path.join(HERE, 'libvirt-up.sh')
+QEMU = 'qemu-system-x86_64'
+# Set to 1 where the lab host must run (CI): a lab host that cannot boot
+# is then a failure, not a skip.
+REQUIRE_ENV = 'NUMA_POLICY_REQUIRE_LAB'
+# tcg, kvm or auto (KVM when a probe boot shows it works, else TCG).
+ACCEL_ENV = 'NUMA_POLICY_LAB_ACCEL'
+KVM_PROBE_TIMEOUT = 20.0
+BOOT_TIMEOUT = 300.0
+NOVA_UID = 4242
+# Imported once by the server before it forks a child per call.
+DEFAULT_PRELOAD = ('libvirt', 'oslo_config.cfg', 'oslo_log.log',
+                   'oslo_privsep.priv_context', 'oslo_messaging',
+                   'nova_numa_policy.objects.report', 'agent.cmd',
+                   'tests.labhost.inside')
+PR_SET_PDEATHSIG = 1
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_live = set()
+_live_lock = threading.Lock()
+
+
+class LabError(Exception):
+    """The lab host failed: it did not boot, or a request failed."""
+
+
+class CallFailed(LabError):
+    """A Python call inside the lab host raised; the message holds it."""
+
+
+@dataclasses.dataclass(frozen=True)
+class CommandResult:
+    rc: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+
+    @property
+    def ok(self):
+        return self.rc == 0
+
+
+def required():
+    return os.environ.get(REQUIRE_ENV) == '1'
+
+
+def _die_with_parent():
+    # QEMU must not outlive the test process, however that one ends.
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    os.setsid()
+
+
+def check_available():
+    """Raise LabUnavailable naming what this machine lacks to boot one."""
+    if shutil.which(QEMU) is None:
+        raise initramfs.LabUnavailable(
+            f'{QEMU} not found (apt-get install qemu-system-x86)')
+    initramfs.find_busybox()
+    return initramfs.find_kernel()
+
+
+def _kvm_usable():
+    return os.access('/dev/kvm', os.R_OK | os.W_OK)
+
+
+_accel_choice = {}
+
+
+def choose_accel(kernel, initrd, workdir):
+    """The accelerator to boot with: NUMA_POLICY_LAB_ACCEL, or probed.
+
+    KVM is tried once per process with a boot that powers off at once;
+    nested KVM may hang or fail, and TCG always works.
+    """
+    wanted = os.environ.get(ACCEL_ENV, 'auto')
+    if wanted in ('tcg', 'kvm'):
+        return wanted
+    if 'auto' in _accel_choice:
+        return _accel_choice['auto']
+    choice = 'tcg'
+    if _kvm_usable():
+        args = topology_mod.qemu_args(
+            topology_mod.TWO_NODES, kernel.image, initrd,
+            'console=ttyS0 quiet panic=-1 lab.mode=probe', (), accel='kvm')
+        try:
+            out = subprocess.run(args, capture_output=True,
+                                 timeout=KVM_PROBE_TIMEOUT,
+                                 preexec_fn=_die_with_parent)
+            if b'LAB-PROBE-OK' in out.stdout:
+                choice = 'kvm'
+        except subprocess.TimeoutExpired:
+            pass
+    _accel_choice['auto'] = choice
+    return choice
+
+
+def closed_directories(paths):
+    """Directories on the way to ``paths`` that other users cannot enter.
+
+    The agent runs as nova inside the lab host; these are reopened there
+    (guest.sh) so it can reach the interpreter and the project, as it
+    would on a compute node where they are installed for it. Parents
+    come before their children.
+    """
+    closed = []
+    for path in paths:
+        parts = os.path.abspath(path).split(os.sep)[1:]
+        for depth in range(1, len(parts)):
+            directory = os.sep + os.path.join(*parts[:depth])
+            try:
+                mode = os.stat(directory).st_mode
+            except FileNotFoundError:
+                break
+            if not mode & stat.S_IXOTH and directory not in closed:
+                closed.append(directory)
+    return sorted(closed, key=lambda d: d.count(os.sep))
+
+
+def _kill_all_at_exit():
+    with _live_lock:
+        hosts = list(_live)
+    for host in hosts:
+        host.shutdown()
+
+
+atexit.register(_kill_all_at_exit)
+
+
+class LabHost:
+    """One booted lab host; use as a context manager or call shutdown()."""
+
+    def __init__(self, topology=topology_mod.TWO_NODES, python=None,
+                 preload=DEFAULT_PRELOAD, boot_timeout=BOOT_TIMEOUT):
+        self.topology = topology
+        self.python = python or sys.executable
+        self.preload = tuple(preload)
+        self.boot_timeout = boot_timeout
+        self.accel = None
+        self.workdir = None
+        self.share = None
+        self._qemu = None
+        self._console = None
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self.boot_seconds = None
+        self.broken = False
+
+    # -- life cycle -------------------------------------------------------
+
+    def boot(self):
+        kernel = check_available()
+        self.workdir = tempfile.mkdtemp(prefix='numa-lab-')
+        try:
+            self._boot(kernel)
+        except BaseException:
+            self.shutdown()
+            raise
+        return self
+
+    def _boot(self, kernel):
+        started = time.monotonic()
+        initrd = os.path.join(self.workdir, 'initrd.gz')
+        with open(initrd, 'wb') as f:
+            f.write(initramfs.build(kernel, initramfs.find_busybox()))
+        self.share = os.path.join(self.workdir, 'share')
+        for sub in ('requests', 'results'):
+            os.makedirs(os.path.join(self.share, sub))
+        self._write_config()
+        self.accel = choose_accel(kernel, initrd, self.workdir)
+        cmdline = (f'console=ttyS0 quiet panic=-1 lab.guest={GUEST_SCRIPT}')
+        args = topology_mod.qemu_args(
+            self.topology, kernel.image, initrd, cmdline,
+            (('hostroot', '/', True), ('lab', self.share, False)),
+            accel=self.accel)
+        self._console = open(os.path.join(self.workdir, 'console.log'), 'wb')
+        self._qemu = subprocess.Popen(
+            args, stdin=subprocess.DEVNULL, stdout=self._console,
+            stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+        with _live_lock:
+            _live.add(self)
+        self._wait_ready(started + self.boot_timeout)
+        self.boot_seconds = time.monotonic() - started
+
+    def _write_config(self):
+        values = {'LAB_PYTHON': self.python, 'LAB_PROJECT': PROJECT,
+                  'LAB_EXPOSE': ' '.join(closed_directories(
+                      (self.python, os.path.realpath(self.python),
+                       PROJECT))),
+                  'LAB_NOVA_UID': str(NOVA_UID),
+                  'LAB_HOSTNAME': f'lab-{self.topology.name}'}
+        with open(os.path.join(self.share, 'config.sh'), 'w') as f:
+            for name, value in values.items():
+                f.write(f'{name}={shlex.quote(value)}\nexport {name}\n')
+        with open(os.path.join(self.share, 'preload.json'), 'w') as f:
+            json.dump(list(self.preload), f)
+
+    def _wait_ready(self, deadline):
+        ready = os.path.join(self.share, 'ready')
+        while not os.path.exists(ready):
+            if self._qemu.poll() is not None:
+                raise LabError(f'the lab host stopped while booting (QEMU '
+                               f'exit {self._qemu.returncode}):\n'
+                               f'{self.console_tail()}')
+            if time.monotonic() > deadline:
+                raise LabError(f'the lab host did not boot within '
+                               f'{self.boot_timeout:.0f}s:\n'
+                               f'{self.console_tail()}')
+            time.sleep(0.1)
+
+    def console_tail(self, lines=40):
+        if self.workdir is None:
+            return ''
+        try:
+            with open(os.path.join(self.workdir, 'console.log'), 'rb') as f:
+                text = f.read().decode(errors='replace')
+        except FileNotFoundError:
+            return ''
+        return '\n'.join(text.splitlines()[-lines:])
+
+    @property
+    def running(self):
+        return self._qemu is not None and self._qemu.poll() is None
+
+    def shutdown(self):
+        """Kill QEMU (the guest keeps nothing) and remove the work dir."""
+        qemu, self._qemu = self._qemu, None
+        if qemu is not None and qemu.poll() is None:
+            try:
+                os.killpg(qemu.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            qemu.wait()
+        if self._console is not None:
+            self._console.close()
+            self._console = None
+        with _live_lock:
+            _live.discard(self)
+        if self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.workdir = None
+
+    def __enter__(self):
+        return self.boot()
+
+    def __exit__(self, *exc):
+        self.shutdown()
+
+    # -- requests ---------------------------------------------------------
+
+    def _request(self, request, timeout):
+        if not self.running:
+            raise LabError('the lab host is not running:\n'
+                           + self.console_tail())
+        with self._lock:
+            request['id'] = next(self._ids)
+        request['timeout'] = timeout
+        name = f'{request["id"]}.json'
+        path = os.path.join(self.share, 'requests', name)
+        with open(path + '.tmp', 'w') as f:
+            json.dump(request, f)
+        os.rename(path + '.tmp', path)
+        result_path = os.path.join(self.share, 'results', name)
+        # The server enforces ``timeout``; this one covers a dead server.
+        deadline = time.monotonic() + timeout + 30
+        while not os.path.exists(result_path):
+            if not self.running:
+                raise LabError('the lab host stopped:\n'
+                               + self.console_tail())
+            if time.monotonic() > deadline:
+                self.broken = True
+                raise LabError(f'no answer from the lab host to {request}')
+            time.sleep(0.02)
+        with open(result_path) as f:
+            result = json.load(f)
+        os.unlink(result_path)
+        return result
+
+    def run(self, cmd, timeout=120, user=None, env=None, check=True):
+        """Run ``cmd`` with /bin/sh in the lab host; a CommandResult."""
+        answer = self._request({'kind': 'sh', 'cmd': cmd, 'user': user,
+                                'env': env or {}}, timeout)
+        result = CommandResult(answer['rc'], answer['stdout'],
+                               answer['stderr'], answer['timed_out'])
+        if check and not result.ok:
+            raise LabError(f'{cmd!r} in the lab host: exit {result.rc}'
+                           f'{" (timed out)" if result.timed_out else ""}'
+                           f'\nstdout: {result.stdout}\nstderr: '
+                           f'{result.stderr}')
+        return result
+
+    def call(self, target, *args, timeout=300, user=None, env=None,
+             **kwargs):
+        """``module:function(*args, **kwargs)`` in the lab host; its value.
+
+        Arguments and value travel as JSON. The function runs in a child
+        of the lab host's server: as root unless ``user`` is given.
+        """
+        answer = self._request({'kind': 'call', 'target': target,
+                                'args': list(args), 'kwargs': kwargs,
+                                'user': user, 'env': env or {}}, timeout)
+        if 'value' not in answer:
+            raise CallFailed(f'{target} in the lab host failed'
+                             f'{" (timed out)" if answer["timed_out"] else ""}'
+                             f':\n{answer.get("error") or answer["stderr"]}')
+        return answer['value']
+
+    def start_libvirtd(self, timeout=120):
+        """Start (or restart after a kill) virtlogd and libvirtd."""
+        self.run(f'sh {shlex.quote(LIBVIRT_UP)}', timeout=timeout)
+
+    def read(self, path):
+        """A file of the lab host, as text (its kernel's view)."""
+        return self.run(f'cat {shlex.quote(path)}').stdout

@@ -1,0 +1,146 @@
+"""The emulated host's shape, and the QEMU command line that makes it.
+
+Pure: a :class:`LabTopology` in, a list of QEMU arguments out. The guest
+kernel sees real NUMA nodes (ACPI SRAT/SLIT written by QEMU): CPUs and
+memory per node, a distance matrix, and a NIC whose PCI expander bridge
+sits on a chosen node, as a multi-socket server's firmware describes it.
+"""
+
+import dataclasses
+
+# QEMU writes the SLIT only for pairs it is told about; every pair is
+# given, so the guest never falls back to QEMU's 10/20 default.
+LOCAL_DISTANCE = 10
+
+
+@dataclasses.dataclass(frozen=True)
+class LabTopology:
+    """A NUMA host: ``cpus_per_node`` and ``memory_mb_per_node`` each."""
+
+    name: str
+    nodes: int
+    cpus_per_node: int
+    memory_mb_per_node: int
+    # Row i, column j: the SLIT distance from node i to node j.
+    distances: tuple
+    # The node the NIC's PCI expander bridge is attached to; None: no NIC.
+    nic_node: int | None = None
+
+    def __post_init__(self):
+        problems = distance_problems(self.distances, self.nodes)
+        if problems:
+            raise ValueError(f'{self.name}: {"; ".join(problems)}')
+        if self.nic_node is not None and not 0 <= self.nic_node < self.nodes:
+            raise ValueError(f'{self.name}: NIC on node {self.nic_node}, '
+                             f'which does not exist')
+
+    @property
+    def cpus(self):
+        return self.nodes * self.cpus_per_node
+
+    @property
+    def memory_mb(self):
+        return self.nodes * self.memory_mb_per_node
+
+    def node_cpus(self, node):
+        first = node * self.cpus_per_node
+        return tuple(range(first, first + self.cpus_per_node))
+
+
+def distance_problems(distances, nodes):
+    """What makes ``distances`` an invalid SLIT for ``nodes`` nodes."""
+    if len(distances) != nodes or any(len(row) != nodes
+                                      for row in distances):
+        return [f'distances must be {nodes}x{nodes}']
+    problems = []
+    for i in range(nodes):
+        if distances[i][i] != LOCAL_DISTANCE:
+            problems.append(f'distance {i}->{i} must be {LOCAL_DISTANCE}')
+        for j in range(nodes):
+            if i != j and not LOCAL_DISTANCE < distances[i][j] <= 255:
+                problems.append(f'distance {i}->{j} must be in 11..255')
+            if distances[i][j] != distances[j][i]:
+                problems.append(f'distances {i}<->{j} differ')
+    return problems
+
+
+# Two sockets, the NIC on the second: the shape of most compute nodes.
+TWO_NODES = LabTopology(
+    name='two-nodes', nodes=2, cpus_per_node=2, memory_mb_per_node=1024,
+    distances=((10, 21), (21, 10)), nic_node=1)
+
+# Two sockets of two nodes each (sub-NUMA clustering): near and far
+# remote nodes, none at QEMU's default distance, the NIC on node 2.
+FOUR_NODES = LabTopology(
+    name='four-nodes', nodes=4, cpus_per_node=1, memory_mb_per_node=768,
+    distances=((10, 12, 28, 32),
+               (12, 10, 32, 28),
+               (28, 32, 10, 12),
+               (32, 28, 12, 10)),
+    nic_node=2)
+
+TOPOLOGIES = {t.name: t for t in (TWO_NODES, FOUR_NODES)}
+
+# PCI bus numbers of the expander bridge: above those of the root bus.
+EXPANDER_BUS = 128
+
+
+def numa_args(topology):
+    """-object/-numa arguments: memory backends, nodes and the SLIT."""
+    args = []
+    for node in range(topology.nodes):
+        cpus = topology.node_cpus(node)
+        args += ['-object', f'memory-backend-ram,id=mem{node},'
+                            f'size={topology.memory_mb_per_node}M',
+                 '-numa', f'node,nodeid={node},cpus={cpus[0]}-{cpus[-1]},'
+                          f'memdev=mem{node}']
+    for i in range(topology.nodes):
+        for j in range(i + 1, topology.nodes):
+            args += ['-numa', f'dist,src={i},dst={j},'
+                              f'val={topology.distances[i][j]}']
+    return args
+
+
+def nic_args(topology):
+    """A virtio NIC behind a PCIe expander bridge on ``nic_node``.
+
+    The kernel gives the NIC's PCI function the bridge's node; the
+    virtio device below it has no node of its own (the agent must look
+    at the PCI parent).
+    """
+    if topology.nic_node is None:
+        return []
+    return ['-device', f'pxb-pcie,id=pxb0,bus_nr={EXPANDER_BUS},'
+                       f'numa_node={topology.nic_node},bus=pcie.0',
+            '-device', 'pcie-root-port,id=rp0,bus=pxb0,chassis=1',
+            '-netdev', 'user,id=net0,restrict=on',
+            '-device', 'virtio-net-pci,netdev=net0,bus=rp0,romfile=']
+
+
+def share_args(tag, path, readonly):
+    """A virtio-9p export of ``path`` mounted in the guest by ``tag``."""
+    ro = ',readonly=on' if readonly else ''
+    return ['-fsdev', f'local,id={tag},path={path},security_model=none,'
+                      f'multidevs=remap{ro}',
+            '-device', f'virtio-9p-pci,fsdev={tag},mount_tag={tag},'
+                       f'bus=pcie.0']
+
+
+def qemu_args(topology, kernel, initrd, cmdline, shares, accel='tcg'):
+    """The whole QEMU command line of a lab host.
+
+    ``shares``: (tag, host path, read-only) triples. The serial console
+    is QEMU's stdout; nothing else is emulated (no display, no disk).
+    """
+    cpu = 'host' if accel == 'kvm' else 'max'
+    args = ['qemu-system-x86_64', '-machine', f'q35,accel={accel}',
+            '-cpu', cpu, '-m', f'{topology.memory_mb}M',
+            '-smp', f'{topology.cpus},sockets={topology.nodes},'
+                    f'cores={topology.cpus_per_node},threads=1',
+            '-nodefaults', '-no-user-config', '-display', 'none',
+            '-vga', 'none', '-serial', 'stdio', '-no-reboot',
+            '-kernel', kernel, '-initrd', initrd, '-append', cmdline]
+    args += numa_args(topology)
+    for tag, path, readonly in shares:
+        args += share_args(tag, path, readonly)
+    return args + nic_args(topology)
