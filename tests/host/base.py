@@ -70,8 +70,12 @@ class LabTestCase(testtools.TestCase):
         name = f'instance-{uuid_mod.uuid4().hex[:8]}'
         plan = None
         if xml is None:
-            xml, plan = domains.define_xml(name, vcpus, memory_mb,
-                                           extra_specs, self.capabilities())
+            # The NIC as nova's [neutron_physnet_physnet1] numa_nodes
+            # would place it for the driver extension.
+            xml, plan = domains.define_xml(
+                name, vcpus, memory_mb, extra_specs, self.capabilities(),
+                nics=(domains.physnet_nic('physnet1',
+                                          self.TOPOLOGY.nic_node),))
         started = self.lab.call('tests.labhost.inside:start_domain', xml,
                                 paused=paused)
         return Guest(started['name'], started['uuid'], started['pid'],
@@ -81,6 +85,13 @@ class LabTestCase(testtools.TestCase):
         """The kernel's view of the guest's QEMU process, now."""
         return kernel.guest_view(self.lab.call(
             'tests.labhost.inside:kernel_view', guest.pid))
+
+    def busy(self, cpus):
+        """Keep ``cpus`` of the lab host busy until the test ends."""
+        for cpu in sorted(cpus):
+            self.lab.run(f"taskset -c {cpu} sh -c ': lab-busy; "
+                         f"while :; do :; done' >/dev/null 2>&1 &")
+        self.addCleanup(self.lab.run, "pkill -f '[l]ab-busy' || true")
 
     def node_cpus(self, *nodes):
         return frozenset(cpu for node in nodes

@@ -19,6 +19,7 @@ import uuid as uuid_mod
 
 from nova.virt.libvirt import config as vconfig
 
+from nova_numa_policy import backend
 from nova_numa_policy import enforcement
 from nova_numa_policy import policy
 from nova_numa_policy.virt import driver
@@ -70,22 +71,30 @@ def nova_guest(name, vcpus, memory_mb, extra_specs, uuid=None):
     return guest
 
 
-def host_topology(capabilities_xml):
+def physnet_nic(physnet, node):
+    """A NIC as nova's ``[neutron_physnet_<physnet>] numa_nodes`` says."""
+    return backend.NicInfo(name=physnet, numa_node=node, physnet=physnet)
+
+
+def host_topology(capabilities_xml, nics=()):
     """The topology the driver extension sees in libvirt's capabilities."""
     caps = vconfig.LibvirtConfigCaps()
     caps.parse_str(capabilities_xml)
-    return driver.host_topology(caps)
+    return driver.host_topology(caps, nics)
 
 
 def define_xml(name, vcpus, memory_mb, extra_specs, capabilities_xml,
-               usage=(), instances=(), uuid=None):
-    """(domain XML, boot plan) for a nova guest of this flavor here."""
+               usage=(), instances=(), uuid=None, nics=()):
+    """(domain XML, boot plan) for a nova guest of this flavor here.
+
+    ``nics`` are what nova's physnet options tell the driver extension.
+    """
     guest = nova_guest(name, vcpus, memory_mb, extra_specs, uuid)
     resolved = policy.resolve(extra_specs)
     plan = None
     if resolved is not None:
         plan = enforcement.boot_plan(
-            resolved, host_topology(capabilities_xml), usage=usage,
+            resolved, host_topology(capabilities_xml, nics), usage=usage,
             memory_mb=memory_mb, vcpus=vcpus, instances=instances)
         driver.write_policy(guest, resolved, plan)
     return guest.to_xml(), plan

@@ -115,6 +115,16 @@ def guest_view(raw):
                          raw['cpuset_mems_effective'].items()})
 
 
+def memory_policy(text):
+    """numa_maps' policy field: ('interleave', {0, 1}) for 'interleave:0-1'.
+
+    ('default', empty) for the kernel's default; the mode names are the
+    kernel's (bind, interleave, prefer, local, default).
+    """
+    mode, _, nodes = text.partition(':')
+    return mode, cpulist(nodes)
+
+
 def share_on(pages, nodes):
     """The share of ``pages`` ({node: count}) on ``nodes``."""
     total = sum(pages.values())
