@@ -2,6 +2,7 @@
 
 import signal
 import sys
+import threading
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -11,6 +12,7 @@ from nova_numa_policy.conf import reports as reports_conf
 from nova_numa_policy.objects import report as report_obj
 
 from agent import connection
+from agent import errors
 from agent import libvirt_backend
 from agent import notifier
 from agent import pagemover
@@ -96,8 +98,39 @@ def parse_args(argv):
     logging.setup(CONF, 'numa-policy-agent')
 
 
+def no_libvirt(uri, exc):
+    """The one line that says libvirt cannot be reached, and what to do."""
+    return (f'No libvirt at {uri}: {exc.reason}. Start libvirtd (or '
+            f'virtqemud), make its socket usable by this user (the agent '
+            f'runs in the libvirt group), or set [numa_policy_agent] '
+            f'libvirt_uri.')
+
+
+def build_when_connected(conf, sender, once, stopped):
+    """build_agent, once libvirt answers; None if it never does.
+
+    A one-shot run says why in one line and gives up; the service waits
+    for libvirtd with the connection's backoff, until ``stopped`` is set.
+    """
+    while not stopped.is_set():
+        try:
+            return build_agent(conf, sender=sender)
+        except errors.ConnectionLost as exc:
+            line = no_libvirt(conf.numa_policy_agent.libvirt_uri, exc)
+            if once:
+                LOG.error(line)
+                return None
+            LOG.warning('%s Waiting for it.', line)
+            stopped.wait(max(1.0, exc.retry_in))
+    return None
+
+
 def main(argv=None):
     parse_args(sys.argv[1:] if argv is None else argv)
+    connection.quiet_libvirt_errors()
+    stopped = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stopped.set())
     print_report = CONF.once and CONF.dry_run
     sender = None
     if not print_report:
@@ -106,9 +139,15 @@ def main(argv=None):
         sender.start()
     if not CONF.once:
         connection.start_event_loop()
-    agent = build_agent(CONF, sender=sender)
+    agent = build_when_connected(CONF, sender, CONF.once, stopped)
+    if agent is None:
+        if sender is not None:
+            sender.stop()
+        return 1 if CONF.once else 0
     signal.signal(signal.SIGTERM, agent.stop)
     signal.signal(signal.SIGINT, agent.stop)
+    if stopped.is_set():
+        agent.stop()
     LOG.info('numa-policy-agent starting on %s (libvirt %s, period %ss%s)',
              agent.host, CONF.numa_policy_agent.libvirt_uri, agent.period,
              ', dry run' if agent.dry_run else '')

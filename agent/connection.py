@@ -46,6 +46,15 @@ def _run_event_loop():
         libvirt.virEventRunDefaultImpl()
 
 
+def quiet_libvirt_errors():
+    """Stop libvirt printing every error on stderr itself.
+
+    Each error reaches the agent as an exception, which it logs or turns
+    into one line for the operator; libvirt's own copy would be a second.
+    """
+    libvirt.registerErrorHandler(lambda _ctx, _error: None, None)
+
+
 def start_event_loop():
     """Register and run libvirt's default event loop, once per process."""
     global _event_loop_started
@@ -84,7 +93,8 @@ class Connection:
         if now < self._retry_at:
             raise errors.ConnectionLost(
                 f'libvirt {self.uri}: next attempt in '
-                f'{self._retry_at - now:.1f}s')
+                f'{self._retry_at - now:.1f}s',
+                retry_in=self._retry_at - now)
         try:
             conn = self._opener(self.uri)
         except libvirt.libvirtError as exc:
@@ -92,7 +102,7 @@ class Connection:
             self._retry_at = now + self._delay
             raise errors.ConnectionLost(
                 f'cannot connect to libvirt {self.uri}: {exc}; retrying in '
-                f'{self._delay:.0f}s')
+                f'{self._delay:.0f}s', reason=str(exc), retry_in=self._delay)
         self._conn = conn
         self._delay = 0.0
         self.generation += 1

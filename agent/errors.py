@@ -6,7 +6,16 @@ class AgentError(Exception):
 
 
 class ConnectionLost(AgentError):
-    """libvirtd is gone; reconnect with backoff, decide nothing meanwhile."""
+    """libvirtd is gone; reconnect with backoff, decide nothing meanwhile.
+
+    ``reason`` is libvirt's own words; ``retry_in`` the seconds until the
+    connection tries again.
+    """
+
+    def __init__(self, message, reason=None, retry_in=0.0):
+        super().__init__(message)
+        self.reason = reason or message
+        self.retry_in = retry_in
 
 
 class DomainGone(AgentError):

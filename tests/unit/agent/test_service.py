@@ -3,6 +3,8 @@
 import os
 import subprocess
 import sys
+import threading
+from unittest import mock
 
 import fixtures
 import libvirt
@@ -10,6 +12,8 @@ import testtools
 
 from nova_numa_policy.objects import report as report_obj
 
+from agent import cmd
+from agent import errors
 from agent import notifier
 from agent import service
 from tests.unit.agent import base
@@ -144,3 +148,65 @@ class ConsoleScriptTest(testtools.TestCase):
         self.assertEqual([0, 1], report.node_ids())
         self.assertEqual(['6695eb01-f6a4-8304-79aa-97f2502e193f'],
                          [i.uuid for i in report.instances])
+
+    def test_no_libvirt_is_one_line_saying_what_is_missing(self):
+        conf = self.useFixture(fixtures.TempDir()).join('a.conf')
+        with open(conf, 'w') as f:
+            f.write('[numa_policy_agent]\nlibvirt_uri = '
+                    'qemu+unix:///system?socket=/nonexistent/libvirt-sock\n')
+        result = subprocess.run(
+            [sys.executable, '-m', 'agent.cmd', '--once', '--dry-run',
+             '--config-file', conf],
+            capture_output=True, text=True, timeout=60,
+            cwd=os.path.dirname(os.path.dirname(os.path.dirname(
+                os.path.dirname(os.path.abspath(__file__))))))
+        self.assertEqual(1, result.returncode)
+        self.assertEqual('', result.stdout)
+        self.assertNotIn('Traceback', result.stderr)
+        errors = [line for line in result.stderr.splitlines()
+                  if ' ERROR ' in line or line.startswith('libvirt:')]
+        self.assertEqual(1, len(errors), result.stderr)
+        self.assertIn('No libvirt at qemu+unix:///system?socket=/nonexistent'
+                      '/libvirt-sock: Failed to connect socket', errors[0])
+        self.assertIn('Start libvirtd', errors[0])
+
+
+class WaitForLibvirtTest(testtools.TestCase):
+    """The service waits for libvirtd; a one-shot run gives up at once."""
+
+    def setUp(self):
+        super().setUp()
+        self.log = self.useFixture(fixtures.FakeLogger())
+        self.attempts = 0
+        self.conf = mock.Mock()
+        self.conf.numa_policy_agent.libvirt_uri = 'qemu:///system'
+
+    def build(self, conf, sender=None):
+        self.attempts += 1
+        if self.attempts < 3:
+            raise errors.ConnectionLost('lost', reason='no socket',
+                                        retry_in=0.0)
+        return 'agent'
+
+    def test_the_service_retries_until_libvirt_answers(self):
+        stopped = mock.Mock(is_set=mock.Mock(return_value=False))
+        with mock.patch.object(cmd, 'build_agent', self.build):
+            agent = cmd.build_when_connected(self.conf, None, False, stopped)
+        self.assertEqual(('agent', 3), (agent, self.attempts))
+        self.assertEqual(2, self.log.output.count(
+            'No libvirt at qemu:///system: no socket.'))
+        self.assertEqual(2, stopped.wait.call_count)
+
+    def test_a_one_shot_run_gives_up_after_one_attempt(self):
+        with mock.patch.object(cmd, 'build_agent', self.build):
+            agent = cmd.build_when_connected(self.conf, None, True,
+                                             threading.Event())
+        self.assertEqual((None, 1), (agent, self.attempts))
+
+    def test_a_stop_ends_the_wait(self):
+        stopped = threading.Event()
+        stopped.set()
+        with mock.patch.object(cmd, 'build_agent', self.build):
+            self.assertIsNone(cmd.build_when_connected(
+                self.conf, None, False, stopped))
+        self.assertEqual(0, self.attempts)
