@@ -194,7 +194,7 @@ class LibvirtBackend(backend.Backend):
             self._numa_maps_warned = True
             log('No numa_maps for %s (pid %s): %s', uuid, pid, exc)
             return {}
-        return numamaps.memory_mb_per_node(numamaps.parse(text))
+        return numamaps.memory_mb_from_text(text)
 
     def _packets_sent(self, dom, uuid):
         total = 0

@@ -110,3 +110,27 @@ class ReadTest(testtools.TestCase):
         self.assertTrue(any(v.name == 'heap' and v.pages_per_node
                             for v in vmas))
         self.assertTrue(all(v.end is not None for v in vmas))
+
+
+class MemoryFromTextTest(testtools.TestCase):
+    """The agent's per-period shortcut gives what the full parse gives."""
+
+    def test_the_shortcut_matches_the_parse(self):
+        self.assertEqual(
+            numamaps.memory_mb_per_node(numamaps.parse(NUMA_MAPS)),
+            numamaps.memory_mb_from_text(NUMA_MAPS))
+        self.assertEqual({0: (812 + 1024 + 196608 + 33) * 4 / 1024
+                          + 2 * 2,
+                          1: (1021 + 65536 + 512) * 4 / 1024 + 2 * 2},
+                         numamaps.memory_mb_from_text(NUMA_MAPS))
+
+    def test_the_shortcut_matches_on_this_process(self):
+        text = numamaps.read('/', os.getpid())
+        self.assertEqual(
+            numamaps.memory_mb_per_node(numamaps.parse(text)),
+            numamaps.memory_mb_from_text(text))
+
+    def test_nothing_resident_is_nothing(self):
+        self.assertEqual({}, numamaps.memory_mb_from_text(
+            '7f3d00000000 default\n'))
+        self.assertEqual({}, numamaps.memory_mb_from_text(None))
