@@ -10,8 +10,10 @@ measured by neither). Reading numa_maps is outside both timings.
 
 On a one-node host the move is node 0 to node 0: the kernel still looks up
 and checks every page and reports its node, but copies nothing, so this
-measures the mover's overhead at its most visible. Target: Python >= 90 %
-of C's pages per second. Needs root (or CAP_SYS_NICE) and gcc.
+measures the mover's overhead at its most visible. Across two nodes (the
+lab host, tests/bench/labhost.py) each pass moves every page to the other
+node and back. Target: Python >= 90 % of C's pages per second. Needs root
+(or CAP_SYS_NICE) and gcc.
 """
 
 import argparse
@@ -42,8 +44,8 @@ int main(int argc, char **argv) {
     long pid = atol(argv[1]);
     unsigned long start = strtoul(argv[2], NULL, 10);
     long pages = atol(argv[3]), batch = atol(argv[4]);
-    int node = atoi(argv[5]);
-    long passes = atol(argv[6]);
+    int there = atoi(argv[5]), back = atoi(argv[6]);
+    long passes = atol(argv[7]);
     void **addrs = malloc(batch * sizeof(void *));
     int *nodes = malloc(batch * sizeof(int));
     int *status = malloc(batch * sizeof(int));
@@ -51,6 +53,7 @@ int main(int argc, char **argv) {
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
     for (long pass = 0; pass < passes; pass++)
     for (long first = 0; first < pages; first += batch) {
+        int node = pass % 2 ? back : there;
         long n = pages - first < batch ? pages - first : batch;
         for (long i = 0; i < n; i++) {
             addrs[i] = (void *)(start + (first + i) * 4096UL);
@@ -78,21 +81,36 @@ def build_baseline(directory):
     return binary
 
 
-def c_seconds(binary, child, batch, node, passes):
+def c_seconds(binary, child, batch, route, passes):
+    """Seconds per pass of the C loop; pass i moves to ``route[i % 2]``."""
     out = subprocess.run(
         [binary, str(child.pid), str(child.address), str(child.pages),
-         str(batch), str(node), str(passes)], check=True,
-        capture_output=True, text=True)
+         str(batch), str(route[0]), str(route[1]), str(passes)],
+        check=True, capture_output=True, text=True)
     return float(out.stdout) / passes
 
 
-def python_seconds(mover, child, vmas, node, passes):
-    start = time.thread_time()
-    for _ in range(passes):
-        result = mover.move_mappings(child.pid, vmas, node, node, 10 ** 9)
-    elapsed = time.thread_time() - start
-    if result.moved < child.pages or result.failed:
-        raise RuntimeError(f'the Python path moved {result}')
+def _child_mapping(mover, child):
+    return [v for v in mover.mappings(child.pid) if v.start == child.address]
+
+
+def python_seconds(mover, child, route, passes):
+    """Seconds per pass of the page mover, along the same route.
+
+    The mappings are read before each pass (outside the timing, as in the
+    agent, where the observation reads them): which node holds the pages
+    changes from pass to pass.
+    """
+    elapsed = 0.0
+    for number in range(passes):
+        vmas = _child_mapping(mover, child)
+        source, target = route[(number + 1) % 2], route[number % 2]
+        start = time.thread_time()
+        result = mover.move_mappings(child.pid, vmas, source, target,
+                                     10 ** 9)
+        elapsed += time.thread_time() - start
+        if result.moved < child.pages or result.failed:
+            raise RuntimeError(f'the Python path moved {result}')
     return elapsed / passes
 
 
@@ -111,7 +129,8 @@ def paired_ratio(c_times, py_times):
     return statistics.median(c / py for c, py in zip(c_times, py_times))
 
 
-def measure(size_mb, batch, rounds, passes, node=0):
+def measure(size_mb, batch, rounds, passes, route=(0, 0)):
+    """(pages, C times, Python times): ``route`` is (there, back)."""
     privsep.pages.set_client_mode(False)
     tmp = tempfile.mkdtemp(prefix='numa-pagemove-bench-')
     child = memchild.MemoryChild(size_mb << 20)
@@ -119,8 +138,13 @@ def measure(size_mb, batch, rounds, passes, node=0):
     try:
         binary = build_baseline(tmp)
         mover = pagemover.PageMover(batch_pages=batch)
-        vmas = [v for v in mover.mappings(child.pid)
-                if v.start == child.address]
+        if route[0] != route[1]:
+            # Every round starts and (after an even number of passes)
+            # ends with all the pages on route[1].
+            passes += passes % 2
+            for node in set(range(max(route) + 1)) - {route[1]}:
+                mover.move_mappings(child.pid, _child_mapping(mover, child),
+                                    node, route[1], 10 ** 9)
         c_times, py_times = [], []
         # Interleaved rounds in CPU time of the moving thread (user +
         # kernel): other load on the host preempts both but is not
@@ -130,13 +154,15 @@ def measure(size_mb, batch, rounds, passes, node=0):
         previous = _pin_to_one_cpu()
         try:
             for _ in range(rounds):
-                c_times.append(c_seconds(binary, child, batch, node,
+                # Both start with every page on route[1] (an even number
+                # of passes ends there).
+                c_times.append(c_seconds(binary, child, batch, route,
                                          passes))
-                py_times.append(python_seconds(mover, child, vmas, node,
+                py_times.append(python_seconds(mover, child, route,
                                                passes))
         finally:
             os.sched_setaffinity(0, previous)
-        return child.pages, c_times, py_times
+        return child.pages, c_times, py_times, passes
     finally:
         child.cleanUp()
         shutil.rmtree(tmp)
@@ -158,8 +184,8 @@ def main(argv=None):
     if shutil.which('gcc') is None:
         print('gcc is needed to build the C baseline')
         return 1
-    pages, c_times, py_times = measure(args.size_mb, args.batch,
-                                       args.rounds, args.passes)
+    pages, c_times, py_times, _ = measure(args.size_mb, args.batch,
+                                          args.rounds, args.passes)
     c_s, py_s = statistics.median(c_times), statistics.median(py_times)
     c_rate, py_rate = pages / c_s, pages / py_s
     ratio = paired_ratio(c_times, py_times)

@@ -1,0 +1,94 @@
+"""The lab host benchmarks' side inside the lab host (LabHost.call).
+
+Runs as root in the lab host: the page mover's privileged calls are made
+in-process (privsep's client mode off) in both benchmarks, so neither
+measures the privsep daemon's socket round trip.
+"""
+
+import glob
+import os
+import time
+
+import libvirt
+
+from agent import cmd
+from agent import privsep
+from nova_numa_policy import conf as npconf
+from tests.bench import pagemove
+
+CONFIG = """\
+[DEFAULT]
+log_file = /tmp/bench-agent.log
+[numa_policy_agent]
+host = lab-bench
+libvirt_uri = qemu:///system
+physnet_interfaces = physnet1:eth0
+page_migration = true
+"""
+
+
+def pagemoves(size_mb, batch, rounds, passes):
+    """Cross-node page moves of one process: C loop and Python path."""
+    pages, c_times, py_times, passes = pagemove.measure(
+        size_mb, batch, rounds, passes, route=(1, 0))
+    return {'pages': pages, 'c': c_times, 'python': py_times,
+            'passes': passes}
+
+
+def _read(path):
+    with open(path, 'rb') as f:
+        return f.read()
+
+
+def bare_reads(conn):
+    """What one agent period reads, read with nothing around it.
+
+    libvirt: the domain list, each domain's XML, vCPU placement and
+    emulator pinning; the kernel: each guest's pidfile, command line and
+    numa_maps, /proc/stat and each node's meminfo.
+    """
+    for dom in conn.listAllDomains(libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE):
+        dom.UUIDString()
+        dom.XMLDesc(0)
+        dom.vcpus()
+        dom.emulatorPinInfo(libvirt.VIR_DOMAIN_AFFECT_LIVE)
+        pid = int(_read(f'/run/libvirt/qemu/{dom.name()}.pid'))
+        _read(f'/proc/{pid}/cmdline')
+        _read(f'/proc/{pid}/numa_maps')
+    _read('/proc/stat')
+    for meminfo in glob.glob('/sys/devices/system/node/node*/meminfo'):
+        _read(meminfo)
+    conn.getHostname()
+
+
+def agent_periods(rounds):
+    """CPU seconds of the agent's period and of its bare reads, by round.
+
+    The agent is built as numa-policy-agent builds it, loops included,
+    and has run one period first (policies applied, caches filled): the
+    rounds measure the steady state, where a period changes nothing.
+    """
+    path = '/tmp/bench-agent.conf'
+    with open(path, 'w') as f:
+        f.write(CONFIG)
+    cmd.parse_args(['--config-file', path])
+    privsep.pages.set_client_mode(False)
+    agent = cmd.build_agent(npconf.CONF)
+    agent.run_once()
+    conn = libvirt.open('qemu:///system')
+    agent_times, floor_times = [], []
+    try:
+        for _ in range(rounds):
+            start = time.process_time()
+            bare_reads(conn)
+            floor_times.append(time.process_time() - start)
+            start = time.process_time()
+            agent.run_once()
+            agent_times.append(time.process_time() - start)
+    finally:
+        conn.close()
+    memory_mb = sum(sum(i.memory_mb_per_node.values())
+                    for i in agent.last_report.instances)
+    return {'agent': agent_times, 'floor': floor_times,
+            'instances': len(agent.last_report.instances),
+            'memory_mb': memory_mb, 'pid': os.getpid()}
