@@ -246,6 +246,8 @@ class LibvirtBackend(backend.Backend):
             uuid=facts.uuid,
             requested_policy=facts.requested.value if facts.requested
             else None,
+            io_intensity=(facts.requested.io_intensity.value
+                          if facts.requested else None),
             hands_off_reason=facts.hands_off_reason,
             vcpu_cpus=tuple(info[3] for info in infos),
             vcpu_affinity=tuple(cpus_from_map(m) for m in maps),

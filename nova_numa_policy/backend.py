@@ -88,6 +88,10 @@ class InstanceState:
     vcpu_time_ns: tuple[int, ...] = ()
     # Network requests (or packets) per second over the last period.
     io_rate: float = 0.0
+    # The guest's hw:numa_io_intensity: 'high' or 'low' says whether it
+    # is network-bound whatever its rate; 'auto' (or None) leaves it to
+    # the measured rate.
+    io_intensity: str | None = None
     # Memory accesses per node over the last period when the host has
     # access counters ({node id: count}); None when it has not.
     accesses_per_node: dict | None = None

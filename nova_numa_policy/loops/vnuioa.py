@@ -53,6 +53,21 @@ class Config:
     min_gain: float = 0.05
 
 
+def io_intensive(inst, threshold_rps):
+    """Whether a guest is network-bound: as its flavor says, else measured.
+
+    ``hw:numa_io_intensity=high`` or ``low`` is the operator's word for
+    it, and holds whatever the rate (a guest whose traffic bypasses the
+    host's counters, an SR-IOV VF, reads as silent); ``auto`` is the
+    seed's rule on the measured rate.
+    """
+    if inst.io_intensity == 'high':
+        return True
+    if inst.io_intensity == 'low':
+        return False
+    return inst.io_rate >= threshold_rps
+
+
 def _nic_node(topology):
     for nic in topology.nics:
         if nic.numa_node is not None:
@@ -241,7 +256,7 @@ class Vnuioa(base.Strategy):
         order = sorted(base.managed(snapshot), key=lambda i: -i.io_rate)
         stacks = _stacks(topo, snapshot)
         for inst in order:
-            io = inst.io_rate >= config.io_threshold_rps
+            io = io_intensive(inst, config.io_threshold_rps)
             choice = _choose(topo, inst, io, nic, counts, config,
                              _share(inst, stacks))
             if choice is None:
@@ -271,8 +286,10 @@ class Vnuioa(base.Strategy):
 
     @staticmethod
     def _why(inst, io, node, old_nodes, counts, topo, config):
-        why = ('NIC-prior (I/O-intensive, '
-               f'{inst.io_rate:.0f} req/s)' if io else 'NUMA-prior')
+        measured = (f'{inst.io_rate:.0f} req/s' if inst.io_intensity
+                    in (None, 'auto') else f'flavor says {inst.io_intensity}')
+        why = (f'NIC-prior (I/O-intensive, {measured})' if io
+               else 'NUMA-prior')
         if len(set(old_nodes)) == 1 and old_nodes[0] != node:
             old = old_nodes[0]
             load = (counts[old] + len(inst.vcpu_cpus)) / len(

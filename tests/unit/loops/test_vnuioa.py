@@ -1,3 +1,5 @@
+import dataclasses
+
 import testtools
 
 from nova_numa_policy import backend
@@ -44,6 +46,29 @@ class VnuioaTest(testtools.TestCase):
             moved = [a for a in actions if isinstance(a, backend.MovePages)]
             self.assertEqual(moves, bool(moved), (remote, local))
             self.assertEqual({}, _pins(actions))
+
+    def test_the_flavors_io_intensity_overrides_the_measured_rate(self):
+        # (hw:numa_io_intensity, measured rate) -> node of its vCPUs: the
+        # NIC's (0) when network-bound, else its memory's (1).
+        table = [('high', 0, 0), ('high', 10000, 0), ('low', 10000, 1),
+                 ('low', 0, 1), ('auto', 600, 0), ('auto', 499, 1),
+                 (None, 600, 0), (None, 499, 1)]
+        for intensity, rate, node in table:
+            inst = dataclasses.replace(
+                s.instance('g', (0,), {1: 1024}, io_rate=rate),
+                io_intensity=intensity)
+            self.assertEqual({'g': node}, _pins(_decide([inst])),
+                             (intensity, rate))
+
+    def test_a_silent_guest_said_high_moves_its_memory_to_the_nic(self):
+        inst = dataclasses.replace(
+            s.instance('vf', (5,), {1: 1024}, io_rate=0),
+            io_intensity='high')
+        actions = _decide([inst])
+        (move,) = [a for a in actions if isinstance(a, backend.MovePages)]
+        self.assertEqual((1, 0), (move.source_node, move.target_node))
+        pin = next(a for a in actions if isinstance(a, backend.PinVcpu))
+        self.assertIn('I/O-intensive, flavor says high', pin.reason)
 
     def test_hands_off_guests_are_left_alone(self):
         actions = _decide([s.instance('net', (5,), {1: 1024}, io_rate=900,
