@@ -353,4 +353,9 @@ class LibvirtBackend(backend.Backend):
         if result.failed:
             LOG.info('%s: %d pages could not be moved to node %d',
                      instance_uuid, result.failed, target_node)
+        if result.skipped:
+            LOG.info('%s: %d pages not moved now: the kernel\'s NUMA '
+                     'balancing has marked them for a hinting fault '
+                     '(kernel.numa_balancing); they move once the guest '
+                     'touches them again', instance_uuid, result.skipped)
         return result.moved

@@ -177,6 +177,15 @@ class MoveResult:
     # Present pages the kernel could not move (busy, no memory on target).
     failed: int
     syscalls: int
+    # Pages the kernel would neither report nor move (-EFAULT): on kernels
+    # before 6.5, those the kernel's NUMA balancing has just marked for a
+    # hinting fault; they move once the guest touches them again.
+    skipped: int = 0
+
+
+def hinted(statuses_):
+    """Pages of a status array the kernel answered -EFAULT for."""
+    return statuses_.count(-errno.EFAULT)
 
 
 def _translate(exc, pid, target):
@@ -253,28 +262,33 @@ class PageMover:
             raise _daemon_error(exc) from exc
 
     def _execute(self, pid, windows, source, target, pages):
-        moved = failed = calls = 0
+        moved = failed = calls = skipped = 0
         for window in windows:
             if moved >= pages:
                 break
             if window.select:
                 nodes = page_nodes(pid, window.start, window.count,
                                    window.page_size)
+                skipped += hinted(nodes)
                 chosen = pagemove.select(window.addresses(), nodes, source,
-                                         pages - moved)
+                                         pages - moved, window.page_size)
                 calls += 1
                 if not chosen:
                     continue
-                not_moved, _ = move_addresses(pid, chosen, target)
-                moved += len(chosen) - not_moved
+                not_moved, status = move_addresses(pid, chosen, target)
+                hints = hinted(status)
+                moved += len(chosen) - not_moved - hints
             else:
-                not_moved, _ = move_window(pid, window.start, window.count,
-                                           window.page_size, target)
+                not_moved, status = move_window(
+                    pid, window.start, window.count, window.page_size,
+                    target)
                 # Pages already on the target report it too, so the count
                 # is numa_maps' of the mapping's source pages, less those
-                # the kernel did not move.
-                moved += window.credit - not_moved
+                # the kernel did not move or would not touch.
+                hints = hinted(statuses(status))
+                moved += window.credit - not_moved - hints
+            skipped += hints
             failed += not_moved
             calls += 1
         return MoveResult(moved=max(0, moved), failed=failed,
-                          syscalls=calls)
+                          syscalls=calls, skipped=skipped)

@@ -24,11 +24,15 @@ mappings then have no pages left on A.
 """
 
 import dataclasses
+import itertools
 
 # Pages per syscall: large enough that the syscall, not the Python around
 # it, dominates; small enough to bound the kernel's time in one call.
 DEFAULT_BATCH_PAGES = 4096
 MIN_BATCH_PAGES = 512
+# The size of a transparent huge page on x86_64 and of the blocks
+# select() keeps whole.
+HUGE_PAGE_BYTES = 2 * 1024 * 1024
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,11 +95,30 @@ def plan(vmas, source, target, pages, batch_pages=DEFAULT_BATCH_PAGES):
     return windows
 
 
-def select(addresses, nodes, source, limit):
+def select(addresses, nodes, source, limit, page_size=4096):
     """Addresses whose page is on ``source``, at most ``limit`` of them.
 
     ``nodes`` is move_pages(2)'s status array of a query: the node of each
-    page, or a negative errno (not present, not movable).
+    page, or a negative errno (not present, not movable). A transparent
+    huge page moves whole whichever of its pages is asked for, so the
+    pages of a 2 MiB block that are all on ``source`` (perhaps one huge
+    page) are taken together or not at all: a move never exceeds its
+    budget. A block with pages elsewhere holds no huge page (a huge page
+    sits on one node) and is taken page by page.
     """
-    chosen = [a for a, node in zip(addresses, nodes) if node == source]
-    return chosen[:max(0, limit)]
+    span = max(1, HUGE_PAGE_BYTES // page_size)
+    chosen = []
+    remaining = max(0, limit)
+    for _, block in itertools.groupby(
+            zip(addresses, nodes), key=lambda p: p[0] // HUGE_PAGE_BYTES):
+        block = list(block)
+        on_source = [a for a, node in block if node == source]
+        if len(on_source) == span:
+            if span <= remaining:
+                chosen.extend(on_source)
+                remaining -= span
+            continue
+        taken = on_source[:remaining]
+        chosen.extend(taken)
+        remaining -= len(taken)
+    return chosen

@@ -81,7 +81,8 @@ class CapSysNiceOnlyTest(testtools.TestCase):
 
     def test_a_budget_is_kept(self):
         child = self.child()
-        self.assertEqual(1000, self.mover.move(child.pid, 0, 0, 1000).moved)
+        # Whole 2 MiB blocks only (one may be a transparent huge page).
+        self.assertEqual(512, self.mover.move(child.pid, 0, 0, 1000).moved)
 
     def test_a_bad_node_is_a_clear_error(self):
         child = self.child()

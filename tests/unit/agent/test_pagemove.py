@@ -82,3 +82,26 @@ class StatusTest(testtools.TestCase):
         self.assertEqual([1, 3], pagemove.select(addresses, nodes, 0, 2))
         self.assertEqual([1, 3, 5], pagemove.select(addresses, nodes, 0, 9))
         self.assertEqual([], pagemove.select(addresses, nodes, 0, -1))
+
+    def test_a_block_all_on_the_source_is_taken_whole_or_not_at_all(self):
+        # Two 2 MiB blocks of 4 KiB pages: the first all on node 0 (it
+        # may be one transparent huge page, which moves whole), the
+        # second half on node 0.
+        span = pagemove.HUGE_PAGE_BYTES // 4096
+        base = 0x7f0000000000
+        addresses = [base + i * 4096 for i in range(2 * span)]
+        nodes = [0] * span + [0, 1] * (span // 2)
+        self.assertEqual(addresses[:span] + addresses[span:span + 20:2],
+                         pagemove.select(addresses, nodes, 0, span + 10))
+        # Less than a block left: the whole block is not taken, single
+        # pages of the mixed block are.
+        self.assertEqual(addresses[span:span + 20:2],
+                         pagemove.select(addresses, nodes, 0, span - 1)[:10])
+        self.assertEqual(span // 2,
+                         len(pagemove.select(addresses, nodes, 0, span - 1)))
+
+    def test_huge_pages_are_units_of_their_own(self):
+        size = pagemove.HUGE_PAGE_BYTES
+        addresses = [size * i for i in range(4)]
+        self.assertEqual(addresses[:3], pagemove.select(
+            addresses, [0, 0, 0, 0], 0, 3, page_size=size))

@@ -78,10 +78,17 @@ class PageMoverTest(testtools.TestCase):
         self.assertGreaterEqual(result.syscalls, self.child.pages // 1024)
 
     def test_a_budget_moves_only_that_many_pages(self):
-        result = self.mover.move(self.child.pid, 0, 0, 100)
+        result = self.mover.move(self.child.pid, 0, 0, 1024)
         # A query and a move of the largest mapping's first window.
-        self.assertEqual((100, 0, 2), (result.moved, result.failed,
-                                       result.syscalls))
+        self.assertEqual((1024, 0, 2), (result.moved, result.failed,
+                                        result.syscalls))
+
+    def test_a_budget_below_a_huge_page_leaves_whole_blocks_alone(self):
+        # Each 2 MiB block of the child is all on node 0, so it may be one
+        # transparent huge page, which would move whole: 512 pages for a
+        # budget of 100.
+        result = self.mover.move(self.child.pid, 0, 0, 100)
+        self.assertEqual(0, result.moved)
 
     def test_a_second_run_changes_nothing(self):
         before = self.mover.mappings(self.child.pid)
@@ -97,7 +104,7 @@ class PageMoverTest(testtools.TestCase):
 
     def test_a_bad_node_is_invalid_node(self):
         exc = self.assertRaises(pagemover.InvalidNode, self.mover.move,
-                                self.child.pid, 0, 7, 100)
+                                self.child.pid, 0, 7, 1024)
         self.assertIn('node 7 is not a memory node', str(exc))
 
     def test_a_vanished_process_is_process_gone(self):
