@@ -11,6 +11,7 @@ import uuid as uuid_mod
 import testtools
 
 from nova_numa_policy.objects import report as report_obj
+from tests.labhost import deploy
 from tests.labhost import domains
 from tests.labhost import fixture
 from tests.labhost import initramfs
@@ -20,7 +21,6 @@ from tests.labhost import topology as topology_mod
 
 AGENT_CONFIG = """\
 [DEFAULT]
-log_file = @LOG_FILE@
 debug = true
 [numa_policy_agent]
 host = lab
@@ -110,8 +110,9 @@ class LabTestCase(testtools.TestCase):
 
         Returns (reports, loop actions per period, log text).
         """
+        deploy.write_config(self.lab, self.agent_config(**options))
         result = self.lab.call('tests.labhost.inside:run_agent',
-                               self.agent_config(**options), periods=periods,
+                               deploy.CONFIG_FILES, periods=periods,
                                pause=pause, user=user, timeout=600)
         self.addDetail('agent-log', testtools.content.text_content(
             result['log']))

@@ -11,6 +11,7 @@ import threading
 
 import fixtures
 
+from tests.labhost import deploy
 from tests.labhost import initramfs
 from tests.labhost import machine
 
@@ -36,6 +37,7 @@ def shared_lab(topology):
         try:
             lab = machine.LabHost(topology).boot()
             lab.start_libvirtd()
+            deploy.install(lab)
         except (initramfs.LabUnavailable, machine.LabError) as exc:
             _failures[topology.name] = exc
             raise

@@ -37,29 +37,28 @@ for controller in cpuset cpu memory pids; do
     echo "+$controller" > /sys/fs/cgroup/cgroup.subtree_control || true
 done
 
-# Writable copies, bound over the read-only originals.
-etc=/run/lab-etc
-mkdir -p "$etc"
-overlay() {
-    cp -a "$1" "$etc/$(basename "$1")"
-    mount --bind "$etc/$(basename "$1")" "$1"
+# /etc and /usr/bin writable, as on a compute node being set up: an
+# overlay of tmpfs over this machine's read-only originals.
+writable() {
+    layer="/run/lab-overlay$1"
+    mkdir -p "$layer/upper" "$layer/work"
+    mount -t overlay overlay \
+        -o "lowerdir=$1,upperdir=$layer/upper,workdir=$layer/work" "$1"
 }
-for path in /etc/passwd /etc/group /etc/shadow /etc/hostname; do
-    overlay "$path"
-done
-[ -d /etc/libvirt ] && overlay /etc/libvirt
-[ -d /etc/sudoers.d ] && overlay /etc/sudoers.d
+writable /etc
+writable /usr/bin
 
 # The agent's user, as a compute node has it: nova, in libvirt's group.
 if ! grep -q '^nova:' /etc/passwd; then
-    echo "nova:x:$LAB_NOVA_UID:$LAB_NOVA_UID:nova:/tmp:/bin/sh" >> /etc/passwd
+    echo "nova:x:$LAB_NOVA_UID:$LAB_NOVA_UID:nova:/tmp:/bin/sh" \
+        >> /etc/passwd
     echo "nova:x:$LAB_NOVA_UID:" >> /etc/group
     echo "nova:!:19000:0:99999:7:::" >> /etc/shadow
 fi
-# Rewritten in place: the file is a mount point, which rename cannot replace.
 awk -F: -v OFS=: '$1 == "libvirt" && $4 !~ /(^|,)nova(,|$)/ {
-    $4 = ($4 == "" ? "nova" : $4 ",nova") } 1' /etc/group > "$etc/group.new"
-cat "$etc/group.new" > /etc/group
+    $4 = ($4 == "" ? "nova" : $4 ",nova") } 1' /etc/group > /tmp/group.new
+cat /tmp/group.new > /etc/group
+mkdir -p /etc/nova
 
 echo "$LAB_HOSTNAME" > /etc/hostname
 hostname "$LAB_HOSTNAME"

@@ -21,8 +21,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 INIT_SCRIPT = os.path.join(HERE, 'init.sh')
 BUSYBOX_PATHS = ('/bin/busybox', '/usr/bin/busybox')
 # What the guest needs: virtio PCI devices, the 9p file systems over
-# them, the NIC, and bridges over it. Dependencies come from modules.dep.
-WANTED_MODULES = ('virtio_pci', '9pnet_virtio', '9p', 'virtio_net', 'bridge')
+# them, the NIC, bridges over it, and overlays (a writable /etc). Their
+# dependencies come from modules.dep.
+WANTED_MODULES = ('virtio_pci', '9pnet_virtio', '9p', 'virtio_net', 'bridge',
+                  'overlay')
 _MODULE_SUFFIX = re.compile(r'\.ko(\.xz|\.zst|\.gz)?$')
 
 

@@ -105,22 +105,22 @@ def remove_domains():
     return removed
 
 
-def run_agent(config, periods=1, pause=0.0):
+def run_agent(config_files, periods=1, pause=0.0):
     """The agent, built as numa-policy-agent builds it, for ``periods``.
 
-    ``config`` is the text of its configuration file. Returns each
-    period's report (as the wire primitive), the loops' actions of each
-    period and the agent's log.
+    It reads ``config_files``, as the systemd unit has it read them.
+    Returns each period's report (as the wire primitive), the loops'
+    actions of each period and the agent's log.
     """
     from agent import cmd
     from nova_numa_policy import conf as npconf
     from nova_numa_policy.objects import report as report_obj
 
-    path = '/tmp/lab-agent.conf'
     log_file = f'/tmp/lab-agent-{os.getpid()}.log'
-    with open(path, 'w') as f:
-        f.write(config.replace('@LOG_FILE@', log_file))
-    cmd.parse_args(['--config-file', path])
+    args = ['--log-file', log_file]
+    for path in config_files:
+        args += ['--config-file', path]
+    cmd.parse_args(args)
     agent = cmd.build_agent(npconf.CONF)
     reports, actions = [], []
     for period in range(periods):

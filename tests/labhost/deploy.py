@@ -1,0 +1,41 @@
+"""The agent installed in a lab host as on a compute node.
+
+The project's virtualenv stands in for the distribution's packages: its
+``numa-policy-agent`` and ``privsep-helper`` are linked into ``/usr/bin``
+(writable in the lab host, an overlay). Everything else is the project's
+own files, unchanged: the sudoers rule from ``etc/sudoers.d`` and the
+configuration files the systemd unit names, ``/etc/nova/nova.conf`` and
+``/etc/nova/numa-policy-agent.conf``. The agent then starts its privsep
+daemon exactly as deployed: ``sudo privsep-helper --config-file ...``.
+"""
+
+import os
+import shlex
+import sys
+
+from tests.labhost import machine
+
+SUDOERS = os.path.join(machine.PROJECT, 'etc', 'sudoers.d',
+                       'numa-policy-agent')
+NOVA_CONF = '/etc/nova/nova.conf'
+AGENT_CONF = '/etc/nova/numa-policy-agent.conf'
+CONFIG_FILES = (NOVA_CONF, AGENT_CONF)
+COMMANDS = ('numa-policy-agent', 'privsep-helper')
+
+
+def install(lab, bin_dir=None):
+    """Link the commands into /usr/bin and install the sudoers rule."""
+    bin_dir = bin_dir or os.path.dirname(sys.executable)
+    links = ' && '.join(
+        f'ln -sf {shlex.quote(os.path.join(bin_dir, name))} /usr/bin/{name}'
+        for name in COMMANDS)
+    lab.run(f'{links} && install -m 0440 {shlex.quote(SUDOERS)} '
+            f'/etc/sudoers.d/numa-policy-agent && '
+            f'visudo -cf /etc/sudoers.d/numa-policy-agent')
+
+
+def write_config(lab, agent_conf, nova_conf=''):
+    """Write both configuration files the agent reads, readable by nova."""
+    for path, text in ((NOVA_CONF, nova_conf), (AGENT_CONF, agent_conf)):
+        lab.run(f'cat > {path} <<"LAB_EOF"\n{text}\nLAB_EOF\n'
+                f'chmod 0644 {path}')
