@@ -26,9 +26,21 @@ expose() {
         fi
     done
 }
+# Scratch directories of the lab host's own, with what it needs of this
+# machine's (a project cloned in /tmp) bound back at the same paths.
+mkdir -p /run/lab-scratch
+for dir in /tmp /var/tmp; do
+    mkdir -p "/run/lab-scratch$dir"
+    mount --bind "$dir" "/run/lab-scratch$dir"
+    mount -t tmpfs -o mode=1777 tmpfs "$dir"
+done
+for path in $LAB_KEEP; do
+    mkdir -p "$path"
+    mount --bind "/run/lab-scratch$path" "$path"
+done
+
 for dir in $LAB_EXPOSE; do expose "$dir"; done
 
-for dir in /tmp /var/tmp; do mount -t tmpfs -o mode=1777 tmpfs "$dir"; done
 for dir in /var/log /var/lib/libvirt /var/cache/libvirt; do
     [ -d "$dir" ] && mount -t tmpfs -o mode=0755 tmpfs "$dir"
 done

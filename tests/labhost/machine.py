@@ -130,6 +130,24 @@ def choose_accel(kernel, initrd, workdir):
     return choice
 
 
+# Directories the lab host replaces with its own tmpfs (guest.sh).
+SCRATCH = ('/tmp', '/var/tmp')
+_SCRATCH_PREFIXES = tuple(root + os.sep for root in SCRATCH)
+
+
+def under_scratch(paths):
+    """Those of ``paths`` inside a directory the lab host overmounts.
+
+    A clone in /tmp (as CI makes them) would vanish under the lab host's
+    own /tmp; guest.sh binds these back over it.
+    """
+    inside = {os.path.realpath(p) for p in paths}
+    inside = {p for p in inside if p.startswith(_SCRATCH_PREFIXES)}
+    # The outermost only: binding one back brings what it contains.
+    return sorted(p for p in inside
+                  if not any(p.startswith(q + os.sep) for q in inside))
+
+
 def closed_directories(paths):
     """Directories on the way to ``paths`` that other users cannot enter.
 
@@ -150,6 +168,18 @@ def closed_directories(paths):
             if not mode & stat.S_IXOTH and directory not in closed:
                 closed.append(directory)
     return sorted(closed, key=lambda d: d.count(os.sep))
+
+
+def reopened_directories(paths):
+    """The closed directories guest.sh reopens (see closed_directories).
+
+    Not those above a path kept from scratch space: guest.sh made them
+    afresh, open, on its own tmpfs.
+    """
+    kept = under_scratch(paths)
+    return [d for d in closed_directories(paths)
+            if not (d.startswith(_SCRATCH_PREFIXES)
+                    and any(k.startswith(d + os.sep) for k in kept))]
 
 
 def _kill_all_at_exit():
@@ -217,11 +247,17 @@ class LabHost:
         self._wait_ready(started + self.boot_timeout)
         self.boot_seconds = time.monotonic() - started
 
+    def _needed(self):
+        # What the lab host must reach of this machine: the interpreter
+        # (link and target), its installation and the project.
+        return (self.python, os.path.realpath(self.python), sys.prefix,
+                sys.base_prefix, PROJECT)
+
     def _write_config(self):
         values = {'LAB_PYTHON': self.python, 'LAB_PROJECT': PROJECT,
-                  'LAB_EXPOSE': ' '.join(closed_directories(
-                      (self.python, os.path.realpath(self.python),
-                       PROJECT))),
+                  'LAB_KEEP': ' '.join(under_scratch(self._needed())),
+                  'LAB_EXPOSE': ' '.join(reopened_directories(
+                      self._needed())),
                   'LAB_NOVA_UID': str(NOVA_UID),
                   'LAB_HOSTNAME': f'lab-{self.topology.name}'}
         with open(os.path.join(self.share, 'config.sh'), 'w') as f:

@@ -1,0 +1,36 @@
+"""Which of this machine's paths the lab host binds back or reopens."""
+
+import os
+import tempfile
+
+import testtools
+
+from tests.labhost import machine
+
+
+class ScratchPathsTest(testtools.TestCase):
+
+    def test_only_the_outermost_path_under_scratch_is_kept(self):
+        self.assertEqual(
+            ['/tmp/ci/repo'],
+            machine.under_scratch(['/tmp/ci/repo', '/tmp/ci/repo/.tox/host',
+                                   '/usr/bin/python3', '/tmpfoo/x']))
+
+    def test_var_tmp_is_scratch_too(self):
+        self.assertEqual(['/var/tmp/a'], machine.under_scratch(['/var/tmp/a']))
+
+    def test_a_closed_directory_above_a_kept_clone_is_not_reopened(self):
+        # mkdtemp makes a directory only its owner enters, as CI's clones.
+        scratch = tempfile.mkdtemp(dir='/tmp')
+        self.addCleanup(os.rmdir, scratch)
+        repo = os.path.join(scratch, 'repo')
+        os.mkdir(repo)
+        self.addCleanup(os.rmdir, repo)
+        self.assertIn(scratch, machine.closed_directories([repo]))
+        self.assertNotIn(scratch, machine.reopened_directories([repo]))
+
+    def test_a_closed_directory_elsewhere_is_reopened(self):
+        home = tempfile.mkdtemp(dir=os.path.expanduser('~'))
+        self.addCleanup(os.rmdir, home)
+        self.assertIn(home, machine.reopened_directories(
+            [os.path.join(home, 'venv', 'bin', 'python')]))
