@@ -25,6 +25,10 @@ class Outcome:
     actions: list = dataclasses.field(default_factory=list)
     applied: int = 0
     resync: bool = False
+    # How each guest's plan ended (agent.enforcer.ENDINGS), and the undo
+    # steps a lost connection left, by instance uuid.
+    endings: dict = dataclasses.field(default_factory=dict)
+    pending: dict = dataclasses.field(default_factory=dict)
 
 
 def build_runner(host_backend, group, period, dry_run=False, seed=0):
@@ -92,6 +96,9 @@ def run(runner, host_backend, snapshot):
                                      runner.dry_run)
         outcome.resync = outcome.resync or result.resync
         outcome.applied += result.applied
+        outcome.endings[instance.uuid] = result.ending
+        if result.pending:
+            outcome.pending[instance.uuid] = result.pending
         runner.actions_applied += result.applied
         if runner.dry_run or (result.failed is None
                               and result.applied == len(actions)):

@@ -47,6 +47,10 @@ class Agent:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self.seq = 0
+        # Undo steps a lost connection interrupted (agent.enforcer).
+        self.pending_undo = enforcer.PendingUndo()
+        # How each guest's plan of the last period ended, by uuid.
+        self.endings = {}
         self.last_report = None
         self._last_summary = None
         self._last_sent_at = None
@@ -72,6 +76,9 @@ class Agent:
                    in self.backend.capabilities())
         plans = []
         for instance in snapshot.instances:
+            if instance.uuid in self.pending_undo:
+                # Half way through an earlier plan: finish undoing first.
+                continue
             plan = enforcement.enforce(instance, snapshot.topology,
                                        snapshot.usage, can_set)
             if plan.blocked:
@@ -101,7 +108,25 @@ class Agent:
             budget -= len(plan.actions)
             applied += outcome.applied
             resync = resync or outcome.resync
+            self._ended(instance.uuid, outcome.ending, outcome.pending)
         return resync, applied
+
+    def _ended(self, uuid, ending, pending=()):
+        self.endings[uuid] = ending
+        self.pending_undo.keep(uuid, pending)
+
+    def finish_pending(self, snapshot):
+        """Carry out undo steps left by a lost connection.
+
+        Returns True when something was carried out (the snapshot is then
+        out of date).
+        """
+        if not len(self.pending_undo):
+            return False
+        present = {i.uuid for i in snapshot.instances}
+        endings = self.pending_undo.finish(self.backend, present)
+        self.endings.update(endings)
+        return any(e != enforcer.GONE for e in endings.values())
 
     def rebalance(self, snapshot):
         """Run the rebalancing loops on ``snapshot``.
@@ -110,6 +135,8 @@ class Agent:
         """
         outcome = rebalance.run(self.loops, self.backend, snapshot)
         self.last_loop_actions = outcome.actions
+        for uuid, ending in outcome.endings.items():
+            self._ended(uuid, ending, outcome.pending.get(uuid, ()))
         return outcome.resync, outcome.applied
 
     def build_report(self, snapshot):
@@ -148,7 +175,10 @@ class Agent:
 
     def run_once(self):
         """One period; return True when another pass is needed soon."""
+        self.endings = {}
         snapshot = self.observe()
+        if self.finish_pending(snapshot):
+            snapshot = self.observe()
         resync, applied = self.act(snapshot, self.decide(snapshot))
         if applied:
             # The loops and the report work from what is in force now.

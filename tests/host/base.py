@@ -34,6 +34,18 @@ enabled_loops = {loops}
 """
 
 
+# The privsep daemon as QEMU's user and group (doc/source/agent.rst).
+PRIVILEGED = """\
+[numa_policy_privileged]
+user = libvirt-qemu
+group = libvirt-qemu
+"""
+
+
+def text(value):
+    return testtools.content.text_content(value)
+
+
 class Guest:
     """A domain started in the lab host, and how it was decided."""
 
@@ -114,8 +126,7 @@ class LabTestCase(testtools.TestCase):
         result = self.lab.call('tests.labhost.inside:run_agent',
                                deploy.CONFIG_FILES, periods=periods,
                                pause=pause, user=user, timeout=600)
-        self.addDetail('agent-log', testtools.content.text_content(
-            result['log']))
+        self.addDetail('agent-log', text(result['log']))
         reports = [None if r is None else report_obj.load_report(r)
                    for r in result['reports']]
         return reports, result['loop_actions'], result['log']

@@ -11,12 +11,6 @@ from tests.labhost import domains
 from tests.labhost import kernel
 
 MEMORY_MB = 128
-PAGES_PER_MB = 256
-PRIVILEGED = """\
-[numa_policy_privileged]
-user = libvirt-qemu
-group = libvirt-qemu
-"""
 
 
 class VnuioaPageMoveTest(base.LabTestCase):
@@ -45,7 +39,7 @@ class VnuioaPageMoveTest(base.LabTestCase):
         # configuration; no pin count: act in the first period.
         return (super().agent_config(**options)
                 + f'pages_per_second = {self.pages_per_second}\n'
-                  f'hysteresis_pin_count = 0\n' + PRIVILEGED)
+                  f'hysteresis_pin_count = 0\n' + base.PRIVILEGED)
 
     def balancing(self, on):
         """Set kernel.numa_balancing for this test (see each test)."""

@@ -134,3 +134,97 @@ def run_agent(config_files, periods=1, pause=0.0):
                         agent.last_loop_actions])
     return {'reports': reports, 'loop_actions': actions,
             'log': _read(log_file) or ''}
+
+
+def _stop_libvirtd():
+    import subprocess
+    subprocess.run(['pkill', '-x', 'libvirtd'], check=False)
+    while subprocess.run(['pidof', 'libvirtd'],
+                         stdout=subprocess.DEVNULL).returncode == 0:
+        time.sleep(0.1)
+
+
+def _start_libvirtd():
+    import subprocess
+    subprocess.run(['sh', os.path.join(os.path.dirname(__file__),
+                                       'libvirt-up.sh')], check=True)
+
+
+def _restart_libvirtd():
+    _stop_libvirtd()
+    _start_libvirtd()
+
+
+def _destroy(uuid):
+    conn = libvirt.open(SYSTEM_URI)
+    try:
+        conn.lookupByUUIDString(uuid).destroy()
+    finally:
+        conn.close()
+
+
+# What strikes before the plan's second step, and what (if anything) puts
+# things right once the plan has ended.
+FAULTS = {
+    'none': (lambda uuid: None, None),
+    # Back before the step: the agent reconnects at once.
+    'libvirtd-restarted': (lambda uuid: _restart_libvirtd(), None),
+    # Away until the plan is over: its undo waits for the next period.
+    'libvirtd-stopped': (lambda uuid: _stop_libvirtd(), _start_libvirtd),
+    'domain-destroyed': (_destroy, None),
+}
+
+
+def plan_with_fault(config_files, uuid, actions, fault, periods_after=1):
+    """Carry out a plan of ``actions`` with ``fault`` before step 2.
+
+    ``actions`` are (kind, fields) pairs of nova_numa_policy.backend
+    actions. The plan goes through the agent's own act step, then the
+    agent runs ``periods_after`` periods (which finish what the plan
+    left). Returns how the plan ended, what the agent says of the guest
+    after its periods, and the agent's log.
+    """
+    from agent import cmd
+    from nova_numa_policy import backend
+    from nova_numa_policy import conf as npconf
+    from nova_numa_policy import enforcement
+
+    log_file = f'/tmp/lab-agent-{os.getpid()}.log'
+    args = ['--log-file', log_file]
+    for path in config_files:
+        args += ['--config-file', path]
+    cmd.parse_args(args)
+    agent = cmd.build_agent(npconf.CONF)
+    snapshot = agent.observe()
+    instance = {i.uuid: i for i in snapshot.instances}[uuid]
+    steps = tuple(getattr(backend, kind)(instance_uuid=uuid,
+                                         reason='lab plan', **fields)
+                  for kind, fields in actions)
+    strike, mend = FAULTS[fault]
+    real_apply = agent.backend.apply
+    calls = []
+
+    def apply(action):
+        calls.append(action)
+        if len(calls) == 2:
+            strike(uuid)
+        return real_apply(action)
+
+    agent.backend.apply = apply
+    try:
+        agent.act(snapshot, [(instance, enforcement.Enforcement(
+            actions=steps))])
+    finally:
+        agent.backend.apply = real_apply
+    ending = agent.endings.get(uuid)
+    pending = len(agent.pending_undo)
+    if mend is not None:
+        mend()
+    after = []
+    for _ in range(periods_after):
+        # The connection's back-off after the failure, as the daemon waits.
+        time.sleep(agent.backend._connection.retry_in)
+        agent.daemon_loop(once=True)
+        after.append(agent.endings.get(uuid))
+    return {'ending': ending, 'pending': pending, 'after': after,
+            'calls': len(calls), 'log': _read(log_file) or ''}
