@@ -32,6 +32,7 @@ from nova_numa_policy import pagemove
 
 from agent import errors
 from agent import privsep
+from agent import trust
 
 LOG = logging.getLogger(__name__)
 
@@ -110,26 +111,54 @@ def _window(start, count, page_size):
     return _offsets(count, page_size) + numpy.uint64(start)
 
 
+def _guest(pid):
+    """The checked guest process ``pid``, in the daemon (agent.trust)."""
+    privsep.check_daemon()
+    return privsep.guests.get(pid, privsep.guest_pid_dir())
+
+
+def _window_of(start, count, page_size):
+    trust.address(start, 'start')
+    trust.count(count)
+    trust.page_size(page_size)
+    if start + count * page_size - 1 > trust.MAX_ADDRESS:
+        raise ValueError('the window ends beyond the address space')
+    return _window(start, count, page_size)
+
+
+def _moved(guest, pages, node, flags):
+    """move_pages(2) on ``guest``, trusted only if it lived throughout."""
+    result = _move_pages(guest.pid, pages, node, flags)
+    if not guest.alive():
+        raise ProcessLookupError(errno.ESRCH,
+                                 f'process {guest.pid} exited during the call')
+    return result
+
+
 @privsep.pages.entrypoint
 def read_mappings(pid):
     """(maps, numa_maps) texts of ``pid``; (None, None) if it is gone."""
-    numa_maps = numamaps.read('/', pid)
-    maps = numamaps.read('/', pid, 'maps')
-    if numa_maps is None or maps is None:
+    try:
+        guest = _guest(pid)
+        return guest.read('maps'), guest.read('numa_maps')
+    except ProcessLookupError:
         return None, None
-    return maps, numa_maps
 
 
 @privsep.pages.entrypoint
 def read_numa_maps(pid):
-    return numamaps.read('/', pid)
+    try:
+        return _guest(pid).read('numa_maps')
+    except ProcessLookupError:
+        return None
 
 
 @privsep.pages.entrypoint
 def page_nodes(pid, start, count, page_size):
     """The node of each page of a window (negative errno: not present)."""
-    return _move_pages(pid, _window(start, count, page_size), None,
-                       0)[1].tolist()
+    guest = _guest(pid)
+    return _moved(guest, _window_of(start, count, page_size), None,
+                  0)[1].tolist()
 
 
 @privsep.pages.entrypoint
@@ -140,8 +169,9 @@ def move_window(pid, start, count, page_size, node):
     with :func:`statuses`). Bytes, not a list: converting thousands of
     statuses per call costs more than the daemon's executor reads them.
     """
-    not_moved, status = _move_pages(pid, _window(start, count, page_size),
-                                    node, MPOL_MF_MOVE_ALL)
+    guest = _guest(pid)
+    not_moved, status = _moved(guest, _window_of(start, count, page_size),
+                               trust.node(node), MPOL_MF_MOVE_ALL)
     return not_moved, status.tobytes()
 
 
@@ -151,8 +181,9 @@ def move_addresses(pid, addresses, node):
 
     Returns (pages not moved, the status of each page).
     """
-    not_moved, status = _move_pages(pid, array.array('Q', addresses), node,
-                                    MPOL_MF_MOVE_ALL)
+    guest = _guest(pid)
+    not_moved, status = _moved(guest, array.array(
+        'Q', trust.addresses(addresses)), trust.node(node), MPOL_MF_MOVE_ALL)
     return not_moved, status.tolist()
 
 
@@ -189,6 +220,10 @@ def hinted(statuses_):
 
 
 def _translate(exc, pid, target):
+    if isinstance(exc, PermissionError) and exc.errno is None:
+        # The daemon's own refusal (agent.trust, agent.privsep), in words.
+        return errors.NotEnforceable(f'the privileged daemon refused '
+                                     f'process {pid}: {exc}')
     if exc.errno == errno.ESRCH:
         return ProcessGone(f'process {pid} is gone')
     if exc.errno in (errno.ENODEV, errno.EINVAL):
@@ -234,6 +269,8 @@ class PageMover:
         try:
             maps, numa_maps = read_mappings(pid)
         except PermissionError as exc:
+            if exc.errno is None:
+                raise _translate(exc, pid, None) from exc
             # The kernel's ptrace check: another uid, or a target holding
             # capabilities the daemon has not (doc/source/agent.rst).
             raise errors.NotEnforceable(

@@ -2,7 +2,7 @@
 
 The agent runs unprivileged; only what needs privilege runs in the
 privsep daemon started through ``privsep-helper`` (sudo or rootwrap, see
-doc/source/agent.rst), with one capability:
+doc/source/security.rst), with one capability:
 
 * ``CAP_SYS_NICE``: move_pages(2) with ``MPOL_MF_MOVE_ALL``, so that guest
   RAM also mapped by another process (a memfd shared with a vhost-user
@@ -10,21 +10,167 @@ doc/source/agent.rst), with one capability:
 
 move_pages(2) and reading ``/proc/<pid>/numa_maps`` also need ptrace read
 access to the guest's qemu. Rather than ``CAP_SYS_PTRACE`` (the power to
-read any process's memory), the daemon is meant to run as qemu's user
-(``[numa_policy_privileged] user``): the same uid, and a target with no
-capabilities, is what the kernel's ptrace check asks for.
+read any process's memory), the daemon runs as QEMU's user and group:
+the same uid and gid, and a target with no capabilities, is what the
+kernel's ptrace check asks for. That account is the default of
+``[numa_policy_privileged] user`` and ``group`` (:func:`qemu_account`);
+the daemon refuses to serve as root unless ``user = root`` is set.
 
-Entry points live in :mod:`agent.pagemover` and take only integers.
+Entry points live in :mod:`agent.pagemover`; what they accept is checked
+inside the daemon by :mod:`agent.trust`.
 """
 
+import grp
+import os
+import pwd
+import re
+import stat
+
+from oslo_config import cfg
 from oslo_privsep import capabilities
 from oslo_privsep import priv_context
 
+from agent import trust
+
 CAPABILITIES = (capabilities.CAP_SYS_NICE,)
+SECTION = 'numa_policy_privileged'
+QEMU_CONF = '/etc/libvirt/qemu.conf'
+# The accounts distributions' libvirt packages run QEMU as, when
+# qemu.conf does not say: Debian and Ubuntu, then RHEL-like and SUSE.
+DISTRIBUTION_ACCOUNTS = ('libvirt-qemu', 'qemu')
+ROOT = 'root'
+
+OPTS = [
+    cfg.StrOpt(
+        'guest_pid_dir',
+        default='/run/libvirt/qemu',
+        help='''
+Where libvirt's system QEMU driver writes ``<domain>.pid`` for each
+running guest. The privileged daemon serves a pid only if a pidfile
+here names it and that process's command line names the same domain.
+The directory and its pidfiles must be owned by root and writable by no
+one else.
+'''),
+]
 
 pages = priv_context.PrivContext(
     'agent',
-    cfg_section='numa_policy_privileged',
+    cfg_section=SECTION,
     pypath=__name__ + '.pages',
     capabilities=CAPABILITIES,
 )
+cfg.CONF.register_opts(OPTS, group=SECTION)
+
+_SETTING = re.compile(r'^\s*(user|group)\s*=\s*"([^"]*)"\s*$')
+
+
+def _qemu_conf_settings(path):
+    """``user`` and ``group`` set in libvirt's qemu.conf (root only reads)."""
+    settings = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                match = _SETTING.match(line)
+                if match:
+                    # "+64055" is a numeric id; setuid takes it as digits.
+                    settings[match.group(1)] = match.group(2).lstrip('+')
+    except OSError:
+        pass
+    return settings
+
+
+def _exists(lookup, name):
+    try:
+        lookup(int(name) if name.isdigit() else name)
+    except (KeyError, ValueError):
+        return False
+    return True
+
+
+def qemu_account(qemu_conf=QEMU_CONF, accounts=DISTRIBUTION_ACCOUNTS):
+    """(user, group) QEMU runs as on this host; (None, None) if unknown.
+
+    qemu.conf's ``user`` and ``group`` when set, else the first of the
+    distributions' accounts that exists, with its group of the same name.
+    """
+    settings = _qemu_conf_settings(qemu_conf)
+    user = settings.get('user')
+    if user is None:
+        user = next((a for a in accounts if _exists(pwd.getpwnam, a)), None)
+    group = settings.get('group')
+    if group is None and user is not None and _exists(grp.getgrnam, user):
+        group = user
+    return user, group
+
+
+def _set_account_defaults():
+    user, group = qemu_account()
+    if user is not None:
+        cfg.CONF.set_default('user', user, group=SECTION)
+    if group is not None:
+        cfg.CONF.set_default('group', group, group=SECTION)
+
+
+_set_account_defaults()
+
+
+def check_not_root():
+    """Refuse to serve as root unless ``user = root`` was asked for.
+
+    Without a QEMU account to default to, the daemon would stay root:
+    better no page moves than a root daemon nobody chose.
+    """
+    if os.geteuid() == 0 and cfg.CONF[SECTION].user != ROOT:
+        raise PermissionError(
+            'the privileged daemon runs as root: set [numa_policy_privileged]'
+            ' user and group to the account QEMU runs as (or user = root to '
+            'mean it)')
+
+
+def _writable_by_others(path):
+    status = os.stat(path)
+    return status.st_uid != 0 or status.st_mode & (stat.S_IWGRP
+                                                   | stat.S_IWOTH)
+
+
+def _read_configuration():
+    try:
+        files = list(cfg.CONF.config_file or ())
+        directories = list(cfg.CONF.config_dir or ())
+    except cfg.NoSuchOptError:  # no command line parsed: nothing read
+        return []
+    for directory in directories:
+        files += [os.path.join(directory, name)
+                  for name in sorted(os.listdir(directory))]
+    return files
+
+
+def check_configuration():
+    """Refuse to serve if the caller could have written our configuration.
+
+    sudo's rule admits one command line; oslo.rootwrap admits any
+    privsep-helper arguments whatever its filters say. Either way an
+    extra ``--config-file`` of the caller's own (``user = root``, more
+    capabilities) must get nothing: every file the daemon read must be
+    root's and writable by no one else.
+    """
+    for path in _read_configuration():
+        if _writable_by_others(path):
+            raise PermissionError(
+                f'the privileged daemon read {path}, which someone other '
+                f'than root may write: it serves no call with such a '
+                f'configuration')
+
+
+def check_daemon():
+    """What every entry point checks of the daemon itself, first."""
+    check_not_root()
+    check_configuration()
+
+
+def guest_pid_dir():
+    return cfg.CONF[SECTION].guest_pid_dir
+
+
+# Guest processes checked in this daemon (agent.trust).
+guests = trust.Guests()

@@ -32,6 +32,22 @@ PRIVILEGED_HELP = (
     "qemu's user and group (user, group): the kernel then allows moving a "
     "guest's pages without CAP_SYS_PTRACE.")
 
+ACCOUNT_SAMPLE = {
+    'user': "<QEMU's: qemu.conf's user, else libvirt-qemu or qemu>",
+    'group': "<QEMU's: qemu.conf's group, else the user's name>",
+}
+ACCOUNT_HELP = {
+    'user': (
+        'User the privileged daemon runs as. By default the account QEMU '
+        "runs as: libvirt's qemu.conf user, else the first of libvirt-qemu "
+        '(Debian, Ubuntu) and qemu (RHEL-like, SUSE) that exists. The daemon '
+        'refuses to serve as root unless this is set to root.'),
+    'group': (
+        'Group the privileged daemon runs as. By default QEMU\'s: '
+        "qemu.conf's group, else the group named as the default user. The "
+        "kernel's ptrace check compares it with the guest's group."),
+}
+
 
 def list_opts():
     """Return (group, options) pairs, every group of the project once."""
@@ -61,7 +77,12 @@ def list_privileged_opts():
     # Names read better than capability numbers and are valid values.
     cfg.set_defaults(opts, capabilities=[
         capabilities.CAPS_BYVALUE[cap] for cap in privsep.CAPABILITIES])
-    return [(group, opts)]
+    # The account is found on the host where the daemon starts.
+    for opt in opts:
+        if opt.name in ACCOUNT_HELP:
+            opt.sample_default = ACCOUNT_SAMPLE[opt.name]
+            opt.help = ACCOUNT_HELP[opt.name]
+    return [(group, opts + copy.deepcopy(privsep.OPTS))]
 
 
 def list_placement_opts():

@@ -10,7 +10,6 @@ from nova_numa_policy import policy
 from tests.host import base
 from tests.labhost import deploy
 from tests.labhost import domains
-from tests.labhost import kernel
 
 
 class MidPlanFaultTest(base.LabTestCase):

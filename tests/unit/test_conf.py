@@ -100,9 +100,9 @@ class AgentLibraryOptionsTest(testtools.TestCase):
         section = privsep.pages.cfg_section
         listed = self.listed(section)
         # What every PrivContext registers in its section, with the
-        # context's capabilities as the default.
-        self.assertEqual({opt.dest for opt in priv_context.OPTS},
-                         set(listed))
+        # context's capabilities as the default, and the agent's own.
+        self.assertEqual({opt.dest for opt in priv_context.OPTS}
+                         | {opt.dest for opt in privsep.OPTS}, set(listed))
         names = [capabilities.CAPS_BYVALUE[cap]
                  for cap in privsep.CAPABILITIES]
         self.assertEqual(','.join(names), listed['capabilities'])

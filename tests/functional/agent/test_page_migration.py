@@ -3,9 +3,12 @@
 The daemon is forked from the test process (privsep's FORK method: the
 same code path as privsep-helper after sudo, minus the exec), drops every
 capability but CAP_SYS_NICE and, when configured, becomes another user.
-The children are real processes with 64 MiB of touched memory; this
-host has one NUMA node, so pages move from node 0 to node 0, which the
-kernel still walks page by page and reports.
+The children are real processes with 64 MiB of touched memory, guests
+to the daemon through pidfiles of a test directory
+(``[numa_policy_privileged] guest_pid_dir``); this host has one NUMA
+node, so pages move from node 0 to node 0, which the kernel still walks
+page by page and reports. HostileCallsTest sends the daemon what the
+agent's user could.
 """
 
 import json
@@ -22,6 +25,7 @@ import testtools
 from agent import errors
 from agent import pagemover
 from agent import privsep
+from agent import trust
 from tests.unit.agent import memchild
 
 SYSTEM_PYTHON = '/usr/bin/python3'
@@ -30,20 +34,24 @@ PRIVSEP_HELPER = os.path.join(os.path.dirname(sys.executable),
 
 
 class PrivsepDaemon(fixtures.Fixture):
-    """The agent's context started as a daemon, as ``user`` if given."""
+    """The agent's context started as a daemon, as ``user``.
 
-    def __init__(self, user=None):
+    Root is named on purpose: the daemon refuses to serve as root
+    otherwise. ``guests`` lists the children it may serve.
+    """
+
+    def __init__(self, user='root'):
         super().__init__()
         self.user = user
 
     def _setUp(self):
+        self.guests = self.useFixture(memchild.GuestPidDir())
         # The context's capabilities are an option default, which config
         # fixtures of other tests in this process reset: set them again.
         section = privsep.pages.cfg_section
-        overrides = [('capabilities', list(privsep.CAPABILITIES))]
-        if self.user is not None:
-            entry = pwd.getpwnam(self.user)
-            overrides += [('user', self.user), ('group', str(entry.pw_gid))]
+        entry = pwd.getpwnam(self.user)
+        overrides = [('capabilities', list(privsep.CAPABILITIES)),
+                     ('user', self.user), ('group', str(entry.pw_gid))]
         for name, value in overrides:
             cfg.CONF.set_override(name, value, group=section)
             self.addCleanup(cfg.CONF.clear_override, name, group=section)
@@ -55,12 +63,13 @@ class CapSysNiceOnlyTest(testtools.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.useFixture(PrivsepDaemon())
+        self.daemon = self.useFixture(PrivsepDaemon())
         self.mover = pagemover.PageMover()
 
     def child(self, **kwargs):
+        kwargs.setdefault('preexec_fn', memchild.drop_capabilities)
         return self.useFixture(memchild.MemoryChild(
-            preexec_fn=memchild.drop_capabilities, **kwargs))
+            guests=self.daemon.guests, **kwargs))
 
     def test_every_page_of_64_mib_is_moved_to_node_0(self):
         child = self.child()
@@ -98,10 +107,60 @@ class CapSysNiceOnlyTest(testtools.TestCase):
 
     def test_a_process_with_capabilities_the_daemon_lacks_is_refused(self):
         # The kernel's ptrace check: no CAP_SYS_PTRACE on purpose.
-        child = self.useFixture(memchild.MemoryChild(8 << 20))
+        child = self.child(size=8 << 20, preexec_fn=None)
         exc = self.assertRaises(errors.NotEnforceable, self.mover.move,
                                 child.pid, 0, 0, 1000)
         self.assertIn('must run as its owner', str(exc))
+
+
+class HostileCallsTest(testtools.TestCase):
+    """What the agent's user could send the real daemon: all refused."""
+
+    def setUp(self):
+        super().setUp()
+        self.daemon = self.useFixture(PrivsepDaemon())
+        self.guest = self.useFixture(memchild.MemoryChild(
+            1 << 20, preexec_fn=memchild.drop_capabilities,
+            guests=self.daemon.guests))
+
+    def other(self):
+        return self.useFixture(memchild.MemoryChild(
+            1 << 20, preexec_fn=memchild.drop_capabilities))
+
+    def test_a_path_in_place_of_a_pid(self):
+        for probe in ('1/root/../../../etc/shadow', '../../etc/shadow',
+                      str(self.guest.pid), True):
+            self.assertRaises(TypeError, pagemover.read_numa_maps, probe)
+            self.assertRaises(TypeError, pagemover.read_mappings, probe)
+
+    def test_a_process_that_is_no_guest(self):
+        other = self.other()
+        self.assertRaises(trust.NotAGuest, pagemover.read_numa_maps,
+                          other.pid)
+        self.assertRaises(trust.NotAGuest, pagemover.move_window, other.pid,
+                          other.address, 16, memchild.PAGE, 0)
+        self.assertRaises(errors.NotEnforceable, pagemover.PageMover().move,
+                          other.pid, 0, 0, 100)
+
+    def test_a_recycled_pid(self):
+        # A guest's pidfile outlives it and its pid goes to a process
+        # the agent's user started: same pidfile, another process.
+        other = self.other()
+        self.daemon.guests.write('instance-recycled', other.pid)
+        exc = self.assertRaises(trust.NotAGuest, pagemover.read_numa_maps,
+                                other.pid)
+        self.assertIn('stale', str(exc))
+
+    def test_extra_and_unknown_arguments(self):
+        pid = self.guest.pid
+        self.assertRaises(TypeError, pagemover.read_numa_maps, pid, 'maps')
+        self.assertRaises(TypeError, pagemover.read_numa_maps, pid=pid,
+                          name='environ')
+        self.assertRaises((TypeError, ValueError), pagemover.move_addresses,
+                          pid, [self.guest.address, -1], 0)
+
+    def test_the_guest_itself_is_served(self):
+        self.assertIn('anon', pagemover.read_numa_maps(self.guest.pid))
 
 
 @testtools.skipUnless(os.access(SYSTEM_PYTHON, os.X_OK),
@@ -111,18 +170,19 @@ class AsTheGuestsUserTest(testtools.TestCase):
     """The production setup: the daemon runs as qemu's user."""
 
     def test_moves_the_pages_of_that_users_process(self):
-        self.useFixture(PrivsepDaemon(user='nobody'))
+        daemon = self.useFixture(PrivsepDaemon(user='nobody'))
         child = self.useFixture(memchild.MemoryChild(
             16 << 20, user='nobody', group=pwd.getpwnam('nobody').pw_gid,
-            python=SYSTEM_PYTHON))
+            python=SYSTEM_PYTHON, guests=daemon.guests))
         result = pagemover.PageMover().move(child.pid, 0, 0, 10 ** 9)
         self.assertGreaterEqual(result.moved, child.pages)
         self.assertEqual(0, result.failed)
 
     def test_another_users_process_is_refused(self):
-        self.useFixture(PrivsepDaemon(user='nobody'))
+        daemon = self.useFixture(PrivsepDaemon(user='nobody'))
         child = self.useFixture(memchild.MemoryChild(
-            8 << 20, preexec_fn=memchild.drop_capabilities))
+            8 << 20, preexec_fn=memchild.drop_capabilities,
+            guests=daemon.guests))
         self.assertRaises(errors.NotEnforceable, pagemover.PageMover().move,
                           child.pid, 0, 0, 1000)
 
@@ -131,20 +191,28 @@ class AsTheGuestsUserTest(testtools.TestCase):
 # packages eventlet-monkey-patch on import, under which privsep's helper
 # channel stalls; the agent itself never imports nova.
 _HELPER_SCRIPT = """
-import json, sys
+import json, os, sys
 from oslo_config import cfg
 from oslo_privsep import priv_context
 from agent import pagemover, privsep
 from tests.unit.agent import memchild
-cfg.CONF.set_override('helper_command', sys.argv[1],
+guests = memchild.GuestPidDir()
+guests.setUp()
+conf = os.path.join(guests.path, 'agent.conf')
+with open(conf, 'w') as f:
+    f.write('[numa_policy_privileged]\\nuser = root\\ngroup = root\\n'
+            'guest_pid_dir = %s\\n' % guests.path)
+cfg.CONF.set_override('helper_command', sys.argv[1] + ' --config-file ' + conf,
                       group=privsep.pages.cfg_section)
 privsep.pages.start(priv_context.Method.ROOTWRAP)
-child = memchild.MemoryChild(8 << 20, preexec_fn=memchild.drop_capabilities)
+child = memchild.MemoryChild(8 << 20, preexec_fn=memchild.drop_capabilities,
+                             guests=guests)
 child.setUp()
 result = pagemover.PageMover().move(child.pid, 0, 0, 10 ** 9)
 print(json.dumps([result.moved, result.failed, child.pages]))
 child.cleanUp()
 privsep.pages.stop()
+guests.cleanUp()
 """
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))

@@ -47,7 +47,6 @@ from agent import service
 from agent import sysfs
 from tests import fixtures as host_fixtures
 from tests.unit.agent import base
-from tests.unit.agent import memchild
 from tests.unit.agent import test_pagemove_backend as guest_files
 from tests.unit.agent import test_pagemover
 
@@ -113,7 +112,7 @@ class LibvirtLoopsTest(base.TestDriverHostTest):
     def setUp(self):
         super().setUp()
         self.log = self.useFixture(fixtures.FakeLogger(level=logging.DEBUG))
-        self.useFixture(test_pagemover.InProcessPrivsep())
+        self.privsep = self.useFixture(test_pagemover.InProcessPrivsep())
         self.mover = RecordingMover(batch_pages=512)
         self.backend = libvirt_backend.LibvirtBackend(
             self.connection, root=self.root,
@@ -122,7 +121,7 @@ class LibvirtLoopsTest(base.TestDriverHostTest):
 
     def guest_process(self, index, uuid):
         """A real process as guest ``index``'s qemu, 8 MiB touched."""
-        child = self.useFixture(memchild.MemoryChild(8 << 20))
+        child = self.privsep.child(8 << 20)
         guest_files.write_qemu(self.root, f'instance-{index:08x}', uuid,
                                child.pid)
         return child

@@ -15,7 +15,6 @@ from agent import libvirt_backend
 from agent import pagemover
 from agent import service
 from tests.unit.agent import base
-from tests.unit.agent import memchild
 from tests.unit.agent import test_numamaps
 from tests.unit.agent import test_pagemover
 
@@ -153,8 +152,8 @@ class MovePagesTest(base.TestDriverHostTest):
 
     def setUp(self):
         super().setUp()
-        self.useFixture(test_pagemover.InProcessPrivsep())
-        self.child = self.useFixture(memchild.MemoryChild(8 << 20))
+        self.privsep = self.useFixture(test_pagemover.InProcessPrivsep())
+        self.child = self.privsep.child(8 << 20)
         write_qemu(self.root, 'instance-00000002', base.HOME_FROM_NOVA,
                    self.child.pid)
         self.backend = libvirt_backend.LibvirtBackend(

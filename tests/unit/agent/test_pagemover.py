@@ -2,7 +2,9 @@
 
 privsep's unit-test convention: with the context out of client mode the
 entry points run in the test process (as root here, where the functional
-tests run them in a real daemon with only CAP_SYS_NICE).
+tests run them in a real daemon with only CAP_SYS_NICE). Every check of
+agent.trust runs as in the daemon: the children are guests to it
+through pidfiles of a test directory.
 """
 
 import errno
@@ -20,17 +22,26 @@ from tests.unit.agent import memchild
 
 
 class InProcessPrivsep(fixtures.Fixture):
+    """Entry points in this process (root), children as its guests."""
+
     def _setUp(self):
         privsep.pages.set_client_mode(False)
         self.addCleanup(privsep.pages.set_client_mode, True)
+        # Root on purpose, as the daemon refuses to be by default.
+        self.useFixture(fixtures.MonkeyPatch(
+            'agent.privsep.check_not_root', lambda: None))
+        self.guests = self.useFixture(memchild.GuestPidDir())
+
+    def child(self, size, **kwargs):
+        return self.useFixture(memchild.MemoryChild(
+            size, guests=self.guests, **kwargs))
 
 
 class PrivilegedCallTest(testtools.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.useFixture(InProcessPrivsep())
-        self.child = self.useFixture(memchild.MemoryChild(16 << 20))
+        self.child = self.useFixture(InProcessPrivsep()).child(16 << 20)
 
     def test_every_touched_page_is_on_node_0(self):
         nodes = pagemover.page_nodes(self.child.pid, self.child.address,
@@ -65,8 +76,7 @@ class PageMoverTest(testtools.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.useFixture(InProcessPrivsep())
-        self.child = self.useFixture(memchild.MemoryChild(16 << 20))
+        self.child = self.useFixture(InProcessPrivsep()).child(16 << 20)
         self.mover = pagemover.PageMover(batch_pages=1024)
 
     def test_a_whole_move_counts_the_mappings_source_pages(self):
