@@ -113,8 +113,7 @@ def _window(start, count, page_size):
 
 def _guest(pid):
     """The checked guest process ``pid``, in the daemon (agent.trust)."""
-    privsep.check_daemon()
-    return privsep.guests.get(pid, privsep.guest_pid_dir())
+    return privsep.guests.get(pid, privsep.checked_pid_dir())
 
 
 def _window_of(start, count, page_size):

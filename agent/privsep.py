@@ -162,14 +162,31 @@ def check_configuration():
                 f'configuration')
 
 
-def check_daemon():
-    """What every entry point checks of the daemon itself, first."""
-    check_not_root()
-    check_configuration()
-
-
 def guest_pid_dir():
     return cfg.CONF[SECTION].guest_pid_dir
+
+
+# The guest pid directory, once the daemon's own checks passed: a
+# daemon's configuration does not change after it starts, and reading
+# options costs more than a page move's own checks.
+_checked_pid_dir = None
+
+
+def checked_pid_dir():
+    """Check the daemon itself (once), then give its guest pid directory."""
+    global _checked_pid_dir
+    if _checked_pid_dir is None:
+        check_not_root()
+        check_configuration()
+        _checked_pid_dir = guest_pid_dir()
+    return _checked_pid_dir
+
+
+def forget_checks():
+    """Check again at the next call (tests change the configuration)."""
+    global _checked_pid_dir
+    _checked_pid_dir = None
+    guests.clear()
 
 
 # Guest processes checked in this daemon (agent.trust).

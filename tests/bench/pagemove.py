@@ -6,7 +6,9 @@ same size: the C baseline is a loop around the syscall compiled with gcc
 into a temporary directory; the Python path is the planner and the
 executor (:class:`agent.pagemover.PageMover`) with its privileged calls
 in-process (privsep's client mode off: the daemon's socket round trip is
-measured by neither). Reading numa_maps is outside both timings.
+measured by neither, its checks of the caller's arguments by the Python
+path, the child being a guest to them through a pidfile). Reading
+numa_maps is outside both timings.
 
 On a one-node host the move is node 0 to node 0: the kernel still looks up
 and checks every page and reports its node, but copies nothing, so this
@@ -25,6 +27,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from oslo_config import cfg
 
 from agent import pagemover
 from agent import privsep
@@ -133,7 +137,11 @@ def measure(size_mb, batch, rounds, passes, route=(0, 0)):
     """(pages, C times, Python times): ``route`` is (there, back)."""
     privsep.pages.set_client_mode(False)
     tmp = tempfile.mkdtemp(prefix='numa-pagemove-bench-')
-    child = memchild.MemoryChild(size_mb << 20)
+    # In-process as root, on purpose (the daemon refuses root otherwise).
+    cfg.CONF.set_override('user', 'root', group=privsep.SECTION)
+    guests = memchild.GuestPidDir()
+    guests.setUp()
+    child = memchild.MemoryChild(size_mb << 20, guests=guests)
     child.setUp()
     try:
         binary = build_baseline(tmp)
@@ -165,6 +173,8 @@ def measure(size_mb, batch, rounds, passes, route=(0, 0)):
         return child.pages, c_times, py_times, passes
     finally:
         child.cleanUp()
+        guests.cleanUp()
+        cfg.CONF.clear_override('user', group=privsep.SECTION)
         shutil.rmtree(tmp)
         privsep.pages.set_client_mode(True)
 

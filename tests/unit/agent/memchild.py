@@ -54,9 +54,9 @@ class GuestPidDir(fixtures.Fixture):
                               group=privsep.SECTION)
         self.addCleanup(cfg.CONF.clear_override, 'guest_pid_dir',
                         group=privsep.SECTION)
-        # Checked guests are remembered by pid: not across tests.
-        privsep.guests.clear()
-        self.addCleanup(privsep.guests.clear)
+        # Checks and checked guests are remembered: not across tests.
+        privsep.forget_checks()
+        self.addCleanup(privsep.forget_checks)
 
     def write(self, domain, pid):
         path = os.path.join(self.path, f'{domain}.pid')
