@@ -321,7 +321,8 @@ class PageMover:
                 # Pages already on the target report it too, so the count
                 # is numa_maps' of the mapping's source pages, less those
                 # the kernel did not move or would not touch.
-                hints = hinted(statuses(status))
+                # Counted on the array itself: no list of 4096 ints.
+                hints = hinted(array.array('i', status))
                 moved += window.credit - not_moved - hints
             skipped += hints
             failed += not_moved
