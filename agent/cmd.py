@@ -80,7 +80,8 @@ def build_agent(conf, sender=None, opener=None):
         host_backend, host=opts.host, period=opts.period, sender=sender,
         dry_run=opts.dry_run, max_actions=opts.max_actions_per_period,
         report_version=conf.numa_policy_reports.report_version,
-        traits=traits.from_conf(conf), loops=loops)
+        traits=traits.from_conf(conf), loops=loops,
+        secret=conf.numa_policy_reports.secret)
     agent_ref.append(agent)
     return agent
 

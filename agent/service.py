@@ -8,10 +8,12 @@ an Event, so SIGTERM and libvirt lifecycle events end the wait at once.
 import logging
 import threading
 import time
+import uuid as uuid_mod
 
 from nova_numa_policy import backend as backend_mod
 from nova_numa_policy import enforcement
 from nova_numa_policy.objects import report as report_obj
+from nova_numa_policy.objects import signing
 from nova_numa_policy import reporting
 
 from agent import enforcer
@@ -26,7 +28,8 @@ RESYNC_DELAY = 1.0
 class Agent:
     def __init__(self, host_backend, host, period, sender=None,
                  dry_run=False, max_actions=64, report_version=None,
-                 traits=None, clock=time.monotonic, loops=None):
+                 traits=None, clock=time.monotonic, loops=None,
+                 secret=None):
         """An agent on ``host_backend``.
 
         ``loops``: a loops Runner on ``host_backend`` (see
@@ -46,7 +49,11 @@ class Agent:
         self._clock = clock
         self._stop = threading.Event()
         self._wake = threading.Event()
+        # Reports of this process: seq counts within this boot.
+        self.boot_id = str(uuid_mod.uuid4())
         self.seq = 0
+        # Signs reports when set ([numa_policy_reports] secret).
+        self._secret = secret
         # Undo steps a lost connection interrupted (agent.enforcer).
         self.pending_undo = enforcer.PendingUndo()
         # How each guest's plan of the last period ended, by uuid.
@@ -146,7 +153,8 @@ class Agent:
             self.period, self.backend.capabilities(),
             active_loops=rebalance.active_loops(self.loops),
             auto_choices=(self.loops.auto_choices() if self.loops
-                          else None))
+                          else None),
+            boot_id=self.boot_id, endings=self.endings)
 
     def report(self, report):
         """Hand the report to the sender when it is due; never blocks."""
@@ -158,8 +166,11 @@ class Agent:
                or reporting.significant_change(self._last_summary, summary))
         self._last_summary = summary
         if due and self.sender is not None:
-            self.sender.submit(report_obj.dump_report(
-                report, target_version=self.report_version))
+            payload = report_obj.dump_report(
+                report, target_version=self.report_version)
+            if self._secret:
+                payload = signing.sign(payload, self._secret)
+            self.sender.submit(payload)
             self._last_sent_at = now
 
     def sync_traits(self):

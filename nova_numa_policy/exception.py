@@ -40,3 +40,15 @@ class MalformedReport(ValueError):
 
 class OversizedReport(MalformedReport):
     """A HostReport larger than a consumer accepts (bytes or counts)."""
+
+
+class ReportFromTheFuture(MalformedReport):
+    """A HostReport dated further ahead than the allowed clock skew."""
+
+
+class UnsignedReport(MalformedReport):
+    """No signature on a report, where consumers require one."""
+
+
+class BadSignature(MalformedReport):
+    """A report's signature does not match any accepted secret."""

@@ -73,7 +73,7 @@ def applied_policy(instance, topology, active_loops=(), auto_choice=None):
     return placement
 
 
-def _instance(instance, topology, active_loops, auto_choices):
+def _instance(instance, topology, active_loops, auto_choices, endings):
     known = {str(n.id) for n in topology.nodes}
     return report_obj.NumaInstanceReport(
         uuid=instance.uuid,
@@ -86,31 +86,36 @@ def _instance(instance, topology, active_loops, auto_choices):
         vcpu_cpus=[c if c is not None else -1 for c in instance.vcpu_cpus],
         io_rate=float(instance.io_rate),
         io_intensive=False,
-        access_class=None)
+        access_class=None,
+        enforcement=endings.get(instance.uuid))
 
 
 def build_report(snapshot, host, hypervisor_hostname, seq, period,
-                 capabilities, now=None, active_loops=(), auto_choices=None):
+                 capabilities, now=None, active_loops=(), auto_choices=None,
+                 boot_id=None, endings=None):
     """The period's HostReport.
 
     ``active_loops``: the loops acting this period; ``auto_choices``:
-    {uuid: the policy the auto loop chose}.
+    {uuid: the policy the auto loop chose}; ``boot_id``: the agent
+    process's (its ``seq`` counts from 1 again); ``endings``: {uuid: how
+    the period's plan for it ended}.
     """
     auto_choices = auto_choices or {}
+    endings = endings or {}
     usage = {u.node_id: u for u in snapshot.usage}
     topology = snapshot.topology
     instances = snapshot.instances[:report_obj.MAX_INSTANCES]
     return report_obj.NumaHostReport(
         host=host, hypervisor_hostname=hypervisor_hostname,
-        agent_version=agent_version(), seq=seq,
+        agent_version=agent_version(), seq=seq, boot_id=boot_id,
         generated_at=now or report_obj.utcnow(), period=float(period),
         numa_nodes=[_node(n, usage.get(n.id)) for n in topology.nodes],
         nics=[report_obj.NumaNicReport(
             name=n.name, numa_node=n.numa_node, speed_mbps=n.speed_mbps,
             physnet=n.physnet, bridge=n.bridge)
             for n in topology.nics[:report_obj.MAX_NICS]],
-        instances=[_instance(i, topology, active_loops, auto_choices)
-                   for i in instances],
+        instances=[_instance(i, topology, active_loops, auto_choices,
+                             endings) for i in instances],
         enforceable_policies=enforceable_policies(capabilities))
 
 

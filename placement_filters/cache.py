@@ -7,23 +7,33 @@ and a dict lookup is atomic, so the per-host path is one ``dict.get``.
 """
 
 import collections
+import datetime
 import threading
 import time
 
 from oslo_log import log as logging
 
-from nova_numa_policy import exception
 from nova_numa_policy.objects import report as report_mod
 from nova_numa_policy.scheduling import assess
 from nova_numa_policy.scheduling import summary as summary_mod
 
 LOG = logging.getLogger(__name__)
 
-# Reasons a report is dropped; each has its own counter.
-DROP_OVERSIZED = 'oversized'
-DROP_MALFORMED = 'malformed'
-DROP_FUTURE = 'from the future'
+
+def _utc(seconds):
+    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
+
+
+# Reasons a report is dropped; each has its own counter. Those of a
+# refused payload are the collector's too (report.refusal_reason).
+DROP_OVERSIZED = report_mod.REFUSED_OVERSIZED
+DROP_MALFORMED = report_mod.REFUSED_MALFORMED
+DROP_FUTURE = report_mod.REFUSED_FUTURE
+DROP_UNSIGNED = report_mod.REFUSED_UNSIGNED
+DROP_BAD_SIGNATURE = report_mod.REFUSED_BAD_SIGNATURE
+DROP_UNEXPECTED = report_mod.REFUSED_UNEXPECTED
 DROP_OUTDATED = 'older than the cached one'
+
 
 DROP_LOG_INTERVAL = 60.0
 
@@ -32,12 +42,16 @@ class ReportCache:
     """Fresh-enough summaries of the last report of each compute node."""
 
     def __init__(self, max_hosts, max_report_bytes, io_rate, ttl,
-                 clock=time.time):
+                 clock=time.time, secrets=(),
+                 max_skew=report_mod.DEFAULT_MAX_CLOCK_SKEW):
         self.max_hosts = max_hosts
         self.max_report_bytes = max_report_bytes
         self.io_rate = io_rate
         self.ttl = ttl
         self.clock = clock
+        # Report signing (objects/signing.py): verified when set.
+        self.secrets = tuple(secrets)
+        self.max_skew = max_skew
         # Ordered by last update, so the first entry is the one to evict.
         self._entries = collections.OrderedDict()
         # get(key): the summary for ``(host, nodename)``, or None. Lock
@@ -65,15 +79,8 @@ class ReportCache:
         """
         try:
             summary = self._summarize(payload)
-        except exception.OversizedReport as exc:
-            self._drop(DROP_OVERSIZED, exc)
-            return False
-        except exception.MalformedReport as exc:
-            self._drop(DROP_MALFORMED, exc)
-            return False
-        if summary.generated_at > self.clock() + self.ttl:
-            self._drop(DROP_FUTURE, f'{summary.key} generated at '
-                       f'{summary.generated_at}')
+        except Exception as exc:  # noqa: B902 - counted, never raised
+            self._drop(report_mod.refusal_reason(exc), exc)
             return False
         # Answers for the flavors being scheduled, computed here rather
         # than on the next request's path; before the summary is published.
@@ -81,16 +88,19 @@ class ReportCache:
         return self._store(summary)
 
     def _summarize(self, payload):
-        report_mod.check_size(payload, self.max_report_bytes)
-        data = report_mod.load_report_data(payload)
+        """The checked report's summary; the checks the collector runs."""
+        data = report_mod.check_payload(payload, self.max_report_bytes,
+                                        self.secrets)
+        report_mod.check_time(data['generated_at'], _utc(self.clock()),
+                              self.max_skew)
         return summary_mod.summarize(data, self.io_rate)
 
     def _store(self, summary):
         key = summary.key
         with self._write_lock:
             old = self._entries.get(key)
-            if old is not None and (old.generated_at, old.seq) > (
-                    summary.generated_at, summary.seq):
+            if old is not None and not report_mod.supersedes(
+                    summary.order(), old.order()):
                 outdated = True
             else:
                 outdated = False
@@ -106,6 +116,8 @@ class ReportCache:
 
     def _drop(self, reason, detail):
         self.dropped[reason] += 1
+        if reason == DROP_UNEXPECTED:
+            LOG.error('A NUMA host report failed unexpectedly: %r', detail)
         now = self.clock()
         if (self._last_drop_log is None
                 or now - self._last_drop_log >= DROP_LOG_INTERVAL):

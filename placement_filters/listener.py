@@ -19,6 +19,7 @@ from oslo_log import log as logging
 import oslo_messaging as messaging
 
 from nova_numa_policy import conf as numa_conf  # noqa: F401  registers opts
+from nova_numa_policy.conf import reports as reports_conf
 from nova_numa_policy.objects import report as report_mod
 from placement_filters import cache as cache_mod
 
@@ -84,10 +85,13 @@ class ReportListener:
 
 def make_cache(conf):
     sched = conf.numa_policy_scheduler
+    reports = conf.numa_policy_reports
     return cache_mod.ReportCache(
         max_hosts=sched.max_hosts,
-        max_report_bytes=conf.numa_policy_reports.max_report_bytes,
-        io_rate=sched.io_intensive_rate, ttl=sched.report_ttl)
+        max_report_bytes=reports.max_report_bytes,
+        io_rate=sched.io_intensive_rate, ttl=sched.report_ttl,
+        secrets=reports_conf.accepted_secrets(reports),
+        max_skew=reports.max_clock_skew)
 
 
 class Runtime:

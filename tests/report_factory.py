@@ -5,6 +5,7 @@ import datetime
 from nova_numa_policy.objects import report as report_obj
 
 DEFAULT_UUID = '2d3c1f2e-7f4b-4a7e-9a59-5b7c8d9e0f11'
+BOOT_ID = '5e1d0c6a-3b7f-4c29-8d4e-0a1b2c3d4e5f'
 
 
 def make_node(node_id=0, node_count=2, cpus=None, **fields):
@@ -24,7 +25,7 @@ def make_instance(uuid=DEFAULT_UUID, **fields):
                   applied_policy='interleave',
                   memory_mb_per_node={'0': 1024, '1': 1024},
                   vcpu_cpus=[0, 2], io_rate=120.0, io_intensive=False,
-                  access_class='moderate')
+                  access_class='moderate', enforcement='applied')
     values.update(fields)
     return report_obj.NumaInstanceReport(**values)
 
@@ -32,7 +33,7 @@ def make_instance(uuid=DEFAULT_UUID, **fields):
 def make_report(node_count=2, **fields):
     values = dict(
         host='compute1', hypervisor_hostname='compute1.example.org',
-        agent_version='1.0.0', seq=7,
+        agent_version='1.0.0', seq=7, boot_id=BOOT_ID,
         generated_at=datetime.datetime(2026, 11, 22, 8, 0, 0,
                                        tzinfo=datetime.timezone.utc),
         period=5.0,

@@ -2,9 +2,17 @@
 
 One endpoint reads every notification on the reports topic: it parses the
 payload (pure code in :mod:`records`), stores it, and answers the broker.
-A malformed payload is dropped and counted; a database that is away is
-retried and the message requeued, so nothing is lost while it restarts;
-nothing else a message does escapes into the listener's thread.
+Nothing a message does escapes into the listener's thread:
+
+* a payload refused by the checks every consumer shares (size, origin,
+  values, time: ``report.read_payload``) is dropped and counted by
+  reason, as is one that fails in any way nobody foresaw;
+* a database that is away or deadlocked is retried, then the message is
+  requeued, for at most ``requeue_timeout`` seconds from its first
+  refusal, then dropped and counted;
+* a database that refuses the collector's credentials is an alarm: an
+  error each time, a counter, and the message requeued (not lost) until
+  an operator corrects the configuration.
 """
 
 import collections
@@ -18,7 +26,8 @@ import oslo_messaging
 from oslo_utils import timeutils
 
 from nova_numa_policy.collector import records
-from nova_numa_policy import exception
+from nova_numa_policy.conf import reports as reports_conf
+from nova_numa_policy.objects import report as report_obj
 
 LOG = logging.getLogger(__name__)
 
@@ -29,10 +38,42 @@ REQUEUE = oslo_messaging.NotificationResult.REQUEUE
 # a deadlock, or another collector of the pool wrote the same host first.
 TRANSIENT_DB_ERRORS = (db_exc.DBConnectionError, db_exc.DBDeadlock,
                        db_exc.DBDuplicateEntry)
+# MySQL/MariaDB: access denied for the user, to the database, and for a
+# user that must authenticate otherwise.
+ACCESS_DENIED_CODES = (1044, 1045, 1698)
+# Messages whose requeues are being timed, at most this many.
+REQUEUE_MEMORY = 4096
+
+COUNT_REQUEUED = 'requeued'
+COUNT_REQUEUE_LIMIT = 'requeue limit'
+COUNT_ACCESS_DENIED = 'database refused access'
+COUNT_STORE_FAILED = 'failed'
 
 
 def _now():
     return timeutils.utcnow(with_timezone=True)
+
+
+def access_denied(exc):
+    """Whether ``exc`` is the database refusing our credentials."""
+    seen, depth = exc, 0
+    while isinstance(seen, BaseException) and depth < 8:
+        if seen.args and seen.args[0] in ACCESS_DENIED_CODES:
+            return True
+        seen = (getattr(seen, 'inner_exception', None)
+                or getattr(seen, 'orig', None) or seen.__cause__
+                or seen.__context__)
+        depth += 1
+    return False
+
+
+def message_identity(kind, value):
+    """What tells one message from another, for timing its requeues."""
+    if kind == records.KIND_ACTION:
+        return (kind, value['host'], value['seq'],
+                str(value['generated_at']))
+    return (kind, value.host, records.boot_id(value), value.seq,
+            value.generated_at.isoformat())
 
 
 class CollectorEndpoint:
@@ -40,14 +81,22 @@ class CollectorEndpoint:
 
     def __init__(self, storage, max_report_bytes, db_retries=3,
                  requeue_delay=2.0, retry_interval=0.5, clock=_now,
-                 sleep=time.sleep):
+                 sleep=time.sleep, secrets=(),
+                 max_skew=report_obj.DEFAULT_MAX_CLOCK_SKEW,
+                 requeue_timeout=900.0, monotonic=time.monotonic):
         self._storage = storage
         self._max_report_bytes = max_report_bytes
         self._requeue_delay = requeue_delay
         self._clock = clock
         self._sleep = sleep
+        self._secrets = tuple(secrets)
+        self._max_skew = max_skew
+        self._requeue_timeout = requeue_timeout
+        self._monotonic = monotonic
         self._lock = threading.Lock()
         self.counters = collections.Counter()
+        # identity -> when the database first refused it (monotonic).
+        self._refused_since = collections.OrderedDict()
         self._store = oslo_db_api.wrap_db_retry(
             max_retries=db_retries, retry_interval=retry_interval,
             max_retry_interval=5, inc_retry_interval=True,
@@ -63,34 +112,83 @@ class CollectorEndpoint:
             return self._storage.store_action(value, received_at)
         return self._storage.store_report(value, received_at)
 
+    def _read(self, event_type, payload, received_at):
+        kind, value = records.parse_payload(
+            event_type, payload, self._max_report_bytes, self._secrets)
+        if kind == records.KIND_REPORT:
+            report_obj.check_time(value.generated_at, received_at,
+                                  self._max_skew)
+        return kind, value
+
     def _handle(self, publisher_id, event_type, payload):
+        received_at = self._clock()
         try:
-            kind, value = records.parse_payload(
-                event_type, payload, self._max_report_bytes)
-        except exception.MalformedReport as exc:
-            self._count('malformed')
-            LOG.warning('Dropped a malformed %s notification from %s: %s',
-                        event_type, publisher_id, exc)
-            return HANDLED
+            kind, value = self._read(event_type, payload, received_at)
+        except Exception as exc:  # noqa: B902 - dropped, never raised
+            return self._refused(exc, event_type, publisher_id)
         try:
-            stored = self._store(kind, value, self._clock())
-        except TRANSIENT_DB_ERRORS as exc:
-            self._count('requeued')
-            LOG.warning('Database unavailable, requeueing the %s from %s: '
-                        '%s', kind, publisher_id, exc)
-            # Without the pause the broker redelivers at once and the
-            # collector spins until the database is back.
-            self._sleep(self._requeue_delay)
-            return REQUEUE
-        except Exception:
-            # A message that fails for any other reason would fail on
-            # every redelivery: drop it rather than loop or die.
-            self._count('failed')
-            LOG.exception('Could not store the %s from %s; dropped', kind,
-                          publisher_id)
-            return HANDLED
+            stored = self._store(kind, value, received_at)
+        except Exception as exc:  # noqa: B902 - dropped, never raised
+            return self._store_failed(exc, kind, value, publisher_id)
+        self._forget(message_identity(kind, value))
         self._count(f'{kind}s_stored' if stored else f'{kind}s_duplicate')
         return HANDLED
+
+    def _refused(self, exc, event_type, publisher_id):
+        reason = report_obj.refusal_reason(exc)
+        self._count(reason)
+        if reason == report_obj.REFUSED_UNEXPECTED:
+            LOG.error('Dropped a %s notification from %s that could not be '
+                      'read: %r', event_type, publisher_id, exc,
+                      exc_info=exc)
+        else:
+            LOG.warning('Dropped a %s notification from %s (%s): %s',
+                        event_type, publisher_id, reason, exc)
+        return HANDLED
+
+    def _store_failed(self, exc, kind, value, publisher_id):
+        if access_denied(exc):
+            self._count(COUNT_ACCESS_DENIED)
+            LOG.error('The database refused the collector\'s credentials '
+                      '([numa_policy_collector] connection): %s. The %s '
+                      'from %s goes back to the broker until this is '
+                      'corrected.', exc, kind, publisher_id)
+            self._sleep(self._requeue_delay)
+            return REQUEUE
+        if not isinstance(exc, TRANSIENT_DB_ERRORS):
+            # It would fail the same way on every redelivery.
+            self._count(COUNT_STORE_FAILED)
+            LOG.error('Could not store the %s from %s; dropped: %r', kind,
+                      publisher_id, exc, exc_info=exc)
+            return HANDLED
+        identity = message_identity(kind, value)
+        waited = self._monotonic() - self._first_refusal(identity)
+        if waited > self._requeue_timeout:
+            self._forget(identity)
+            self._count(COUNT_REQUEUE_LIMIT)
+            LOG.error('Dropped the %s from %s: the database has refused it '
+                      'for %.0f s (%s)', kind, publisher_id, waited, exc)
+            return HANDLED
+        self._count(COUNT_REQUEUED)
+        LOG.warning('Database unavailable, requeueing the %s from %s: %s',
+                    kind, publisher_id, exc)
+        # Without the pause the broker redelivers at once and the
+        # collector spins until the database is back.
+        self._sleep(self._requeue_delay)
+        return REQUEUE
+
+    def _first_refusal(self, identity):
+        with self._lock:
+            since = self._refused_since.setdefault(identity,
+                                                   self._monotonic())
+            self._refused_since.move_to_end(identity)
+            while len(self._refused_since) > REQUEUE_MEMORY:
+                self._refused_since.popitem(last=False)
+        return since
+
+    def _forget(self, identity):
+        with self._lock:
+            self._refused_since.pop(identity, None)
 
     def _endpoint(self, ctxt, publisher_id, event_type, payload, metadata):
         return self._handle(publisher_id, event_type, payload)
@@ -110,6 +208,10 @@ def build_listener(conf, transport, endpoint):
 
 def build_endpoint(conf, storage):
     group = conf.numa_policy_collector
+    reports = conf.numa_policy_reports
     return CollectorEndpoint(
-        storage, conf.numa_policy_reports.max_report_bytes,
-        db_retries=group.db_retries, requeue_delay=group.requeue_delay)
+        storage, reports.max_report_bytes,
+        db_retries=group.db_retries, requeue_delay=group.requeue_delay,
+        secrets=reports_conf.accepted_secrets(reports),
+        max_skew=reports.max_clock_skew,
+        requeue_timeout=group.requeue_timeout)

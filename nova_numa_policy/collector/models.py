@@ -46,6 +46,8 @@ class Host(Base):
     hypervisor_hostname = sa.Column(sa.String(255), nullable=False)
     agent_version = sa.Column(sa.String(255), nullable=False)
     seq = sa.Column(sa.BigInteger, nullable=False)
+    # The agent process of the latest report (None before report 1.1).
+    boot_id = sa.Column(sa.String(36), nullable=True)
     generated_at = sa.Column(PreciseDateTime, nullable=False)
     received_at = sa.Column(PreciseDateTime, nullable=False)
     period = sa.Column(sa.Float, nullable=False)

@@ -18,7 +18,7 @@ def naive_utc(moment):
     return timeutils.normalize_time(moment)
 
 
-def parse_payload(event_type, payload, max_report_bytes):
+def parse_payload(event_type, payload, max_report_bytes, secrets=()):
     """Read one notification into ``(kind, value)``.
 
     The reports topic carries HostReports and, under
@@ -30,25 +30,27 @@ def parse_payload(event_type, payload, max_report_bytes):
     """
     if event_type == actions.ACTION_EVENT_TYPE:
         return KIND_ACTION, actions.load_action(payload)
-    if isinstance(payload, str):
-        return KIND_REPORT, report_obj.report_from_json(payload,
-                                                        max_report_bytes)
-    report_obj.check_size(payload, max_report_bytes)
-    return KIND_REPORT, report_obj.load_report(payload)
+    return KIND_REPORT, report_obj.read_payload(payload, max_report_bytes,
+                                                secrets)
+
+
+def boot_id(report):
+    """The report's agent boot; None from agents before report 1.1."""
+    return report.boot_id if report.obj_attr_is_set('boot_id') else None
 
 
 def is_newer(row, stored):
-    """Whether a host or instance ``row`` supersedes the ``stored`` one.
+    """Whether a host ``row`` supersedes the ``stored`` one.
 
-    Reports of one host sort by generation time, then sequence number:
-    ``seq`` restarts with the agent process, the time keeps the order
-    across restarts and ``seq`` breaks ties within one clock tick. A row
-    equal to the stored one is a redelivery, not newer.
+    The order every consumer uses (report.supersedes): by ``seq`` within
+    one agent boot, by time across boots. A row equal to the stored one
+    is a redelivery, not newer.
     """
     if stored is None:
         return True
-    return ((row['generated_at'], row['seq'])
-            > (stored.generated_at, stored.seq))
+    return report_obj.supersedes(
+        (row['boot_id'], row['seq'], row['generated_at']),
+        (stored.boot_id, stored.seq, stored.generated_at))
 
 
 def _node_row(node):
@@ -70,6 +72,7 @@ def host_row(report, received_at):
         'host': report.host,
         'hypervisor_hostname': report.hypervisor_hostname,
         'agent_version': report.agent_version,
+        'boot_id': boot_id(report),
         'seq': report.seq,
         'generated_at': naive_utc(report.generated_at),
         'received_at': naive_utc(received_at),

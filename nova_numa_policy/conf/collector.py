@@ -120,6 +120,26 @@ Possible values:
 Related options:
 
 * ``db_retries``
+* ``requeue_timeout``
+'''),
+    cfg.FloatOpt(
+        'requeue_timeout',
+        default=900.0,
+        min=0.0,
+        help='''
+How long a message the database keeps refusing with a transient error
+(connection lost, deadlock) is handed back to the broker, in seconds
+from its first refusal. After that it is dropped and counted
+("requeue limit"): a report that old is history, not news.
+
+A database that refuses the collector's credentials is not transient:
+the message is handed back for as long as it lasts (nothing is lost
+while an operator corrects the configuration), and every refusal is
+logged as an error and counted ("database refused access").
+
+Possible values:
+
+* Zero or a positive number of seconds.
 '''),
 ]
 

@@ -53,7 +53,64 @@ Possible values:
 
 * An integer of at least 1024.
 '''),
+    cfg.FloatOpt(
+        'max_clock_skew',
+        default=report.DEFAULT_MAX_CLOCK_SKEW,
+        min=1.0,
+        help='''
+How far ahead of a consumer's clock a report may be dated, in seconds.
+
+A report dated later is dropped and counted ("from the future"): kept,
+it would stay its host's newest until the clocks caught up, hiding every
+genuine report. Keep the clocks of compute nodes and controllers in sync
+(NTP); this only bounds the damage when they are not.
+
+Possible values:
+
+* A number of seconds of at least 1.
+'''),
+    cfg.StrOpt(
+        'secret',
+        secret=True,
+        help='''
+Shared secret that signs HostReports (HMAC-SHA256).
+
+Set the same value on every agent, nova-scheduler and collector. When
+set, agents sign every report and consumers drop (and count) reports
+that are unsigned or whose signature does not match. Unset, reports are
+neither signed nor verified.
+
+Possible values:
+
+* Unset (no signing), or a long random string kept like a password.
+
+Related options:
+
+* ``previous_secrets`` (key rotation).
+'''),
+    cfg.ListOpt(
+        'previous_secrets',
+        default=[],
+        secret=True,
+        help='''
+Secrets consumers still accept besides ``secret``, during a rotation.
+
+To rotate: add the new secret here on every consumer, then set it as
+``secret`` on every agent and consumer (moving the old one here), then
+remove the old one. Agents sign with ``secret`` only.
+
+Possible values:
+
+* Empty, or secrets that were ``secret`` before.
+'''),
 ]
+
+
+def accepted_secrets(group):
+    """The secrets a consumer verifies against, the signing one first."""
+    if not group.secret:
+        return ()
+    return (group.secret,) + tuple(s for s in group.previous_secrets if s)
 
 
 # nova's services send and listen on the "nova" exchange (nova sets it as

@@ -24,6 +24,7 @@ import copy
 import datetime
 import functools
 import json
+import math
 import re
 
 from oslo_serialization import jsonutils
@@ -32,6 +33,7 @@ from oslo_versionedobjects import fields
 
 from nova_numa_policy import exception
 from nova_numa_policy.objects import base
+from nova_numa_policy.objects import signing
 from nova_numa_policy import policy
 
 # The notification event type agents send reports with; other events on
@@ -44,6 +46,19 @@ MAX_NICS = 64
 MAX_INSTANCES = 1024
 MAX_NAME_LENGTH = 255
 MAX_DISTANCE = 255
+# Bounds of plausible values: far beyond any host, far below what breaks
+# a consumer (a 64-bit database column, a float that is not finite).
+MAX_NODE_ID = 1023
+MAX_CPU_ID = (1 << 16) - 1
+MAX_MEMORY_MB = 1 << 32  # 4 PiB on one node
+MAX_SPEED_MBPS = 10 ** 7
+MAX_SEQ = (1 << 63) - 1
+MAX_PERIOD = 86400.0
+MAX_IO_RATE = 1e12
+# How far in the future a report's time may lie by the receiver's clock
+# before it is dropped (configurable: [numa_policy_reports]
+# max_clock_skew).
+DEFAULT_MAX_CLOCK_SKEW = 60.0
 
 # What an instance's applied policy may say besides a concrete policy:
 # nothing applied (yet), for instance while the agent has not seen it.
@@ -52,6 +67,9 @@ APPLIED_POLICY_VALUES = tuple(
     value for value, spec in policy.POLICIES.items() if not spec.auto
 ) + (APPLIED_NONE,)
 ACCESS_CLASSES = ('low', 'moderate', 'high')
+# How an agent's plan for an instance ended (agent.enforcer.ENDINGS).
+ENFORCEMENT_ENDINGS = ('applied', 'rolled back', 'undo pending',
+                       'roll back abandoned', 'gone', 'dry run')
 
 
 @base.NumaPolicyObjectRegistry.register
@@ -97,7 +115,8 @@ class NumaInstanceReport(base.NumaPolicyObject):
     """One instance on the host: what it asked for and what it got."""
 
     # Version 1.0: initial version
-    VERSION = '1.0'
+    # Version 1.1: enforcement
+    VERSION = '1.1'
 
     fields = {
         'uuid': fields.UUIDField(),
@@ -112,11 +131,20 @@ class NumaInstanceReport(base.NumaPolicyObject):
         'io_intensive': fields.BooleanField(),
         # Seed 000 Table 1 access-imbalance class, when it was measured.
         'access_class': fields.StringField(nullable=True),
+        # How the agent's last plan for the instance ended (one of
+        # ENFORCEMENT_ENDINGS), None while it had none to carry out.
+        'enforcement': fields.StringField(nullable=True),
     }
 
     DEFAULTS = {'requested_policy': None, 'applied_policy': APPLIED_NONE,
                 'memory_mb_per_node': {}, 'vcpu_cpus': [], 'io_rate': 0.0,
-                'io_intensive': False, 'access_class': None}
+                'io_intensive': False, 'access_class': None,
+                'enforcement': None}
+
+    def obj_make_compatible(self, primitive, target_version):
+        super().obj_make_compatible(primitive, target_version)
+        if versionutils.convert_version_to_tuple(target_version) < (1, 1):
+            primitive.pop('enforcement', None)
 
 
 @base.NumaPolicyObjectRegistry.register
@@ -124,15 +152,19 @@ class NumaHostReport(base.NumaPolicyObject):
     """Everything one agent says about its compute node in one period."""
 
     # Version 1.0: initial version
-    VERSION = '1.0'
+    # Version 1.1: boot_id; NumaInstanceReport 1.1
+    VERSION = '1.1'
 
     fields = {
         'host': fields.StringField(),
         'hypervisor_hostname': fields.StringField(),
         'agent_version': fields.StringField(),
-        # Increases with every report of one agent process; with
-        # generated_at it orders reports and makes redelivery idempotent.
+        # Increases with every report of one agent process (one boot);
+        # with boot_id it orders reports and makes redelivery idempotent.
         'seq': fields.IntegerField(),
+        # Made afresh by each agent process: reports of one boot are
+        # ordered by seq, whatever the clocks say (see supersedes()).
+        'boot_id': fields.UUIDField(nullable=True),
         'generated_at': fields.DateTimeField(),
         'period': fields.FloatField(),
         'numa_nodes': fields.ListOfObjectsField('NumaNodeReport'),
@@ -146,10 +178,16 @@ class NumaHostReport(base.NumaPolicyObject):
     obj_relationships = {
         'numa_nodes': [('1.0', '1.0')],
         'nics': [('1.0', '1.0')],
-        'instances': [('1.0', '1.0')],
+        'instances': [('1.0', '1.0'), ('1.1', '1.1')],
     }
 
-    DEFAULTS = {'nics': [], 'instances': [], 'enforceable_policies': []}
+    DEFAULTS = {'nics': [], 'instances': [], 'enforceable_policies': [],
+                'boot_id': None}
+
+    def obj_make_compatible(self, primitive, target_version):
+        super().obj_make_compatible(primitive, target_version)
+        if versionutils.convert_version_to_tuple(target_version) < (1, 1):
+            primitive.pop('boot_id', None)
 
     CHILDREN = {'numa_nodes': NumaNodeReport, 'nics': NumaNicReport,
                 'instances': NumaInstanceReport}
@@ -182,7 +220,11 @@ def check_size(primitive, max_bytes):
 
     :raises OversizedReport: over the limit.
     """
-    size = len(json.dumps(primitive, separators=(',', ':'), default=str))
+    try:
+        size = len(json.dumps(primitive, separators=(',', ':'),
+                              default=str))
+    except (RecursionError, ValueError) as exc:
+        raise exception.MalformedReport(f'report is not JSON: {exc}')
     if size > max_bytes:
         raise exception.OversizedReport(
             f'report of {size} bytes exceeds the limit of {max_bytes}')
@@ -193,11 +235,67 @@ def report_from_json(text, max_bytes):
     if len(text) > max_bytes:
         raise exception.OversizedReport(
             f'report of {len(text)} bytes exceeds the limit of {max_bytes}')
+    return load_report(_from_json(text))
+
+
+def _from_json(text):
     try:
-        primitive = jsonutils.loads(text)
-    except ValueError as exc:
+        return jsonutils.loads(text)
+    except (ValueError, RecursionError) as exc:
         raise exception.MalformedReport(f'report is not JSON: {exc}')
-    return load_report(primitive)
+
+
+def _prepare(payload, max_bytes, secrets):
+    """The primitive of a notification payload, size and origin checked."""
+    if isinstance(payload, str):
+        if len(payload) > max_bytes:
+            raise exception.OversizedReport(
+                f'report of {len(payload)} bytes exceeds the limit of '
+                f'{max_bytes}')
+        payload = _from_json(payload)
+    else:
+        check_size(payload, max_bytes)
+    signing.verify(payload, secrets)
+    return payload
+
+
+# Why a payload was refused: every consumer counts drops under these.
+REFUSED_OVERSIZED = 'oversized'
+REFUSED_MALFORMED = 'malformed'
+REFUSED_FUTURE = 'from the future'
+REFUSED_UNSIGNED = 'unsigned'
+REFUSED_BAD_SIGNATURE = 'bad signature'
+REFUSED_UNEXPECTED = 'unexpected error'
+# The most specific first: each is a MalformedReport.
+_REFUSALS = ((exception.OversizedReport, REFUSED_OVERSIZED),
+             (exception.ReportFromTheFuture, REFUSED_FUTURE),
+             (exception.UnsignedReport, REFUSED_UNSIGNED),
+             (exception.BadSignature, REFUSED_BAD_SIGNATURE),
+             (exception.MalformedReport, REFUSED_MALFORMED))
+
+
+def refusal_reason(exc):
+    """The counter a payload refused with ``exc`` is counted under."""
+    for kind, reason in _REFUSALS:
+        if isinstance(exc, kind):
+            return reason
+    return REFUSED_UNEXPECTED
+
+
+def check_payload(payload, max_bytes, secrets=()):
+    """A payload off the bus, checked, as plain data (load_report_data).
+
+    Every consumer reads a payload through this or :func:`read_payload`:
+    the same size, signature and value checks, one exception type.
+
+    :raises MalformedReport: (or a subclass) for anything not to trust.
+    """
+    return load_report_data(_prepare(payload, max_bytes, secrets))
+
+
+def read_payload(payload, max_bytes, secrets=()):
+    """:func:`check_payload`, as a report object (load_report)."""
+    return load_report(_prepare(payload, max_bytes, secrets))
 
 
 def load_report(primitive, cls=NumaHostReport):
@@ -281,8 +379,15 @@ def _parse_version(version):
     return versionutils.convert_version_to_tuple(version)
 
 
+# "major.minor" in ASCII digits: int() would read other scripts' digits
+# that oslo.versionedobjects' own parser then refuses.
+_VERSION = re.compile(r'[0-9]{1,4}\.[0-9]{1,4}', re.ASCII)
+
+
 def _version_tuple(version, cls):
     try:
+        if not _VERSION.fullmatch(version):
+            raise ValueError(version)
         return _parse_version(version)
     except (ValueError, AttributeError, TypeError):
         raise exception.MalformedReport(
@@ -348,7 +453,10 @@ def _is_int(value):
 
 
 def _is_number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    # Finite: infinity and NaN pass or fail comparisons in ways no bound
+    # written as a comparison catches.
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value))
 
 
 def _typed(test, what):
@@ -391,12 +499,23 @@ def _is_uuid(value):
 
 
 def _parse_time(value):
+    """An aware datetime in UTC from ISO 8601 text with a time zone.
+
+    The offset must be whole minutes (what SQL and oslo.utils handle) and
+    the moment representable in UTC.
+    """
     try:
         parsed = datetime.datetime.fromisoformat(value)
     except ValueError:
         raise exception.MalformedReport(f'unreadable time {value!r:.40}')
     _require(parsed.tzinfo is not None, 'times must carry a time zone')
-    return parsed
+    offset = parsed.utcoffset()
+    _require(offset.seconds % 60 == 0 and offset.microseconds == 0,
+             'time zone offsets are whole minutes, got %s', offset)
+    try:
+        return parsed.astimezone(datetime.timezone.utc)
+    except OverflowError:
+        raise exception.MalformedReport(f'time out of range {value!r:.40}')
 
 
 def _objects(value, name):
@@ -406,7 +525,7 @@ def _objects(value, name):
 
 _CHECKS_BY_FIELD = {
     fields.IntegerField: _typed(_is_int, 'an integer'),
-    fields.FloatField: _typed(_is_number, 'a number'),
+    fields.FloatField: _typed(_is_number, 'a finite number'),
     fields.StringField: _typed(lambda v: isinstance(v, str), 'a string'),
     fields.UUIDField: _typed(_is_uuid, 'a canonical UUID'),
     fields.BooleanField: _typed(lambda v: isinstance(v, bool), 'a boolean'),
@@ -456,8 +575,10 @@ def _check_name(value, what):
 def _check_host(data):
     _check_name(data['host'], 'host')
     _check_name(data['hypervisor_hostname'], 'hypervisor_hostname')
-    _require(data['seq'] >= 0, 'seq must not be negative')
-    _require(data['period'] > 0, 'period must be positive')
+    _check_name(data['agent_version'], 'agent_version')
+    _require(0 <= data['seq'] <= MAX_SEQ, 'seq must be 0 to %d', MAX_SEQ)
+    _require(0 < data['period'] <= MAX_PERIOD,
+             'period must be more than 0 and at most %s s', MAX_PERIOD)
     nodes = [node for _, node in data['numa_nodes']]
     _require(nodes, 'a report has at least one NUMA node')
     node_ids = {node['id'] for node in nodes}
@@ -468,6 +589,9 @@ def _check_host(data):
             f'a report has at most {MAX_CPUS} CPUs, got {cpu_count}')
     for node in nodes:
         _check_node(node, len(nodes))
+    host_cpus = set().union(*(node['cpus'] for node in nodes))
+    _require(len(host_cpus) == cpu_count,
+             'a CPU id appears twice among the nodes')
     for _, nic in data['nics']:
         _check_name(nic['name'], 'NIC name')
         _check_name(nic['physnet'], 'physnet')
@@ -475,8 +599,16 @@ def _check_host(data):
         _require(nic['numa_node'] is None or nic['numa_node'] in node_ids,
                  'NIC %s is on unknown node %s', nic['name'],
                  nic['numa_node'])
+        _require(nic['speed_mbps'] is None
+                 or 0 <= nic['speed_mbps'] <= MAX_SPEED_MBPS,
+                 'NIC %s: speed must be 0 to %d Mb/s', nic['name'],
+                 MAX_SPEED_MBPS)
+    uuids = set()
     for _, instance in data['instances']:
-        _check_instance(instance, node_ids)
+        _check_instance(instance, node_ids, host_cpus)
+        uuids.add(instance['uuid'].lower())
+    _require(len(uuids) == len(data['instances']),
+             'an instance appears twice')
     unknown = set(data['enforceable_policies']).difference(
         policy.POLICIES)
     _require(not unknown, 'unknown enforceable policies %s', sorted(unknown))
@@ -484,9 +616,17 @@ def _check_host(data):
 
 def _check_node(node, node_count):
     node_id = node['id']
-    _require(node_id >= 0, 'NUMA node ids are not negative')
+    _require(0 <= node_id <= MAX_NODE_ID, 'NUMA node ids are 0 to %d',
+             MAX_NODE_ID)
+    _require(0 <= node['memory_total_mb'] <= MAX_MEMORY_MB,
+             'node %s: memory must be 0 to %d MB', node_id, MAX_MEMORY_MB)
     _require(0 <= node['memory_free_mb'] <= node['memory_total_mb'],
              'node %s: free memory must be between 0 and the total',
+             node_id)
+    cpus = node['cpus']
+    _require(all(0 <= cpu <= MAX_CPU_ID for cpu in cpus),
+             'node %s: CPU ids are 0 to %d', node_id, MAX_CPU_ID)
+    _require(len(set(cpus)) == len(cpus), 'node %s: a CPU id repeats',
              node_id)
     _require(0.0 <= node['cpu_load'] <= 1.0,
              'node %s: cpu_load must be between 0.0 and 1.0', node_id)
@@ -498,7 +638,7 @@ def _check_node(node, node_count):
              'node %s: distances must be 1 to %s', node_id, MAX_DISTANCE)
 
 
-def _check_instance(instance, known_nodes):
+def _check_instance(instance, known_nodes, host_cpus):
     uuid = instance['uuid']
     requested = instance['requested_policy']
     _require(requested is None or requested in policy.POLICIES,
@@ -509,11 +649,56 @@ def _check_instance(instance, known_nodes):
     access = instance['access_class']
     _require(access is None or access in ACCESS_CLASSES,
              'instance %s: unknown access class %.40r', uuid, access)
-    _require(instance['io_rate'] >= 0, 'instance %s: negative io_rate',
-             uuid)
+    _require(0 <= instance['io_rate'] <= MAX_IO_RATE,
+             'instance %s: io_rate must be 0 to %s', uuid, MAX_IO_RATE)
+    ending = instance['enforcement']
+    _require(ending is None or ending in ENFORCEMENT_ENDINGS,
+             'instance %s: unknown enforcement ending %.40r', uuid, ending)
     for key, mb in instance['memory_mb_per_node'].items():
-        _require(key.isdigit() and int(key) in known_nodes and mb >= 0,
+        # ASCII digits: int() also reads other scripts' digits, and
+        # str.isdigit() admits characters int() refuses.
+        _require(key.isascii() and key.isdigit() and int(key) in known_nodes,
                  'instance %s: memory on unknown node %.40r', uuid, key)
+        _require(0 <= mb <= MAX_MEMORY_MB,
+                 'instance %s: memory must be 0 to %d MB', uuid,
+                 MAX_MEMORY_MB)
+    vcpu_cpus = instance['vcpu_cpus']
+    _require(len(vcpu_cpus) <= MAX_CPUS, 'instance %s: too many vCPUs',
+             uuid)
+    _require(all(cpu == -1 or cpu in host_cpus for cpu in vcpu_cpus),
+             'instance %s: a vCPU runs on a CPU the host lacks', uuid)
+
+
+def check_time(generated_at, now, max_skew=DEFAULT_MAX_CLOCK_SKEW):
+    """Refuse a report dated more than ``max_skew`` s after ``now``.
+
+    Both aware datetimes. Such a report would stay the newest of its host
+    until the clocks caught up with it, hiding every genuine one.
+
+    :raises ReportFromTheFuture:
+    """
+    ahead = (generated_at - now).total_seconds()
+    if ahead > max_skew:
+        raise exception.ReportFromTheFuture(
+            f'report dated {ahead:.0f} s ahead of this clock (at most '
+            f'{max_skew:.0f} s allowed: [numa_policy_reports] '
+            f'max_clock_skew)')
+
+
+def supersedes(new, old):
+    """Whether report ``new`` replaces ``old`` as a host's latest: pure.
+
+    Each is a (boot_id, seq, generated_at) triple. Within one agent boot
+    the sequence decides, whatever the clocks did meanwhile. Across boots
+    (or from agents that send no boot id) the later time decides, then
+    the sequence; a report from the future never gets that far
+    (check_time).
+    """
+    new_boot, new_seq, new_time = new
+    old_boot, old_seq, old_time = old
+    if new_boot is not None and new_boot == old_boot:
+        return new_seq > old_seq
+    return (new_time, new_seq) > (old_time, old_seq)
 
 
 def utcnow():

@@ -37,6 +37,8 @@ class HostSummary:
     enforceable: frozenset
     largest_node_cpus: int
     largest_node_mb: int
+    # The agent process that sent it (None from agents before 1.1).
+    boot_id: str | None = None
     # Derived answers about this summary, filled by the scheduler plugins
     # (see assess.py). Not part of the value: a new report brings a new
     # summary with an empty memo, and dataclasses.replace() never copies it.
@@ -49,6 +51,10 @@ class HostSummary:
 
     def is_fresh(self, now, ttl):
         return now - self.generated_at <= ttl
+
+    def order(self):
+        """(boot id, seq, time), for :func:`report.supersedes`."""
+        return (self.boot_id, self.seq, self.generated_at)
 
 
 def _nic_nodes(nics, node_ids):
@@ -115,7 +121,8 @@ def summarize(data, io_rate):
         physnet_nodes=physnet_nodes,
         enforceable=frozenset(data['enforceable_policies']),
         largest_node_cpus=max(node.cpus for node in nodes),
-        largest_node_mb=max(node.total_mb for node in nodes))
+        largest_node_mb=max(node.total_mb for node in nodes),
+        boot_id=data['boot_id'])
 
 
 def projected_load(node, vcpus):

@@ -1,6 +1,7 @@
 """HostReport: round trips, rolling-upgrade compatibility, bad input."""
 
 import copy
+import datetime
 import json
 
 from oslo_versionedobjects import fields
@@ -18,17 +19,17 @@ VERSION = 'nova_numa_policy_object.version'
 # The fingerprint of every object: a change to an object's fields without
 # a version bump fails here, so no report silently changes on the wire.
 OBJECT_FINGERPRINTS = {
-    'NumaHostReport': '1.0-731f98aa544ec293f4952f39d03fbf73',
+    'NumaHostReport': '1.1-be08b6ca94036490f7db54736742acf5',
     'NumaNodeReport': '1.0-f78e3f67dd4a4d3fbba359d03bf22c11',
     'NumaNicReport': '1.0-35807ac8be78b380438ee8177f88e6ed',
-    'NumaInstanceReport': '1.0-bd15a3e32c41f5cc04eb5d26902f1ced',
+    'NumaInstanceReport': '1.1-49fbfcef3ecb7debd228c2c7ff5f3d2c',
 }
 
 
 class FutureHostReport(report_obj.NumaHostReport):
-    """What a newer agent would send: version 1.1 with one more field."""
+    """What a newer agent would send: version 1.2 with one more field."""
 
-    VERSION = '1.1'
+    VERSION = '1.2'
     fields = dict(report_obj.NumaHostReport.fields,
                   power_watts=fields.IntegerField())
     DEFAULTS = dict(report_obj.NumaHostReport.DEFAULTS, power_watts=0)
@@ -39,7 +40,7 @@ class FutureHostReport(report_obj.NumaHostReport):
 
     def obj_make_compatible(self, primitive, target_version):
         super().obj_make_compatible(primitive, target_version)
-        if target_version == '1.0':
+        if target_version in ('1.0', '1.1'):
             primitive.pop('power_watts', None)
 
 
@@ -101,7 +102,7 @@ class VersionCompatibilityTest(testtools.TestCase):
 
     def test_current_consumer_reads_a_newer_minor_report(self):
         primitive = report_obj.dump_report(_future_report())
-        self.assertEqual('1.1', primitive[VERSION])
+        self.assertEqual('1.2', primitive[VERSION])
         back = report_obj.load_report(primitive)
         self.assertIsInstance(back, report_obj.NumaHostReport)
         self.assertNotIn('power_watts', back.fields)
@@ -135,6 +136,17 @@ class VersionCompatibilityTest(testtools.TestCase):
         exc = self.assertRaises(exception.MalformedReport,
                                 report_obj.load_report, primitive)
         self.assertIn('major version', str(exc))
+
+    def test_pinned_to_1_0_the_report_loses_boot_id_and_endings(self):
+        primitive = report_obj.dump_report(report_factory.make_report(),
+                                           target_version='1.0')
+        self.assertNotIn('boot_id', primitive[DATA])
+        instance = primitive[DATA]['instances'][0]
+        self.assertEqual('1.0', instance[VERSION])
+        self.assertNotIn('enforcement', instance[DATA])
+        back = report_obj.load_report(primitive)
+        self.assertIsNone(back.boot_id)
+        self.assertIsNone(back.instances[0].enforcement)
 
     def test_newer_nested_object_drops_its_new_fields(self):
         primitive = report_obj.dump_report(report_factory.make_report())
@@ -200,6 +212,36 @@ class MalformedReportTest(testtools.TestCase):
          _mutate(INST0 + ('memory_mb_per_node',), {'5': 10})),
         ('unknown_enforceable_policy',
          _mutate((DATA, 'enforceable_policies'), ['warp'])),
+        # What the probes of issue 14 sent, each once accepted or raising
+        # something else than MalformedReport.
+        ('memory_key_of_another_scripts_digit',
+         _mutate(INST0 + ('memory_mb_per_node',), {'\u00b2': 10})),
+        ('memory_key_arabic_indic_zero',
+         _mutate(INST0 + ('memory_mb_per_node',), {'\u0660': 10})),
+        ('time_offset_with_seconds',
+         _mutate((DATA, 'generated_at'), '2026-11-22T08:00:00+01:00:30')),
+        ('time_beyond_utc_range',
+         _mutate((DATA, 'generated_at'), '9999-12-31T23:59:59-01:00')),
+        ('infinite_io_rate', _mutate(INST0 + ('io_rate',), float('inf'))),
+        ('nan_load', _mutate(NODE0 + ('cpu_load',), float('nan'))),
+        ('infinite_period', _mutate((DATA, 'period'), float('inf'))),
+        ('memory_of_2_70_mb', _mutate(NODE0 + ('memory_total_mb',), 2 ** 70)),
+        ('instance_memory_of_2_70_mb',
+         _mutate(INST0 + ('memory_mb_per_node',), {'0': 2 ** 70})),
+        ('seq_of_2_63', _mutate((DATA, 'seq'), 2 ** 63)),
+        ('negative_cpu', _mutate(NODE0 + ('cpus',), [-1, 1])),
+        ('repeated_cpu_in_a_node', _mutate(NODE0 + ('cpus',), [0, 0])),
+        ('cpu_on_two_nodes', _mutate(NODE0 + ('cpus',), [2, 3])),
+        ('vcpu_on_a_cpu_the_host_lacks',
+         _mutate(INST0 + ('vcpu_cpus',), [0, 4000])),
+        ('repeated_instance', lambda p: p[DATA]['instances'].append(
+            copy.deepcopy(p[DATA]['instances'][0]))),
+        ('unknown_enforcement_ending',
+         _mutate(INST0 + ('enforcement',), 'half way')),
+        ('boot_id_not_a_uuid', _mutate((DATA, 'boot_id'), 'boot')),
+        ('node_id_beyond_any_kernel', _mutate(NODE0 + ('id',), 5000)),
+        ('negative_nic_speed',
+         _mutate((DATA, 'nics', 0, DATA, 'speed_mbps'), -1)),
         ('too_many_nics', _mutate(
             (DATA, 'nics'),
             [report_obj.dump_report(report_factory.make_report())
@@ -211,8 +253,15 @@ class MalformedReportTest(testtools.TestCase):
         for name, spoil in self.CASES:
             primitive = copy.deepcopy(pristine)
             spoil(primitive)
-            self.assertRaises(exception.MalformedReport,
-                              report_obj.load_report, primitive)
+            for read in (report_obj.load_report,
+                         report_obj.load_report_data):
+                try:
+                    read(primitive)
+                except exception.MalformedReport:
+                    continue
+                except Exception as exc:
+                    self.fail(f'{name}: {read.__name__} raised {exc!r}')
+                self.fail(f'{name}: {read.__name__} accepted it')
 
     def test_the_pristine_report_is_accepted(self):
         # Guards the table above: each case fails for its own reason only.
@@ -243,3 +292,39 @@ class MalformedReportTest(testtools.TestCase):
             report_factory.make_report(instances=instances))
         self.assertRaises(exception.MalformedReport,
                           report_obj.load_report, primitive)
+
+
+class TimeAndOrderTest(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.now = report_factory.make_report().generated_at
+
+    def test_a_report_ahead_by_more_than_the_skew_is_refused(self):
+        ahead = self.now + datetime.timedelta(seconds=301)
+        self.assertRaises(exception.ReportFromTheFuture,
+                          report_obj.check_time, ahead, self.now, 300)
+        report_obj.check_time(self.now + datetime.timedelta(seconds=299),
+                              self.now, 300)
+
+    def test_within_one_boot_the_sequence_decides_whatever_the_clock(self):
+        earlier = self.now - datetime.timedelta(hours=1)
+        self.assertTrue(report_obj.supersedes(('b', 8, earlier),
+                                              ('b', 7, self.now)))
+        self.assertFalse(report_obj.supersedes(('b', 7, self.now),
+                                               ('b', 7, self.now)))
+
+    def test_across_boots_the_time_decides(self):
+        later = self.now + datetime.timedelta(seconds=1)
+        # A restarted agent starts its sequence again.
+        self.assertTrue(report_obj.supersedes(('new', 1, later),
+                                              ('old', 900, self.now)))
+        self.assertFalse(report_obj.supersedes(('new', 1, self.now),
+                                               ('old', 900, later)))
+        self.assertTrue(report_obj.supersedes((None, 2, self.now),
+                                              (None, 1, self.now)))
+
+    def test_times_are_read_in_utc(self):
+        data = report_obj.load_report_data(report_obj.dump_report(
+            report_factory.make_report()))
+        self.assertEqual(datetime.timezone.utc, data['generated_at'].tzinfo)

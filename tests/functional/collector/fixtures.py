@@ -78,6 +78,39 @@ class MariaDBDatabase(fixtures.Fixture):
             host=host, port=port).render_as_string(hide_password=False)
 
 
+class MariaDBUser(fixtures.Fixture):
+    """A user of ``database`` only, with ``password``; dropped at cleanup."""
+
+    def __init__(self, database, password):
+        super().__init__()
+        self.database = database
+        self.password = password
+
+    def _setUp(self):
+        self.name = unique('nnp_user')[:32]
+        self._each_host("CREATE USER '{name}'@'{host}' IDENTIFIED BY "
+                        "{password}", self.password)
+        self._each_host("GRANT ALL ON {db}.* TO '{name}'@'{host}'")
+        self.addCleanup(self._each_host,
+                        "DROP USER IF EXISTS '{name}'@'{host}'")
+
+    def _each_host(self, statement, password=''):
+        with self.database._admin() as connection:
+            for host in ('%', 'localhost'):
+                connection.cursor().execute(statement.format(
+                    name=self.name, host=host, db=self.database.name,
+                    password=connection.escape(password)))
+
+    def set_password(self, password):
+        self._each_host("ALTER USER '{name}'@'{host}' IDENTIFIED BY "
+                        "{password}", password)
+
+    def url(self, password):
+        return sa.engine.make_url(self.database.url).set(
+            username=self.name, password=password).render_as_string(
+                hide_password=False)
+
+
 class RabbitQueues(fixtures.Fixture):
     """A unique topic and pool; their queues are deleted at cleanup."""
 

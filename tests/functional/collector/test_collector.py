@@ -4,6 +4,9 @@ Each test has its own database, topic and listener pool, dropped, deleted
 and stopped at cleanup even when the test fails.
 """
 
+import time
+
+import fixtures
 from oslo_db.sqlalchemy import test_migrations
 import sqlalchemy as sa
 import testtools
@@ -19,6 +22,7 @@ from tests.unit.collector import fakes
 from tests.unit.rest import base as rest_base
 
 REPORT = 'numa_policy.report'
+DATA = 'nova_numa_policy_object.data'
 
 
 def _skip_unless_reachable(*urls):
@@ -173,6 +177,49 @@ class OutageTest(CollectorTestBase):
         svc.wait_for(lambda: counters['reports_stored'] == 2, timeout=60,
                      what='the report sent while the broker was away')
         self.assertEqual(2, self.reader.get_host('compute-1')['seq'])
+
+
+class HostileMessagesTest(CollectorTestBase):
+    """Messages that once poisoned the collector, over the real services."""
+
+    def test_a_poison_message_is_seen_once_counted_and_the_next_stored(self):
+        collector = self.start_collector()
+        counters = collector.endpoint.counters
+        notifier = self.notifier()
+        digit = fakes.make_payload(seq=1)
+        instance = digit[DATA]['instances'][0][DATA]
+        instance['memory_mb_per_node'] = {'\u00b2': 512}
+        odd_time = fakes.make_payload(seq=2)
+        odd_time[DATA]['generated_at'] = '2025-01-31T12:00:02+01:00:30'
+        for poison in (digit, odd_time):
+            notifier.info(REPORT, poison)
+        notifier.info(REPORT, fakes.make_payload(seq=3))
+        svc.wait_for(lambda: counters['reports_stored'] == 1,
+                     what='the good report after the poison')
+        # Redelivered, they would be counted again meanwhile.
+        time.sleep(2)
+        self.assertEqual({'malformed': 2, 'reports_stored': 1},
+                         {k: v for k, v in counters.items() if v})
+        self.assertEqual(3, self.reader.get_host('compute-1')['seq'])
+
+    def test_refused_credentials_are_an_alarm_and_nothing_is_lost(self):
+        user = self.useFixture(svc.MariaDBUser(self.database, 'right'))
+        self.conf.set_override('connection', user.url('wrong'),
+                               'numa_policy_collector')
+        log = self.useFixture(fixtures.FakeLogger())
+        collector = self.start_collector()
+        counters = collector.endpoint.counters
+        self.notifier().info(REPORT, fakes.make_payload(seq=1))
+        svc.wait_for(lambda: counters['database refused access'] >= 2,
+                     what='refusals counted while the password is wrong')
+        self.assertIn("The database refused the collector's credentials",
+                      log.output)
+        self.assertEqual(0, counters['failed'])
+        # The operator corrects the password: the report was kept.
+        user.set_password('wrong')
+        svc.wait_for(lambda: counters['reports_stored'] == 1,
+                     what='the report once the credentials work')
+        self.assertEqual(1, self.reader.get_host('compute-1')['seq'])
 
 
 class MariaDBModelsMatchMigrationsTest(

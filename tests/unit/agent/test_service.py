@@ -10,7 +10,9 @@ import fixtures
 import libvirt
 import testtools
 
+from nova_numa_policy import exception
 from nova_numa_policy.objects import report as report_obj
+from nova_numa_policy.objects import signing
 
 from agent import cmd
 from agent import errors
@@ -58,6 +60,30 @@ class AgentPeriodTest(base.TestDriverHostTest):
         self.assertEqual([frozenset({0, 1, 2, 3})] * 2,
                          self.vcpu_affinity(base.HOME_FROM_NOVA))
         report_obj.check_report(agent.last_report)
+
+    def test_reports_carry_the_boot_and_how_each_plan_ended(self):
+        agent = self.agent()
+        agent.run_once()
+        report = agent.last_report
+        self.assertEqual(agent.boot_id, report.boot_id)
+        self.assertNotEqual(agent.boot_id, self.agent().boot_id)
+        endings = {i.uuid: i.enforcement for i in report.instances}
+        self.assertEqual('applied', endings[base.HOME_FROM_NOVA])
+        self.assertIsNone(endings[base.NO_POLICY])
+
+    def test_with_a_secret_every_report_sent_is_signed(self):
+        broker = RecordingNotifier()
+        sender = notifier.ReportSender(broker)
+        agent = service.Agent(self.backend, host='cn1', period=5.0,
+                              sender=sender, secret='s3cret')
+        agent.run_once()
+        sender.send_pending()
+        (_, payload), = broker.sent
+        signing.verify(payload, ('s3cret',))
+        self.assertRaises(exception.BadSignature, signing.verify, payload,
+                          ('other',))
+        self.assertEqual(agent.seq, report_obj.read_payload(
+            payload, 1 << 20, ('s3cret',)).seq)
 
     def test_a_second_period_changes_nothing(self):
         agent = self.agent()

@@ -18,7 +18,7 @@ class MigrationTest(testtools.TestCase):
         self.engine = self.useFixture(base.SqliteStorage()).storage.engine
 
     def test_head_creates_every_table(self):
-        self.assertEqual('0001', migration.current_revision(self.engine))
+        self.assertEqual('0002', migration.current_revision(self.engine))
         self.assertEqual(TABLES, TABLES & set(sa.inspect(self.engine)
                                               .get_table_names()))
 
@@ -27,7 +27,7 @@ class MigrationTest(testtools.TestCase):
         self.assertFalse(TABLES & set(sa.inspect(self.engine)
                                       .get_table_names()))
         migration.upgrade(self.engine)
-        self.assertEqual('0001', migration.current_revision(self.engine))
+        self.assertEqual('0002', migration.current_revision(self.engine))
 
 
 class ModelsMatchMigrationsTest(test_migrations.ModelsMigrationsSync,

@@ -76,6 +76,7 @@ class RowsTest(testtools.TestCase):
         class Stored:
             generated_at = row['generated_at']
             seq = 2
+            boot_id = None
 
         self.assertTrue(records.is_newer(row, None))
         self.assertFalse(records.is_newer(row, Stored))
@@ -85,3 +86,18 @@ class RowsTest(testtools.TestCase):
         Stored.generated_at = row['generated_at'] - datetime.timedelta(
             microseconds=1)
         self.assertTrue(records.is_newer(row, Stored))
+
+    def test_within_one_agent_boot_the_sequence_decides(self):
+        report = fakes.make_report(seq=3)
+        report.boot_id = '5e1d0c6a-3b7f-4c29-8d4e-0a1b2c3d4e5f'
+        row = records.host_row(report, fakes.at(9))
+
+        class Stored:
+            # Dated later (the clock went back since), earlier in the boot.
+            generated_at = row['generated_at'] + datetime.timedelta(hours=1)
+            seq = 2
+            boot_id = report.boot_id
+
+        self.assertTrue(records.is_newer(row, Stored))
+        Stored.boot_id = 'another boot'
+        self.assertFalse(records.is_newer(row, Stored))

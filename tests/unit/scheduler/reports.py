@@ -24,7 +24,7 @@ def _node(node_id, count, cpus, load, free_mb, first_cpu):
 
 def make_report(host='compute1', nodename=None, nodes=((8, 0.1, 32768),) * 2,
                 nics=((0, 'physnet1'),), enforceable=ALL_POLICIES,
-                generated_at=None, seq=1, instances=()):
+                generated_at=None, seq=1, instances=(), boot_id=None):
     nodes_out, first = [], 0
     for node_id, (cpus, load, free_mb) in enumerate(nodes):
         nodes_out.append(_node(node_id, len(nodes), cpus, load, free_mb,
@@ -32,7 +32,7 @@ def make_report(host='compute1', nodename=None, nodes=((8, 0.1, 32768),) * 2,
         first += cpus
     return report_obj.NumaHostReport(
         host=host, hypervisor_hostname=nodename or host,
-        agent_version='1.0.0', seq=seq,
+        agent_version='1.0.0', seq=seq, boot_id=boot_id,
         generated_at=generated_at or datetime.datetime.now(
             datetime.timezone.utc),
         period=60.0, numa_nodes=nodes_out,

@@ -6,6 +6,7 @@ import logging
 import fixtures
 import testtools
 
+from nova_numa_policy.objects import signing
 from nova_numa_policy.scheduling import assess
 from nova_numa_policy.scheduling import scoring
 from placement_filters import cache as cache_mod
@@ -55,6 +56,38 @@ class ReportCacheTest(testtools.TestCase):
         cache.ingest(reports.make_payload(generated_at=at(60), seq=1))
         cache.ingest(reports.make_payload(generated_at=at(5), seq=2))
         self.assertEqual(2, cache.get(('compute1', 'compute1')).seq)
+
+    def test_a_spoofed_report_from_the_future_hides_nothing(self):
+        # Dated within the report lifetime but beyond the allowed skew:
+        # once, it served false capacity and hid 35 genuine reports.
+        cache = self.make_cache(max_skew=60)
+        self.assertFalse(cache.ingest(reports.make_payload(
+            generated_at=at(-120), seq=99, nodes=((64, 0.0, 10 ** 6),) * 2)))
+        self.assertEqual(1, cache.dropped[cache_mod.DROP_FUTURE])
+        for seq in range(1, 36):
+            self.assertTrue(cache.ingest(reports.make_payload(
+                generated_at=at(60 - seq), seq=seq)))
+        self.assertEqual(35, cache.get(('compute1', 'compute1')).seq)
+
+    def test_one_agent_boot_is_ordered_by_its_sequence(self):
+        boot = '5e1d0c6a-3b7f-4c29-8d4e-0a1b2c3d4e5f'
+        cache = self.make_cache()
+        cache.ingest(reports.make_payload(generated_at=at(5), seq=1,
+                                          boot_id=boot))
+        # The agent's clock stepped back; its sequence did not.
+        self.assertTrue(cache.ingest(reports.make_payload(
+            generated_at=at(50), seq=2, boot_id=boot)))
+        self.assertEqual(2, cache.get(('compute1', 'compute1')).seq)
+
+    def test_with_secrets_only_signed_reports_are_kept(self):
+        cache = self.make_cache(secrets=('k',))
+        payload = reports.make_payload(generated_at=at(5))
+        self.assertFalse(cache.ingest(payload))
+        self.assertFalse(cache.ingest(signing.sign(payload, 'guess')))
+        self.assertTrue(cache.ingest(signing.sign(payload, 'k')))
+        self.assertEqual({cache_mod.DROP_UNSIGNED: 1,
+                          cache_mod.DROP_BAD_SIGNATURE: 1},
+                         dict(cache.dropped))
 
     def test_a_late_older_report_is_counted_and_ignored(self):
         cache = self.make_cache()
