@@ -214,14 +214,13 @@ def resolve(extra_specs, image_props=None, default=None):
     value = value or Placement.FIRST_TOUCH.value
 
     if reasons and value not in VALUES_COMPATIBLE_WITH_NOVA_TOPOLOGY:
+        # Short: nova keeps 255 characters of an instance's fault message,
+        # where the scheduler's refusal of the flavor reaches the user.
         raise exception.NumaPolicyConflict(
             f"{POLICY_KEY}={value} cannot be combined with "
-            f"{', '.join(reasons)}: nova then owns the instance's NUMA "
-            f"topology and binds each guest NUMA cell strictly to one host "
-            f"node, which {value} would contradict. Use "
-            f"{POLICY_KEY}=first-touch, or remove "
-            f"{', '.join(r.split('=')[0] for r in reasons)} to let "
-            f"nova-numa-policy place the instance's memory.")
+            f"{', '.join(reasons)}: nova then binds each guest NUMA node to "
+            f"one host node. Use {POLICY_KEY}=first-touch, or remove "
+            f"{', '.join(r.split('=')[0] for r in reasons)}.")
     return NumaPolicy(
         value=value,
         nic_locality=NicLocality(nic or NicLocality.NONE.value),

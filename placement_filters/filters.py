@@ -13,6 +13,7 @@ import logging as std_logging
 
 from oslo_log import log as logging
 
+from nova import exception as nova_exception
 from nova.scheduler import filters
 from nova.scheduler import utils as scheduler_utils
 
@@ -48,7 +49,7 @@ class _ReportFilter(filters.BaseHostFilter):
         request, assessor = base.assessor_for(spec_obj)
         if not self.asks(assessor):
             return host_states
-        self._log_refusal(request)
+        self._refuse(request)
         get, now = base.cache().get, base.now()
         assessments = assessor.assess_many(
             list(map(get, map(base.HOST_KEY, host_states))), now)
@@ -84,21 +85,30 @@ class _ReportFilter(filters.BaseHostFilter):
                        'numbers': verdict.numbers},
                       instance_uuid=request.instance_uuid)
 
-    def _log_refusal(self, request):
+    def _refuse(self, request):
         pass
 
 
-def _log_refusal_of_every_host(request):
+def _refuse_a_contradictory_request(request):
+    """Fail the request itself when its flavor contradicts nova's keys.
+
+    nova validates a flavor's extra specs one key at a time, so a
+    contradiction (hw:numa_policy=interleave with hw:cpu_policy=dedicated)
+    is first seen here. Failing every host would tell the user only "No
+    valid host was found"; NoValidHost raised with the reason reaches the
+    instance's fault message (nova's conductor writes it there).
+    """
     if request.error is not None:
         LOG.info('Refusing the request on every host: %s',
                  request.error, instance_uuid=request.instance_uuid)
+        raise nova_exception.NoValidHost(reason=request.error)
 
 
 class NumaPolicyFilter(_ReportFilter):
     """Pass hosts whose agent can enforce the flavor's hw:numa_policy.
 
-    A flavor whose policy contradicts nova's own NUMA topology fails every
-    host: this is where such a flavor is refused.
+    A flavor whose policy contradicts nova's own NUMA topology fails the
+    request with the reason: this is where such a flavor is refused.
     """
 
     field = assess.POLICY
@@ -107,8 +117,8 @@ class NumaPolicyFilter(_ReportFilter):
     def asks(self, assessor):
         return assessor.asks_policy
 
-    def _log_refusal(self, request):
-        _log_refusal_of_every_host(request)
+    def _refuse(self, request):
+        _refuse_a_contradictory_request(request)
 
 
 class NumaNicLocalityFilter(_ReportFilter):
@@ -144,5 +154,5 @@ class NumaFilter(_ReportFilter):
     def asks(self, assessor):
         return assessor.asks
 
-    def _log_refusal(self, request):
-        _log_refusal_of_every_host(request)
+    def _refuse(self, request):
+        _refuse_a_contradictory_request(request)

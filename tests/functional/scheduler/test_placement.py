@@ -110,10 +110,24 @@ class SchedulerPluginsTest(_PluginsTestBase):
         # nova's RAM weigher spreads identical hosts one server each.
         self.assertEqual(set(HOSTS), {self.boot() for _ in HOSTS})
 
-    def test_a_policy_nova_would_contradict_is_refused(self):
+    def test_a_policy_nova_would_contradict_is_refused_saying_why(self):
         self.report(**{host: dict(nodes=(IDLE, IDLE)) for host in HOSTS})
-        self.boot({'hw:numa_policy': 'interleave', 'hw:numa_nodes': '1'},
-                  expected_state='ERROR')
+        for nova_key in ({'hw:numa_nodes': '1'},
+                         {'hw:cpu_policy': 'dedicated'}):
+            fault = self.boot_fault(dict(nova_key,
+                                         **{'hw:numa_policy': 'interleave'}))
+            # What the user reads in "openstack server show".
+            key, value = next(iter(nova_key.items()))
+            self.assertIn(f'hw:numa_policy=interleave cannot be combined '
+                          f'with {key}={value}', fault)
+            self.assertIn(f'Use hw:numa_policy=first-touch, or remove '
+                          f'{key}.', fault)
+
+    def boot_fault(self, extra_specs):
+        flavor_id = self._create_flavor(extra_spec=extra_specs)
+        server = self._create_server(flavor_id=flavor_id, networks='none',
+                                     expected_state='ERROR')
+        return server['fault']['message']
 
 
 class CombinedPluginsTest(SchedulerPluginsTest):

@@ -15,6 +15,7 @@ from oslo_config import cfg
 from oslo_config import fixture as config_fixture
 import testtools
 
+from nova import exception as nova_exception
 from nova import objects
 from nova.scheduler import weights as nova_weights
 from nova.tests.unit.scheduler import fakes
@@ -90,9 +91,13 @@ class _PluginTest(testtools.TestCase):
         self.hosts = [host_state(name) for name in HOSTS]
 
     def passing(self, filter_classes, extra_specs):
+        """The hosts that pass, or the reason the request itself fails."""
         hosts = self.hosts
-        for cls in filter_classes:
-            hosts = list(cls().filter_all(hosts, spec(extra_specs)))
+        try:
+            for cls in filter_classes:
+                hosts = list(cls().filter_all(hosts, spec(extra_specs)))
+        except nova_exception.NoValidHost as exc:
+            return str(exc)
         return {host.host for host in hosts}
 
     def scores(self, weigher_classes, extra_specs, hosts=None):
@@ -115,9 +120,13 @@ class NumaFilterTest(_PluginTest):
         self.assertEqual({'idle', 'nic_node_half'},
                          self.passing([filters.NumaFilter], IO_HEAVY))
 
-    def test_a_refused_flavor_passes_no_host(self):
-        self.assertEqual(set(), self.passing([filters.NumaFilter],
-                                             FLAVORS['refused']))
+    def test_a_refused_flavor_fails_the_request_saying_why(self):
+        for filter_classes in ([filters.NumaFilter],
+                               [filters.NumaPolicyFilter]):
+            reason = self.passing(filter_classes, FLAVORS['refused'])
+            self.assertIn('No valid host was found. hw:numa_policy=', reason)
+            # What nova keeps of a fault message (the user reads it).
+            self.assertLessEqual(len(reason), 255)
 
     def test_a_rebuild_is_not_filtered(self):
         rebuild = spec(IO_HEAVY, {'_nova_check_type': ['rebuild']})
