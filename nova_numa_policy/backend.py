@@ -54,6 +54,18 @@ class HostTopology:
                 return node
         raise KeyError(node_id)
 
+    def distance(self, from_id, to_id):
+        """The SLIT distance between two nodes named by their ids.
+
+        Rows are in ``nodes`` order, which is not id order on hosts with
+        sparse node ids (0, 1, 8, 9): never index a row with an id.
+        """
+        row = self.node(from_id).distances
+        for position, node in enumerate(self.nodes):
+            if node.id == to_id:
+                return row[position]
+        raise KeyError(to_id)
+
     def node_of_cpu(self, cpu):
         for node in self.nodes:
             if cpu in node.cpus:

@@ -145,9 +145,8 @@ def has_headroom(node, usage_by_node, placed, vcpus, threshold):
     return after <= threshold * len(node.cpus) + 1e-9
 
 
-def _nic_distance(node, near):
-    return min(node.distances[n] for n in near
-               if n < len(node.distances))
+def _nic_distance(topology, node, near):
+    return min(topology.distance(node.id, n) for n in near)
 
 
 def nic_placement(numa_policy, topology, usage=(), vcpus=1, placed=None,
@@ -181,7 +180,8 @@ def nic_placement(numa_policy, topology, usage=(), vcpus=1, placed=None,
         return frozenset(), (f'{busy}, and so would every node: left to '
                              f"the kernel's default")
     best = min(roomy, key=lambda n: (
-        _nic_distance(n, near), round(_demand(n, usage_by_node, placed), 2),
+        _nic_distance(topology, n, near),
+        round(_demand(n, usage_by_node, placed), 2),
         n.id))
     return frozenset({best.id}), (
         f'NUMA-prior: {busy}; node {best.id} is the nearest with room')
@@ -229,19 +229,17 @@ def _idle(node, usage_by_node, placed):
     return _demand(node, usage_by_node, placed) < 0.5
 
 
-def _nearest(seed, nodes, count):
+def _nearest(topology, seed, nodes, count):
     """``count`` of ``nodes``, nearest to ``seed`` first (ids break ties)."""
     def order(node):
-        distance = (seed.distances[node.id]
-                    if node.id < len(seed.distances) else 0)
-        return (node.id != seed.id, distance, node.id)
+        return (node.id != seed.id, topology.distance(seed.id, node.id),
+                node.id)
     return sorted(nodes, key=order)[:count]
 
 
-def _spread_of(group):
+def _spread_of(topology, group):
     """Summed distance between the group's nodes: lower is more compact."""
-    return sum(a.distances[b.id] for a in group for b in group
-               if b.id < len(a.distances))
+    return sum(topology.distance(a.id, b.id) for a in group for b in group)
 
 
 def half_of_host(topology, usage=(), memory_mb=0, vcpus=1, placed=None,
@@ -279,7 +277,7 @@ def half_of_host(topology, usage=(), memory_mb=0, vcpus=1, placed=None,
     idle = [node for node in nodes if _idle(node, usage_by_node, placed)]
     halves = []
     for seed in idle:
-        half = _nearest(seed, idle, size)
+        half = _nearest(topology, seed, idle, size)
         if (len(half) == size
                 and sum(len(node.cpus) for node in half) >= vcpus
                 and sum(_free_mb(node, usage_by_node) for node in half)
@@ -288,7 +286,7 @@ def half_of_host(topology, usage=(), memory_mb=0, vcpus=1, placed=None,
     if not halves:
         return frozenset(), 'a large guest, but no idle half holds it'
     best = min(halves, key=lambda half: (
-        _spread_of(half), sorted(node.id for node in half)))
+        _spread_of(topology, half), sorted(node.id for node in half)))
     chosen = frozenset(node.id for node in best)
     return chosen, f'a large guest kept to idle half {sorted(chosen)}'
 

@@ -312,6 +312,50 @@ def sockets(nodes=4, cpus=4, mem=8192):
         nics=())
 
 
+def sparse(ids=(0, 1, 8, 9), cpus=4, nic=None):
+    """Nodes with sparse ids, as on some two-socket hosts: 0, 1, 8, 9.
+
+    Rows of distances are in node order, not id order: 0 and 1 are one
+    socket (16 apart), 8 and 9 the other; 21 across.
+    """
+    def distance(a, b):
+        return 10 if a == b else 16 if (a < 8) == (b < 8) else 21
+    return backend.HostTopology(
+        nodes=tuple(backend.NodeInfo(
+            id=n, cpus=tuple(range(p * cpus, (p + 1) * cpus)),
+            memory_total_mb=8192,
+            distances=tuple(distance(n, o) for o in ids))
+            for p, n in enumerate(ids)),
+        nics=() if nic is None else (backend.NicInfo('ens1', nic),))
+
+
+class SparseNodeIdsTest(testtools.TestCase):
+    """Distances read by node id, never by position in a row."""
+
+    def test_the_topology_reads_distances_by_id(self):
+        topo = sparse()
+        self.assertEqual(
+            (16, 21, 10),
+            (topo.distance(8, 9), topo.distance(1, 8), topo.distance(9, 9)))
+
+    def test_a_full_nic_node_hands_over_to_its_socket_sibling(self):
+        # The NIC's node 8 (CPUs 8-11) holds three vCPUs: a fourth would
+        # take it over 80 %; 9 is 16 away, 0 and 1 are 21.
+        plan = enforcement.boot_plan(
+            resolved('first-touch', **NIC_PREFERRED), sparse(nic=8), (),
+            512, vcpus=1, instances=placed(8, 9, 10), threshold=0.8)
+        self.assertEqual(('preferred', frozenset({9})),
+                         (plan.tune.mode, plan.tune.nodes))
+
+    def test_a_large_guest_gets_one_sockets_nodes(self):
+        half, _ = enforcement.half_of_host(sparse(), vcpus=8)
+        self.assertEqual(frozenset({0, 1}), half)
+        topo = sparse()
+        busy = enforcement.node_vcpus(topo, (guest_on(0, 1, 4, 5),))
+        half, _ = enforcement.half_of_host(topo, vcpus=8, placed=busy)
+        self.assertEqual(frozenset({8, 9}), half)
+
+
 def guest_on(*cpus):
     """A guest already on the host whose vCPUs run on ``cpus``."""
     return backend.InstanceState(uuid=f'g{cpus[0]}', requested_policy=None,
