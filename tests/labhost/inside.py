@@ -105,6 +105,19 @@ def remove_domains():
     return removed
 
 
+def _agent(config_files):
+    """(agent, log file): built as numa-policy-agent builds it."""
+    from agent import cmd
+    from nova_numa_policy import conf as npconf
+
+    log_file = f'/tmp/lab-agent-{os.getpid()}.log'
+    args = ['--log-file', log_file]
+    for path in config_files:
+        args += ['--config-file', path]
+    cmd.parse_args(args)
+    return cmd.build_agent(npconf.CONF), log_file
+
+
 def run_agent(config_files, periods=1, pause=0.0):
     """The agent, built as numa-policy-agent builds it, for ``periods``.
 
@@ -112,16 +125,9 @@ def run_agent(config_files, periods=1, pause=0.0):
     Returns each period's report (as the wire primitive), the loops'
     actions of each period and the agent's log.
     """
-    from agent import cmd
-    from nova_numa_policy import conf as npconf
     from nova_numa_policy.objects import report as report_obj
 
-    log_file = f'/tmp/lab-agent-{os.getpid()}.log'
-    args = ['--log-file', log_file]
-    for path in config_files:
-        args += ['--config-file', path]
-    cmd.parse_args(args)
-    agent = cmd.build_agent(npconf.CONF)
+    agent, log_file = _agent(config_files)
     reports, actions = [], []
     for period in range(periods):
         if period:
@@ -184,17 +190,10 @@ def plan_with_fault(config_files, uuid, actions, fault, periods_after=1):
     left). Returns how the plan ended, what the agent says of the guest
     after its periods, and the agent's log.
     """
-    from agent import cmd
     from nova_numa_policy import backend
-    from nova_numa_policy import conf as npconf
     from nova_numa_policy import enforcement
 
-    log_file = f'/tmp/lab-agent-{os.getpid()}.log'
-    args = ['--log-file', log_file]
-    for path in config_files:
-        args += ['--config-file', path]
-    cmd.parse_args(args)
-    agent = cmd.build_agent(npconf.CONF)
+    agent, log_file = _agent(config_files)
     snapshot = agent.observe()
     instance = {i.uuid: i for i in snapshot.instances}[uuid]
     steps = tuple(getattr(backend, kind)(instance_uuid=uuid,

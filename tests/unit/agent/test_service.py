@@ -157,17 +157,21 @@ class AgentPeriodTest(base.TestDriverHostTest):
 
 class ConsoleScriptTest(testtools.TestCase):
 
-    def test_once_dry_run_prints_a_valid_report(self):
+    def once_dry_run(self, config):
+        """numa-policy-agent --once --dry-run with ``config``, as a child."""
         conf = self.useFixture(fixtures.TempDir()).join('a.conf')
         with open(conf, 'w') as f:
-            f.write('[numa_policy_agent]\nlibvirt_uri = test:///default\n'
-                    'host = cn-test\n')
-        result = subprocess.run(
+            f.write(config)
+        return subprocess.run(
             [sys.executable, '-m', 'agent.cmd', '--once', '--dry-run',
              '--config-file', conf],
             capture_output=True, text=True, timeout=60,
             cwd=os.path.dirname(os.path.dirname(os.path.dirname(
                 os.path.dirname(os.path.abspath(__file__))))))
+
+    def test_once_dry_run_prints_a_valid_report(self):
+        result = self.once_dry_run('[numa_policy_agent]\nlibvirt_uri = '
+                                   'test:///default\nhost = cn-test\n')
         self.assertEqual(0, result.returncode, result.stderr)
         report = report_obj.report_from_json(result.stdout, 1024 * 1024)
         self.assertEqual('cn-test', report.host)
@@ -176,16 +180,9 @@ class ConsoleScriptTest(testtools.TestCase):
                          [i.uuid for i in report.instances])
 
     def test_no_libvirt_is_one_line_saying_what_is_missing(self):
-        conf = self.useFixture(fixtures.TempDir()).join('a.conf')
-        with open(conf, 'w') as f:
-            f.write('[numa_policy_agent]\nlibvirt_uri = '
-                    'qemu+unix:///system?socket=/nonexistent/libvirt-sock\n')
-        result = subprocess.run(
-            [sys.executable, '-m', 'agent.cmd', '--once', '--dry-run',
-             '--config-file', conf],
-            capture_output=True, text=True, timeout=60,
-            cwd=os.path.dirname(os.path.dirname(os.path.dirname(
-                os.path.dirname(os.path.abspath(__file__))))))
+        result = self.once_dry_run(
+            '[numa_policy_agent]\nlibvirt_uri = '
+            'qemu+unix:///system?socket=/nonexistent/libvirt-sock\n')
         self.assertEqual(1, result.returncode)
         self.assertEqual('', result.stdout)
         self.assertNotIn('Traceback', result.stderr)
