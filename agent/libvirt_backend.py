@@ -17,7 +17,7 @@ import libvirt
 
 from nova_numa_policy import backend
 from nova_numa_policy import enforcement
-from nova_numa_policy import numamaps
+from agent import numamaps
 
 from agent import connection as connection_mod
 from agent import discovery

@@ -8,7 +8,7 @@ Three layers, thinnest at the privileged end:
   lists of integers or texts out, each one idempotent (moving a page to
   the node it is on changes nothing; reading changes nothing).
 * :class:`PageMover`, unprivileged: reads the process's mappings, asks
-  :func:`nova_numa_policy.pagemove.plan` which windows to move, executes
+  :func:`agent.pagemove.plan` which windows to move, executes
   them and turns errno values into the agent's errors.
 
 migrate_pages(2) is deliberately not used: it moves every page of a node,
@@ -27,8 +27,8 @@ import platform
 import numpy
 from oslo_privsep import daemon as privsep_daemon
 
-from nova_numa_policy import numamaps
-from nova_numa_policy import pagemove
+from agent import numamaps
+from agent import pagemove
 
 from agent import errors
 from agent import privsep

@@ -10,7 +10,7 @@ from keystoneauth1 import session
 from keystoneauth1 import token_endpoint
 from openstack_dashboard.api import base
 
-from nova_numa_policy.osc import client as api_client
+from nova_numa_policy import restclient as api_client
 
 # Reports kept per host by default (one day at a five-minute period).
 HISTORY_LIMIT = 288

@@ -10,20 +10,20 @@ The endpoint is the catalog's ``numa-policy`` service, or the
 from keystoneauth1 import adapter
 from osc_lib import utils
 
-from nova_numa_policy.osc import client
+from nova_numa_policy import restclient
 
 API_NAME = 'numa_policy'
 API_VERSION_OPTION = 'os_numa_policy_api_version'
 DEFAULT_API_VERSION = '1'
-API_VERSIONS = {'1': 'nova_numa_policy.osc.client.Client'}
+API_VERSIONS = {'1': 'nova_numa_policy.restclient.Client'}
 
 
 def make_client(instance):
     """The API client of an osc_lib ClientManager."""
     override = instance.get_configuration().get(
-        client.SERVICE_TYPE.replace('-', '_') + '_endpoint_override')
-    return client.Client(adapter.Adapter(
-        session=instance.session, service_type=client.SERVICE_TYPE,
+        restclient.SERVICE_TYPE.replace('-', '_') + '_endpoint_override')
+    return restclient.Client(adapter.Adapter(
+        session=instance.session, service_type=restclient.SERVICE_TYPE,
         region_name=instance.region_name, interface=instance.interface,
         endpoint_override=override))
 

@@ -21,8 +21,8 @@ import numpy as np
 matplotlib.use('Agg')  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 
-from nova_numa_policy.cluster import evidence  # noqa: E402
-from nova_numa_policy.cluster import scenarios  # noqa: E402
+from nova_numa_policy.lab.cluster import evidence  # noqa: E402
+from nova_numa_policy.lab.cluster import scenarios  # noqa: E402
 
 DOC = os.path.join(os.path.dirname(__file__), '..', '..', 'doc', 'source')
 STATIC = os.path.join(DOC, '_static')

@@ -10,8 +10,8 @@ import sys
 import time
 
 from nova_numa_policy.loops import runner
-from nova_numa_policy.sim import backend as sim_backend
-from nova_numa_policy.sim import scenarios
+from nova_numa_policy.lab.sim import backend as sim_backend
+from nova_numa_policy.lab.sim import scenarios
 
 BUDGET_MS = 17.5
 

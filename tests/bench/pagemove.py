@@ -32,7 +32,7 @@ from oslo_config import cfg
 
 from agent import pagemover
 from agent import privsep
-from nova_numa_policy import pagemove
+from agent import pagemove
 from tests.unit.agent import memchild
 
 TARGET = 0.90

@@ -2,7 +2,7 @@
 
 The texts come from the lab host's ``/proc`` and cgroup files
 (:func:`tests.labhost.inside.kernel_view`); the parsing here is the
-tests' own, deliberately not the agent's (:mod:`nova_numa_policy.numamaps`,
+tests' own, deliberately not the agent's (:mod:`agent.numamaps`,
 :mod:`agent.sysfs`), so a test checks the kernel against the agent rather
 than the agent against itself.
 """

@@ -12,7 +12,7 @@ ADD_INSTALLED_APPS = ['nova_numa_policy.dashboard']
 # rather than a server error.
 from keystoneauth1 import exceptions as _ksa_exceptions  # noqa: E402
 
-from nova_numa_policy.osc import client as _client  # noqa: E402
+from nova_numa_policy import restclient as _client  # noqa: E402
 
 ADD_EXCEPTIONS = {
     'recoverable': (_client.ApiError, _ksa_exceptions.ClientException),

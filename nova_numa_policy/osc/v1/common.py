@@ -5,7 +5,7 @@ import functools
 from cliff import columns
 from osc_lib import exceptions
 
-from nova_numa_policy.osc import client
+from nova_numa_policy import restclient
 
 
 def api_errors(take_action):
@@ -14,7 +14,7 @@ def api_errors(take_action):
     def wrapper(self, parsed_args):
         try:
             return take_action(self, parsed_args)
-        except client.ApiError as exc:
+        except restclient.ApiError as exc:
             raise exceptions.CommandError(
                 f'numa-policy API error {exc.status}: {exc.message}')
     return wrapper
@@ -38,7 +38,7 @@ def fetch(list_method, parsed_args, **filters):
             raise exceptions.CommandError('--limit must be at least 1')
         return list_method(limit=parsed_args.limit,
                            marker=parsed_args.marker, **filters).items
-    return list(client.walk(list_method, marker=parsed_args.marker,
+    return list(restclient.walk(list_method, marker=parsed_args.marker,
                             **filters))
 
 

@@ -20,9 +20,9 @@ import time
 import psutil
 import testtools
 
-from nova_numa_policy.sandbox import messaging
+from nova_numa_policy.lab.sandbox import messaging
 
-COMMAND = [sys.executable, '-m', 'nova_numa_policy.cmd.cli', 'sandbox',
+COMMAND = [sys.executable, '-m', 'nova_numa_policy.lab.cli', 'sandbox',
            '--smoke']
 URL = os.environ.get('NUMA_POLICY_SANDBOX_TRANSPORT_URL',
                      messaging.DEFAULT_URL)

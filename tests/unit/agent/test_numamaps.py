@@ -5,7 +5,7 @@ import os
 import fixtures
 import testtools
 
-from nova_numa_policy import numamaps
+from agent import numamaps
 
 # A qemu-like process: guest RAM anonymous on two nodes, a hugetlbfs
 # mapping, a memfd, a library, heap and stack. Captured shapes from a

@@ -4,8 +4,8 @@ import errno
 
 import testtools
 
-from nova_numa_policy import numamaps
-from nova_numa_policy import pagemove
+from agent import numamaps
+from agent import pagemove
 
 PAGE = 4096
 BASE = 0x7f0000000000

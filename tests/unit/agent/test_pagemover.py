@@ -13,7 +13,7 @@ from unittest import mock
 import fixtures
 import testtools
 
-from nova_numa_policy import numamaps
+from agent import numamaps
 
 from agent import errors
 from agent import pagemover

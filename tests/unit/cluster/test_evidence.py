@@ -3,7 +3,7 @@ from unittest import mock
 import numpy as np
 import testtools
 
-from nova_numa_policy.cluster import evidence
+from nova_numa_policy.lab.cluster import evidence
 
 
 def _cell(strategy, means, optimum=1.0, scenario='netperf', pages=0,

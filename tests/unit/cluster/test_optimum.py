@@ -1,8 +1,8 @@
 import testtools
 
-from nova_numa_policy.cluster import optimum
-from nova_numa_policy.cluster import scenarios
-from nova_numa_policy.sim import topology
+from nova_numa_policy.lab.cluster import optimum
+from nova_numa_policy.lab.cluster import scenarios
+from nova_numa_policy.lab.sim import topology
 
 
 class OptimumTest(testtools.TestCase):

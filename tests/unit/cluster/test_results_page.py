@@ -1,6 +1,6 @@
 import testtools
 
-from nova_numa_policy.cluster import evidence
+from nova_numa_policy.lab.cluster import evidence
 from tests.bench import cluster as bench
 
 

@@ -6,15 +6,15 @@ from unittest import mock
 import numpy as np
 import testtools
 
-from nova_numa_policy.cluster import evidence
-from nova_numa_policy.cluster import scenarios
-from nova_numa_policy.cluster import simulation
-from nova_numa_policy.cluster import strategies
+from nova_numa_policy.lab.cluster import evidence
+from nova_numa_policy.lab.cluster import scenarios
+from nova_numa_policy.lab.cluster import simulation
+from nova_numa_policy.lab.cluster import strategies
 from nova_numa_policy.loops import runner as loop_runner
 
 # Prints the digest of one run whose loops act and whose kernel draws
 # matter, for the same run in another interpreter.
-_DIGEST = ('from nova_numa_policy.cluster import evidence; '
+_DIGEST = ('from nova_numa_policy.lab.cluster import evidence; '
            "print(evidence.digest(evidence.run_one('moderate', 'ours', 2)))")
 
 

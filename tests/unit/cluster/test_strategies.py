@@ -1,14 +1,14 @@
 import numpy as np
 import testtools
 
-from nova_numa_policy.cluster import evidence
-from nova_numa_policy.cluster import guests
-from nova_numa_policy.cluster import hosts
-from nova_numa_policy.cluster import nova
-from nova_numa_policy.cluster import scenarios
-from nova_numa_policy.cluster import simulation
-from nova_numa_policy.cluster import strategies
-from nova_numa_policy.sim import topology
+from nova_numa_policy.lab.cluster import evidence
+from nova_numa_policy.lab.cluster import guests
+from nova_numa_policy.lab.cluster import hosts
+from nova_numa_policy.lab.cluster import nova
+from nova_numa_policy.lab.cluster import scenarios
+from nova_numa_policy.lab.cluster import simulation
+from nova_numa_policy.lab.cluster import strategies
+from nova_numa_policy.lab.sim import topology
 
 
 def _guest(app, k=0):

@@ -10,8 +10,8 @@ a little below it, so a regression is still caught.
 
 import testtools
 
-from nova_numa_policy.sim import experiment
-from nova_numa_policy.sim import scenarios
+from nova_numa_policy.lab.sim import experiment
+from nova_numa_policy.lab.sim import scenarios
 
 TARGET = 0.98
 SEEDS = range(5)

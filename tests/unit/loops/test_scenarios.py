@@ -3,7 +3,7 @@
 import numpy as np
 import testtools
 
-from nova_numa_policy.sim import experiment
+from nova_numa_policy.lab.sim import experiment
 
 PERIODS = 40
 

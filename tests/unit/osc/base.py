@@ -19,7 +19,7 @@ from oslo_utils import importutils
 import testtools
 from wsgi_intercept import interceptor
 
-from nova_numa_policy.osc import client
+from nova_numa_policy import restclient
 from tests.unit.rest import base as rest_base
 
 API_HOST = 'numa-api.test'
@@ -82,8 +82,8 @@ class InterceptedApi(fixtures.Fixture):
 
 
 def make_client():
-    return client.Client(adapter.Adapter(
-        session=session.Session(), service_type=client.SERVICE_TYPE,
+    return restclient.Client(adapter.Adapter(
+        session=session.Session(), service_type=restclient.SERVICE_TYPE,
         endpoint_override=API_URL))
 
 

@@ -2,8 +2,8 @@ import numpy as np
 import testtools
 
 from nova_numa_policy import backend
-from nova_numa_policy.sim import backend as sim_backend
-from nova_numa_policy.sim import scenarios
+from nova_numa_policy.lab.sim import backend as sim_backend
+from nova_numa_policy.lab.sim import scenarios
 
 
 def _sim(name='master-slave', seed=0, **kwargs):

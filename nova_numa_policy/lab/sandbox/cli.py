@@ -3,7 +3,7 @@
 nova must choose its concurrency mode (native threads) before anything
 imports oslo.messaging, and the ``numa-policy`` command imports it for its
 other subcommands. So ``numa-policy sandbox`` replaces its process
-(``exec``: same pid, no child) with ``python -m nova_numa_policy.sandbox``,
+(``exec``: same pid, no child) with ``python -m nova_numa_policy.lab.sandbox``,
 which decides first; importing this module stays cheap.
 """
 
@@ -66,7 +66,7 @@ def to_argv(args):
 def exec_sandbox(args, out):
     out.flush()
     sys.stderr.flush()
-    os.execv(sys.executable, [sys.executable, '-m', 'nova_numa_policy.sandbox',
+    os.execv(sys.executable, [sys.executable, '-m', 'nova_numa_policy.lab.sandbox',
                               *to_argv(args)])
 
 
@@ -122,10 +122,10 @@ def _first_error(exc):
 
 def run(args, out):
     """Start, script, summarise, clean up; the exit status."""
-    from nova_numa_policy.sandbox import messaging
-    from nova_numa_policy.sandbox import plan as plan_mod
-    from nova_numa_policy.sandbox import run
-    from nova_numa_policy.sandbox import summary as summary_mod
+    from nova_numa_policy.lab.sandbox import messaging
+    from nova_numa_policy.lab.sandbox import plan as plan_mod
+    from nova_numa_policy.lab.sandbox import run
+    from nova_numa_policy.lab.sandbox import summary as summary_mod
 
     # Services log warnings and errors on stderr; stdout carries only the
     # summary (some libraries log INFO to stdout when left alone).

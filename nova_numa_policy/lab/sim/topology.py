@@ -10,7 +10,7 @@ import dataclasses
 import numpy as np
 
 from nova_numa_policy import backend
-from nova_numa_policy.sim import constants
+from nova_numa_policy.lab.sim import constants
 
 # ACPI SLIT-style distances by hop count, what Linux reports in
 # /sys/devices/system/node/node*/distance.

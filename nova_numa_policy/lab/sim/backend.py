@@ -9,9 +9,9 @@ import numpy as np
 
 from nova_numa_policy import backend
 from nova_numa_policy import enforcement
-from nova_numa_policy.sim import model
-from nova_numa_policy.sim import state as st
-from nova_numa_policy.sim import workload as wl
+from nova_numa_policy.lab.sim import model
+from nova_numa_policy.lab.sim import state as st
+from nova_numa_policy.lab.sim import workload as wl
 
 # Cost of migrating one 4 KiB page to the guest (copy, TLB shootdown,
 # fault on next touch): an order of magnitude of Linux move_pages(2), not a

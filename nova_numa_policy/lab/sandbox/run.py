@@ -13,11 +13,11 @@ import types
 import fixtures
 import kombu
 
-from nova_numa_policy.sandbox import hosts
-from nova_numa_policy.sandbox import messaging
-from nova_numa_policy.sandbox import nova
-from nova_numa_policy.sandbox import services
-from nova_numa_policy.sandbox import summary as summary_mod
+from nova_numa_policy.lab.sandbox import hosts
+from nova_numa_policy.lab.sandbox import messaging
+from nova_numa_policy.lab.sandbox import nova
+from nova_numa_policy.lab.sandbox import services
+from nova_numa_policy.lab.sandbox import summary as summary_mod
 from nova_numa_policy.scheduling import explain
 from placement_filters import base as plugin_base
 from placement_filters import listener

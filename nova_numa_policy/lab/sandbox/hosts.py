@@ -19,10 +19,10 @@ from agent import service
 from nova_numa_policy import backend
 from nova_numa_policy.collector import actions as action_payload
 from nova_numa_policy import enforcement
-from nova_numa_policy.sim import backend as sim_backend
-from nova_numa_policy.sim import scenarios
-from nova_numa_policy.sim import state as sim_state
-from nova_numa_policy.sim import topology
+from nova_numa_policy.lab.sim import backend as sim_backend
+from nova_numa_policy.lab.sim import scenarios
+from nova_numa_policy.lab.sim import state as sim_state
+from nova_numa_policy.lab.sim import topology
 
 PERIOD_S = 5.0
 NIC_NAME = 'eth0'

@@ -11,9 +11,9 @@ import dataclasses
 
 import numpy as np
 
-from nova_numa_policy.cluster import guests as guests_mod
-from nova_numa_policy.cluster import hosts as hosts_mod
-from nova_numa_policy.cluster import strategies as strategies_mod
+from nova_numa_policy.lab.cluster import guests as guests_mod
+from nova_numa_policy.lab.cluster import hosts as hosts_mod
+from nova_numa_policy.lab.cluster import strategies as strategies_mod
 from nova_numa_policy.loops import runner as loop_runner
 
 

@@ -12,8 +12,8 @@ import math
 
 import numpy as np
 
-from nova_numa_policy.cluster import guests as g
-from nova_numa_policy.sim import topology
+from nova_numa_policy.lab.cluster import guests as g
+from nova_numa_policy.lab.sim import topology
 
 SETTLE = 4  # periods after the last arrival before measuring or churning
 WINDOW = 8  # measured periods at the end of every run

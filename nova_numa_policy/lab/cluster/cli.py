@@ -9,9 +9,9 @@ do-no-harm guard refused.
 
 import json
 
-from nova_numa_policy.cluster import evidence
-from nova_numa_policy.cluster import scenarios
-from nova_numa_policy.cluster import strategies
+from nova_numa_policy.lab.cluster import evidence
+from nova_numa_policy.lab.cluster import scenarios
+from nova_numa_policy.lab.cluster import strategies
 
 
 def register(subparsers):

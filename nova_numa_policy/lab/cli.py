@@ -1,20 +1,20 @@
-"""``numa-policy``: the project's command line.
+"""``numa-policy``: the lab's command line.
 
 ``numa-policy simulate host --scenario NAME --loops LIST --periods N
 --seed S [--json] [--dry-run]`` runs a simulated host with and without the
-loops; ``--list-scenarios`` names the scenarios. Subcommands are argparse
-subparsers so that ``simulate cluster`` and ``sandbox`` can join later.
+loops; ``--list-scenarios`` names the scenarios; ``simulate cluster`` runs
+the cluster study and ``sandbox`` the one-command sandbox.
 """
 
 import argparse
 import json
 import sys
 
-from nova_numa_policy.cluster import cli as cluster_cli
+from nova_numa_policy.lab.cluster import cli as cluster_cli
 from nova_numa_policy.loops import runner
-from nova_numa_policy.sandbox import cli as sandbox_cli
-from nova_numa_policy.sim import experiment
-from nova_numa_policy.sim import scenarios
+from nova_numa_policy.lab.sandbox import cli as sandbox_cli
+from nova_numa_policy.lab.sim import experiment
+from nova_numa_policy.lab.sim import scenarios
 
 
 def _loops(text):

@@ -1,16 +1,16 @@
-"""``python -m nova_numa_policy.sandbox``: what ``numa-policy sandbox`` runs.
+"""``python -m nova_numa_policy.lab.sandbox``: what ``numa-policy sandbox`` runs.
 
 nova's threading mode is decided before anything else is imported.
 """
 
-from nova_numa_policy import sandbox
+from nova_numa_policy.lab import sandbox
 
 sandbox.threading_mode()
 
 import argparse  # noqa: E402 - after the concurrency mode is decided
 import sys  # noqa: E402
 
-from nova_numa_policy.sandbox import cli  # noqa: E402
+from nova_numa_policy.lab.sandbox import cli  # noqa: E402
 
 
 def main(argv=None):
