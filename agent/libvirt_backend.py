@@ -15,9 +15,9 @@ import time
 
 import libvirt
 
+from agent import numamaps
 from nova_numa_policy import backend
 from nova_numa_policy import enforcement
-from agent import numamaps
 
 from agent import connection as connection_mod
 from agent import discovery

@@ -11,10 +11,10 @@ import json
 import sys
 
 from nova_numa_policy.lab.cluster import cli as cluster_cli
-from nova_numa_policy.loops import runner
 from nova_numa_policy.lab.sandbox import cli as sandbox_cli
 from nova_numa_policy.lab.sim import experiment
 from nova_numa_policy.lab.sim import scenarios
+from nova_numa_policy.loops import runner
 
 
 def _loops(text):

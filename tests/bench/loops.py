@@ -9,9 +9,9 @@ import json
 import sys
 import time
 
-from nova_numa_policy.loops import runner
 from nova_numa_policy.lab.sim import backend as sim_backend
 from nova_numa_policy.lab.sim import scenarios
+from nova_numa_policy.loops import runner
 
 BUDGET_MS = 17.5
 

@@ -30,9 +30,9 @@ import time
 
 from oslo_config import cfg
 
+from agent import pagemove
 from agent import pagemover
 from agent import privsep
-from agent import pagemove
 from tests.unit.agent import memchild
 
 TARGET = 0.90

@@ -15,11 +15,11 @@ import hashlib
 
 import numpy as np
 
+from nova_numa_policy import enforcement
 from nova_numa_policy.lab.cluster import optimum
 from nova_numa_policy.lab.cluster import scenarios
 from nova_numa_policy.lab.cluster import simulation
 from nova_numa_policy.lab.cluster import strategies
-from nova_numa_policy import enforcement
 from nova_numa_policy.loops import guard as guard_mod
 from nova_numa_policy.scheduling import scoring
 

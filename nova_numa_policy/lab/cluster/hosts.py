@@ -11,11 +11,11 @@ import datetime
 
 import numpy as np
 
+from nova_numa_policy.lab.sim import backend as sim_backend
+from nova_numa_policy.lab.sim import workload as wl
 from nova_numa_policy.objects import report as report_obj
 from nova_numa_policy import reporting
 from nova_numa_policy.scheduling import summary as summary_mod
-from nova_numa_policy.lab.sim import backend as sim_backend
-from nova_numa_policy.lab.sim import workload as wl
 
 # The scheduler's [numa_policy_scheduler] io_intensive_rate default.
 IO_INTENSIVE_RATE = 500.0

@@ -12,11 +12,11 @@ import dataclasses
 
 import numpy as np
 
+from nova_numa_policy import enforcement
 from nova_numa_policy.lab.cluster import guests as guests_mod
 from nova_numa_policy.lab.cluster import nova
-from nova_numa_policy import enforcement
-from nova_numa_policy.scheduling import scoring
 from nova_numa_policy.lab.sim import state as st
+from nova_numa_policy.scheduling import scoring
 
 # The scheduler plugins' defaults (nova_numa_policy.conf.scheduler).
 SETTINGS = scoring.Settings(ttl=180.0, strict=True, threshold=0.8)

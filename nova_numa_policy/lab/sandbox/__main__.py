@@ -1,4 +1,4 @@
-"""``python -m nova_numa_policy.lab.sandbox``: what ``numa-policy sandbox`` runs.
+"""``python -m nova_numa_policy.lab.sandbox``: ``numa-policy sandbox``.
 
 nova's threading mode is decided before anything else is imported.
 """

@@ -66,7 +66,8 @@ def to_argv(args):
 def exec_sandbox(args, out):
     out.flush()
     sys.stderr.flush()
-    os.execv(sys.executable, [sys.executable, '-m', 'nova_numa_policy.lab.sandbox',
+    os.execv(sys.executable, [sys.executable, '-m',
+                              'nova_numa_policy.lab.sandbox',
                               *to_argv(args)])
 
 

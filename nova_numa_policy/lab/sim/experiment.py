@@ -4,9 +4,9 @@ import dataclasses
 
 import numpy as np
 
-from nova_numa_policy.loops import runner as loop_runner
 from nova_numa_policy.lab.sim import backend as sim_backend
 from nova_numa_policy.lab.sim import scenarios
+from nova_numa_policy.loops import runner as loop_runner
 
 
 @dataclasses.dataclass

@@ -39,7 +39,7 @@ def fetch(list_method, parsed_args, **filters):
         return list_method(limit=parsed_args.limit,
                            marker=parsed_args.marker, **filters).items
     return list(restclient.walk(list_method, marker=parsed_args.marker,
-                            **filters))
+                                **filters))
 
 
 def rows(items, fields, formatters=None):

@@ -4,9 +4,9 @@ import testtools
 
 from nova_numa_policy import backend
 from nova_numa_policy import enforcement
-from nova_numa_policy import reporting
 from nova_numa_policy.lab.sim import backend as sim_backend
 from nova_numa_policy.lab.sim import topology as sim_topology
+from nova_numa_policy import reporting
 
 from agent import enforcer
 from agent import errors

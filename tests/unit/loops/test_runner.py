@@ -1,10 +1,10 @@
 import testtools
 
 from nova_numa_policy import backend
-from nova_numa_policy.loops import base
-from nova_numa_policy.loops import runner
 from nova_numa_policy.lab.sim import backend as sim_backend
 from nova_numa_policy.lab.sim import scenarios
+from nova_numa_policy.loops import base
+from nova_numa_policy.loops import runner
 
 
 class _Fixed(base.Strategy):

@@ -2,10 +2,10 @@
 
 import testtools
 
-from nova_numa_policy.loops import base
 from nova_numa_policy.lab.sim import model
 from nova_numa_policy.lab.sim import topology
 from nova_numa_policy.lab.sim import workload as wl
+from nova_numa_policy.loops import base
 from tests.unit.sim import fixtures
 
 TOLERANCE = 0.10
