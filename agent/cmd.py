@@ -9,10 +9,10 @@ from oslo_log import log as logging
 
 from nova_numa_policy import conf as npconf
 from nova_numa_policy.conf import reports as reports_conf
+from nova_numa_policy import errors
 from nova_numa_policy.objects import report as report_obj
 
 from agent import connection
-from agent import errors
 from agent import libvirt_backend
 from agent import notifier
 from agent import pagemover
@@ -74,13 +74,13 @@ def build_agent(conf, sender=None, opener=None):
         physnet_numa_nodes=physnet_numa_nodes(conf),
         page_mover=pagemover.PageMover() if opts.page_migration else None,
         pid_dir=opts.qemu_pid_dir.lstrip('/'))
-    loops = rebalance.build_runner(host_backend, conf.numa_policy_loops,
-                                   opts.period, dry_run=opts.dry_run)
+    runner = rebalance.build_runner(
+        host_backend, conf.numa_policy_loops, opts.period,
+        dry_run=opts.dry_run, max_actions=opts.max_actions_per_period)
     agent = service.Agent(
         host_backend, host=opts.host, period=opts.period, sender=sender,
-        dry_run=opts.dry_run, max_actions=opts.max_actions_per_period,
         report_version=conf.numa_policy_reports.report_version,
-        traits=traits.from_conf(conf), loops=loops,
+        traits=traits.from_conf(conf), runner=runner,
         secret=conf.numa_policy_reports.secret)
     agent_ref.append(agent)
     return agent

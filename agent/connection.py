@@ -12,7 +12,7 @@ import time
 
 import libvirt
 
-from agent import errors
+from nova_numa_policy import errors
 
 LOG = logging.getLogger(__name__)
 

@@ -1,9 +1,9 @@
 """The real backend: libvirt for guests, sysfs and /proc for the host.
 
 It observes and acts; it decides nothing. Every libvirt error is turned
-into one of :mod:`agent.errors` so the loop can tell "try again later"
-(ConnectionLost), "forget it" (DomainGone) and "cannot here" (NotEnforceable)
-apart.
+into one of :mod:`nova_numa_policy.errors` so the loop can tell "try
+again later" (ConnectionLost), "forget it" (DomainGone) and "cannot here"
+(NotEnforceable) apart.
 
 Per guest it also reads its qemu process (found by :mod:`agent.guestproc`):
 memory per node from ``numa_maps`` and, with a page mover
@@ -15,16 +15,16 @@ import time
 
 import libvirt
 
-from agent import numamaps
 from nova_numa_policy import backend
 from nova_numa_policy import enforcement
+from nova_numa_policy import errors
 
 from agent import connection as connection_mod
 from agent import discovery
 from agent import domxml
-from agent import errors
 from agent import guestio
 from agent import guestproc
+from agent import numamaps
 from agent import sysfs
 
 LOG = logging.getLogger(__name__)
@@ -186,7 +186,7 @@ class LibvirtBackend(backend.Backend):
             return {}
         try:
             text = self._numa_maps(pid)
-        except (OSError, errors.AgentError) as exc:
+        except (OSError, errors.HostError) as exc:
             # Not this period's business to fail for: the report just
             # lacks the guest's memory placement. Said once loudly (a
             # deployment problem: privsep, users), then quietly.

@@ -27,10 +27,10 @@ import platform
 import numpy
 from oslo_privsep import daemon as privsep_daemon
 
+from nova_numa_policy import errors
+
 from agent import numamaps
 from agent import pagemove
-
-from agent import errors
 from agent import privsep
 from agent import trust
 

@@ -1,4 +1,4 @@
-"""The agent loop: observe, decide, act, rebalance, report, small steps.
+"""The agent loop: observe, decide and act, report, in small steps.
 
 Each step returns whether a resync (another pass soon) is needed; broad
 exceptions are caught only in :meth:`Agent.daemon_loop`. The loop sleeps on
@@ -10,14 +10,12 @@ import threading
 import time
 import uuid as uuid_mod
 
-from nova_numa_policy import backend as backend_mod
-from nova_numa_policy import enforcement
+from nova_numa_policy import errors
+from nova_numa_policy import execution
 from nova_numa_policy.objects import report as report_obj
 from nova_numa_policy.objects import signing
 from nova_numa_policy import reporting
 
-from agent import enforcer
-from agent import errors
 from agent import rebalance
 
 LOG = logging.getLogger(__name__)
@@ -28,22 +26,24 @@ RESYNC_DELAY = 1.0
 class Agent:
     def __init__(self, host_backend, host, period, sender=None,
                  dry_run=False, max_actions=64, report_version=None,
-                 traits=None, clock=time.monotonic, loops=None,
+                 traits=None, clock=time.monotonic, runner=None,
                  secret=None):
         """An agent on ``host_backend``.
 
-        ``loops``: a loops Runner on ``host_backend`` (see
-        :func:`agent.rebalance.build_runner`), or None to run none.
+        ``runner``: what decides each period (see
+        :func:`agent.rebalance.build_runner`), with its own budget and dry
+        run; without one the agent enforces the guests' policies and runs
+        no loop, ``dry_run`` and ``max_actions`` setting its dry run and
+        budget.
         """
         self.backend = host_backend
-        self.loops = loops
-        # (loop, action) pairs the loops carried out in the last period.
-        self.last_loop_actions = []
+        self.runner = runner or rebalance.policy_runner(
+            host_backend, period, dry_run=dry_run, max_actions=max_actions)
+        # (strategy, action) pairs carried out in the last period.
+        self.last_actions = []
         self.host = host
         self.period = period
         self.sender = sender
-        self.dry_run = dry_run
-        self.max_actions = max_actions
         self.report_version = report_version
         self.traits = traits
         self._clock = clock
@@ -54,8 +54,8 @@ class Agent:
         self.seq = 0
         # Signs reports when set ([numa_policy_reports] secret).
         self._secret = secret
-        # Undo steps a lost connection interrupted (agent.enforcer).
-        self.pending_undo = enforcer.PendingUndo()
+        # Undo steps a lost connection interrupted.
+        self.pending_undo = execution.PendingUndo()
         # How each guest's plan of the last period ended, by uuid.
         self.endings = {}
         self.last_report = None
@@ -77,46 +77,31 @@ class Agent:
     def observe(self):
         return self.backend.observe()
 
-    def decide(self, snapshot):
-        """Per instance, the Enforcement the policy calls for now."""
-        can_set = (backend_mod.CAP_LIVE_NODESET
-                   in self.backend.capabilities())
-        plans = []
-        for instance in snapshot.instances:
-            if instance.uuid in self.pending_undo:
-                # Half way through an earlier plan: finish undoing first.
-                continue
-            plan = enforcement.enforce(instance, snapshot.topology,
-                                       snapshot.usage, can_set)
-            if plan.blocked:
-                LOG.debug('Instance %s: %s not enforced now: %s',
-                          instance.uuid, instance.requested_policy,
-                          plan.blocked)
-            if plan.actions:
-                plans.append((instance, plan))
-        return plans
+    @property
+    def dry_run(self):
+        return self.runner.dry_run
 
-    def act(self, snapshot, plans):
-        """Apply plans within the period's budget.
+    @property
+    def last_loop_actions(self):
+        """The loops' part of :attr:`last_actions`."""
+        return [(name, action) for name, action in self.last_actions
+                if name in self.runner.loops]
 
-        Returns (resync needed, number of changes applied).
+    def act(self, snapshot):
+        """Decide on ``snapshot`` and carry out what the runner admits.
+
+        Guests whose earlier plan is still being undone wait. Returns
+        (resync needed, number of changes applied).
         """
-        budget = self.max_actions
-        resync = False
-        applied = 0
-        for instance, plan in plans:
-            if len(plan.actions) > budget:
-                LOG.info('Action budget spent; %s waits for the next period',
-                         instance.uuid)
-                return True, applied
-            outcome = enforcer.apply_plan(self.backend, instance,
-                                          snapshot.topology, plan.actions,
-                                          self.dry_run)
-            budget -= len(plan.actions)
-            applied += outcome.applied
-            resync = resync or outcome.resync
-            self._ended(instance.uuid, outcome.ending, outcome.pending)
-        return resync, applied
+        decisions = self.runner.admitted(snapshot,
+                                         waiting=self.pending_undo.uuids())
+        outcome = execution.carry_out(self.backend, snapshot, decisions,
+                                      self.runner.dry_run)
+        self.last_actions = outcome.actions
+        for uuid, ending in outcome.endings.items():
+            self._ended(uuid, ending, outcome.pending.get(uuid, ()))
+        return (outcome.resync or bool(self.runner.plans_deferred),
+                outcome.applied)
 
     def _ended(self, uuid, ending, pending=()):
         self.endings[uuid] = ending
@@ -133,27 +118,15 @@ class Agent:
         present = {i.uuid for i in snapshot.instances}
         endings = self.pending_undo.finish(self.backend, present)
         self.endings.update(endings)
-        return any(e != enforcer.GONE for e in endings.values())
-
-    def rebalance(self, snapshot):
-        """Run the rebalancing loops on ``snapshot``.
-
-        Returns (resync needed, number of changes applied).
-        """
-        outcome = rebalance.run(self.loops, self.backend, snapshot)
-        self.last_loop_actions = outcome.actions
-        for uuid, ending in outcome.endings.items():
-            self._ended(uuid, ending, outcome.pending.get(uuid, ()))
-        return outcome.resync, outcome.applied
+        return any(e != execution.GONE for e in endings.values())
 
     def build_report(self, snapshot):
         self.seq += 1
         return reporting.build_report(
             snapshot, self.host, self.backend.hostname(), self.seq,
             self.period, self.backend.capabilities(),
-            active_loops=rebalance.active_loops(self.loops),
-            auto_choices=(self.loops.auto_choices() if self.loops
-                          else None),
+            active_loops=rebalance.active_loops(self.runner),
+            auto_choices=self.runner.auto_choices(),
             boot_id=self.boot_id, endings=self.endings)
 
     def report(self, report):
@@ -190,15 +163,12 @@ class Agent:
         snapshot = self.observe()
         if self.finish_pending(snapshot):
             snapshot = self.observe()
-        resync, applied = self.act(snapshot, self.decide(snapshot))
+        resync, applied = self.act(snapshot)
         if applied:
-            # The loops and the report work from what is in force now.
-            snapshot = self.observe()
-        moved_resync, moved = self.rebalance(snapshot)
-        if moved:
+            # The report says what is in force now.
             snapshot = self.observe()
         self.report(self.build_report(snapshot))
-        return self.sync_traits() or resync or moved_resync
+        return self.sync_traits() or resync
 
     # -- loop ------------------------------------------------------------
 

@@ -16,6 +16,9 @@ class Strategy(abc.ABC):
     inputs = ()
     required_capabilities = frozenset()
     Config = None
+    # True when the strategy's actions for one guest must all be admitted
+    # or none (see runner.py); a loop's are admitted one by one.
+    atomic_plans = False
 
     def initial_state(self, seed=0):
         """The state before the first period; ``seed`` feeds any RNG."""

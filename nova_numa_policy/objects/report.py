@@ -67,7 +67,7 @@ APPLIED_POLICY_VALUES = tuple(
     value for value, spec in policy.POLICIES.items() if not spec.auto
 ) + (APPLIED_NONE,)
 ACCESS_CLASSES = ('low', 'moderate', 'high')
-# How an agent's plan for an instance ended (agent.enforcer.ENDINGS).
+# How an agent's plan for an instance ended (execution.ENDINGS).
 ENFORCEMENT_ENDINGS = ('applied', 'rolled back', 'undo pending',
                        'roll back abandoned', 'gone', 'dry run')
 

@@ -11,6 +11,7 @@ import dataclasses
 
 import numpy as np
 
+from nova_numa_policy import execution
 from nova_numa_policy.lab.cluster import guests as guests_mod
 from nova_numa_policy.lab.cluster import hosts as hosts_mod
 from nova_numa_policy.lab.cluster import strategies as strategies_mod
@@ -120,8 +121,8 @@ def run(spec, strategy_name, seed, guard=None):
             host.add(guests_mod.boot(host.host, guest, decision.boot, nic,
                                      decision.requested), decision.cells)
             where[guest.uuid] = decision.host
-        for r in runners:
-            r.run_once()
+        for host, runner in zip(hosts, runners):
+            execution.period(runner, host)
         row = np.full(len(spec.guests), np.nan)
         for host in hosts:
             names = [vm.uuid for vm in host.vms]

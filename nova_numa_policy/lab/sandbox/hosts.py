@@ -118,13 +118,13 @@ class ComputeRig(fixtures.Fixture):
                                             retry_interval=1.0)
         self.sender.start()
         self.addCleanup(self.sender.stop)
-        self.loops = rebalance.build_runner(
+        self.runner = rebalance.build_runner(
             self.host, self._conf.numa_policy_loops, PERIOD_S,
             seed=self._seed)
         self.agent = service.Agent(self.host, host=self.spec.name,
                                    period=PERIOD_S, sender=self.sender,
                                    clock=lambda: self.host.now,
-                                   loops=self.loops)
+                                   runner=self.runner)
         self._action_seq = itertools.count(1)
         self.actions_sent = 0
         self.actions_by_vm = {}
@@ -178,7 +178,7 @@ class ComputeRig(fixtures.Fixture):
         self.actions_sent += 1
 
     def loop_names(self):
-        return rebalance.active_loops(self.loops)
+        return rebalance.active_loops(self.runner)
 
     def auto_choices(self):
-        return self.loops.auto_choices() if self.loops else {}
+        return self.runner.auto_choices()

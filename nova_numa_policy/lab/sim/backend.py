@@ -45,6 +45,10 @@ class SimulatedBackend(backend.Backend):
         self._result = None
         self._moved_pages = {vm.uuid: 0 for vm in self.vms}
         self._moved_vcpus = {vm.uuid: 0 for vm in self.vms}
+        # A test's stand-in for a host that fails: called with each action
+        # before it is carried out, it returns the exception to raise (one
+        # of nova_numa_policy.errors) or None.
+        self.failure = None
         for vm in self.vms:
             if vm.vcpu_time_ns is None:
                 vm.vcpu_time_ns = np.zeros(vm.n_vcpus, dtype=np.int64)
@@ -88,6 +92,12 @@ class SimulatedBackend(backend.Backend):
         return backend.HostSnapshot(topology=self.topology(), usage=usage,
                                     instances=tuple(instances),
                                     taken_at=self.now)
+
+    def apply(self, action):
+        failure = self.failure(action) if self.failure else None
+        if failure is not None:
+            raise failure
+        return super().apply(action)
 
     def pin_vcpu(self, instance_uuid, vcpu, cpus):
         vm = self.vm(instance_uuid)

@@ -4,6 +4,7 @@ import dataclasses
 
 import numpy as np
 
+from nova_numa_policy import execution
 from nova_numa_policy.lab.sim import backend as sim_backend
 from nova_numa_policy.lab.sim import scenarios
 from nova_numa_policy.loops import runner as loop_runner
@@ -42,18 +43,19 @@ def run(name, loops=(), periods=60, seed=0, dry_run=False, configs=None,
                                 configs=configs, dry_run=dry_run, seed=seed)
     reboots = dict(scenario.reboots)
     rows = []
+    applied = 0
     for period in range(periods):
         if period in reboots:
             for vm in sim.vms:
                 if vm.uuid.startswith(reboots[period]):
                     sim.reboot(vm.uuid)
-        runner.run_once()
+        applied += execution.period(runner, sim).applied
         rows.append(sim.advance())
     return Outcome(names=[vm.uuid for vm in sim.vms],
                    throughput=np.array(rows),
                    pages_moved={vm.uuid: vm.pages_moved for vm in sim.vms},
                    vcpu_moves={vm.uuid: vm.vcpu_moves for vm in sim.vms},
-                   actions=runner.actions_applied,
+                   actions=applied,
                    auto_choices=runner.auto_choices())
 
 

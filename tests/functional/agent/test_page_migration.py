@@ -22,10 +22,10 @@ from oslo_config import cfg
 from oslo_privsep import priv_context
 import testtools
 
-from agent import errors
 from agent import pagemover
 from agent import privsep
 from agent import trust
+from nova_numa_policy import errors
 from tests.unit.agent import memchild
 
 SYSTEM_PYTHON = '/usr/bin/python3'

@@ -9,10 +9,10 @@ import libvirt
 import testtools
 
 from nova_numa_policy import backend
+from nova_numa_policy import errors
+from nova_numa_policy import execution
 
 from agent import connection
-from agent import enforcer
-from agent import errors
 from agent import libvirt_backend
 from tests import fixtures as host_fixtures
 from tests.unit.agent import base
@@ -174,8 +174,8 @@ class ActTest(base.TestDriverHostTest):
             # The guest has 2 vCPUs: libvirt refuses vCPU 7.
             backend.PinVcpu(base.HOME_FROM_NOVA, 'test', vcpu=7, cpus=cpus),
         )
-        outcome = enforcer.apply_plan(self.backend, instance,
-                                      snapshot.topology, actions)
+        outcome = execution.apply_plan(self.backend, instance,
+                                       snapshot.topology, actions)
         self.assertIsNotNone(outcome.failed)
         self.assertEqual(before, self.vcpu_affinity(base.HOME_FROM_NOVA))
 
@@ -183,7 +183,7 @@ class ActTest(base.TestDriverHostTest):
         before = self.vcpu_affinity(base.HOME_FROM_NOVA)
         snapshot = self.backend.observe()
         instance = snapshot.instances[0]
-        enforcer.apply_plan(
+        execution.apply_plan(
             self.backend, instance, snapshot.topology,
             (backend.PinVcpu(base.HOME_FROM_NOVA, 't', vcpu=0,
                              cpus=frozenset({4})),), dry_run=True)

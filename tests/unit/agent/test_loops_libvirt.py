@@ -3,7 +3,7 @@
 Each test runs what the agent runs each period: a loops Runner built by
 :func:`agent.rebalance.build_runner` from a ``[numa_policy_loops]`` group,
 and :meth:`agent.service.Agent.run_once` (observe, enforce, rebalance
-through :func:`agent.rebalance.run`, report) on a
+through :func:`nova_numa_policy.execution.carry_out`, report) on a
 :class:`agent.libvirt_backend.LibvirtBackend` connected to libvirt's test
 driver. The host's NUMA layout comes from a fixture sysfs tree: two nodes
 of four CPUs, the physnet's NIC on node 1. A guest's qemu is a real child
@@ -37,9 +37,9 @@ import libvirt
 import testtools
 
 from nova_numa_policy import backend
+from nova_numa_policy import errors
 from nova_numa_policy import policy
 
-from agent import errors
 from agent import libvirt_backend
 from agent import pagemover
 from agent import rebalance
@@ -82,7 +82,7 @@ def placed(xml, cpus):
 class RecordingMover(pagemover.PageMover):
     """The real page mover, keeping each request and what came of it.
 
-    The enforcer keeps only whether a step went through; the tests also
+    The executor keeps only whether a step went through; the tests also
     need the pages a loop's request asked for and the mover's own answer
     (its MoveResult, or the error the kernel's refusal became).
     """
@@ -95,7 +95,7 @@ class RecordingMover(pagemover.PageMover):
         request = (pid, source, target, pages)
         try:
             result = super().move(pid, source, target, pages)
-        except errors.AgentError as exc:
+        except errors.HostError as exc:
             self.requests.append(Request(*request, exc))
             raise
         self.requests.append(Request(*request, result))
@@ -128,11 +128,11 @@ class LibvirtLoopsTest(base.TestDriverHostTest):
 
     def agent(self, dry_run=False, **options):
         """What agent.cmd.build_agent wires, on this test's backend."""
-        loops = rebalance.build_runner(self.backend,
-                                       base.loops_group(**options), PERIOD,
-                                       dry_run=dry_run)
+        runner = rebalance.build_runner(self.backend,
+                                        base.loops_group(**options), PERIOD,
+                                        dry_run=dry_run)
         return service.Agent(self.backend, host='cn1', period=PERIOD,
-                             dry_run=dry_run, loops=loops)
+                             runner=runner)
 
     def periods(self, agent, count):
         """Run ``count`` periods; the (loop, action) pairs of each."""
@@ -315,8 +315,8 @@ class CarrefourTest(LibvirtLoopsTest):
         agent = self.agent(enabled_loops=['carrefour'])
         self.assertIn("loop carrefour not started: backend libvirt lacks "
                       "['access-counters']", self.log.output)
-        self.assertEqual(['carrefour'], agent.loops.skipped)
-        self.assertEqual((), rebalance.active_loops(agent.loops))
+        self.assertEqual(['carrefour'], agent.runner.skipped)
+        self.assertEqual((), rebalance.active_loops(agent.runner))
         self.periods(agent, 2)
         self.assertEqual([], agent.last_loop_actions)
         self.assertEqual([], self.mover.requests)

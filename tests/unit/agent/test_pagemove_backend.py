@@ -8,9 +8,9 @@ child process whose pid the fixture pidfile names.
 import os
 
 from nova_numa_policy import backend
+from nova_numa_policy import errors
 from nova_numa_policy import reporting
 
-from agent import errors
 from agent import libvirt_backend
 from agent import pagemover
 from agent import service

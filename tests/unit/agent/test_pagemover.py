@@ -14,10 +14,9 @@ import fixtures
 import testtools
 
 from agent import numamaps
-
-from agent import errors
 from agent import pagemover
 from agent import privsep
+from nova_numa_policy import errors
 from tests.unit.agent import memchild
 
 

@@ -4,12 +4,12 @@ import testtools
 
 from nova_numa_policy import backend
 from nova_numa_policy import enforcement
+from nova_numa_policy import errors
+from nova_numa_policy import execution
 from nova_numa_policy.lab.sim import backend as sim_backend
 from nova_numa_policy.lab.sim import topology as sim_topology
 from nova_numa_policy import reporting
 
-from agent import enforcer
-from agent import errors
 from agent import rebalance
 from agent import service
 from tests.unit.agent import base
@@ -95,10 +95,10 @@ def _agent(sim, agent_dry_run=False, **overrides):
     # The test guest is smaller than the memory-bound jobs the published
     # threshold was set for.
     overrides.setdefault('carrefour_min_accesses_per_us', 10.0)
-    loops = rebalance.build_runner(sim, base.loops_group(**overrides), 5.0,
-                                   dry_run=agent_dry_run)
-    return service.Agent(sim, host='cn1', period=5.0, dry_run=agent_dry_run,
-                         loops=loops, clock=lambda: sim.now)
+    runner = rebalance.build_runner(sim, base.loops_group(**overrides), 5.0,
+                                    dry_run=agent_dry_run)
+    return service.Agent(sim, host='cn1', period=5.0, runner=runner,
+                         clock=lambda: sim.now)
 
 
 def _node0_mb(sim):
@@ -143,22 +143,24 @@ class AgentRebalanceTest(testtools.TestCase):
     def test_a_loop_the_backend_cannot_serve_is_not_started(self):
         sim = _remote_memory_host(access_counters=False)
         agent = _agent(sim, enabled_loops=['carrefour', 'brm'])
-        self.assertEqual(('brm',), rebalance.active_loops(agent.loops))
-        self.assertEqual(['carrefour'], agent.loops.skipped)
+        self.assertEqual(('brm',), rebalance.active_loops(agent.runner))
+        self.assertEqual(['carrefour'], agent.runner.skipped)
         agent.run_once()
         self.assertEqual(0, _node0_mb(sim))
         self.assertEqual('first-touch',
                          agent.last_report.instances[0].applied_policy)
 
-    def test_no_loop_enabled_builds_no_runner(self):
+    def test_no_loop_enabled_still_enforces_the_policy(self):
         sim = _remote_memory_host()
-        self.assertIsNone(_agent(sim, enabled_loops=[]).loops)
+        runner = _agent(sim, enabled_loops=[]).runner
+        self.assertEqual((), runner.loops)
+        self.assertEqual(['policy'], [s.name for s in runner.strategies])
 
     def test_auto_reports_its_concrete_choice(self):
         sim = _remote_memory_host(requested='auto')
         agent = _agent(sim, enabled_loops=['auto'])
         agent.run_once()
-        choice = agent.loops.auto_choices()[UUID]
+        choice = agent.runner.auto_choices()[UUID]
         self.assertIn(choice, ('first-touch', 'first-touch+carrefour',
                                'interleave+carrefour'))
         self.assertEqual(choice,
@@ -191,7 +193,7 @@ class LoopRollbackTest(testtools.TestCase):
         (instance,) = snapshot.instances
         plan = [backend.MovePages('g', 'carrefour: test', source_node=1,
                                   target_node=0, pages=2560)] * 2
-        outcome = enforcer.apply_plan(sim, instance, snapshot.topology, plan)
+        outcome = execution.apply_plan(sim, instance, snapshot.topology, plan)
         self.assertIsNotNone(outcome.failed)
         self.assertEqual([(1, 0, 2560), (1, 0, 2560), (0, 1, 2560)],
                          sim.moves)

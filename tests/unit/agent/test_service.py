@@ -10,12 +10,12 @@ import fixtures
 import libvirt
 import testtools
 
+from nova_numa_policy import errors
 from nova_numa_policy import exception
 from nova_numa_policy.objects import report as report_obj
 from nova_numa_policy.objects import signing
 
 from agent import cmd
-from agent import errors
 from agent import notifier
 from agent import service
 from tests.unit.agent import base
@@ -37,9 +37,10 @@ class RecordingNotifier:
 
 class AgentPeriodTest(base.TestDriverHostTest):
 
-    def agent(self, dry_run=False, sender=None, clock=None):
+    def agent(self, dry_run=False, sender=None, clock=None, max_actions=64):
         return service.Agent(self.backend, host='cn1', period=5.0,
                              sender=sender, dry_run=dry_run,
+                             max_actions=max_actions,
                              **({'clock': clock} if clock else {}))
 
     def test_a_period_applies_home_and_reports_it(self):
@@ -89,7 +90,7 @@ class AgentPeriodTest(base.TestDriverHostTest):
         agent = self.agent()
         agent.run_once()
         snapshot = agent.observe()
-        self.assertEqual([], agent.decide(snapshot))
+        self.assertEqual([], agent.runner.admitted(snapshot))
 
     def test_dry_run_decides_but_changes_nothing(self):
         agent = self.agent(dry_run=True)
@@ -101,9 +102,9 @@ class AgentPeriodTest(base.TestDriverHostTest):
             'numa_nodeset'])
 
     def test_the_budget_defers_work_to_the_next_period(self):
-        agent = self.agent()
-        agent.max_actions = 2
+        agent = self.agent(max_actions=2)
         self.assertTrue(agent.run_once())
+        self.assertEqual(1, agent.runner.plans_deferred)
         self.assertEqual('', self.numa_parameters(base.HOME_FROM_NOVA)[
             'numa_nodeset'])
 

@@ -10,14 +10,15 @@ import errno
 import libvirt
 import testtools
 
-from nova_numa_policy import backend
-from nova_numa_policy import enforcement
-from nova_numa_policy.lab.sim import backend as sim_backend
-from nova_numa_policy.lab.sim import topology as sim_topology
-
-from agent import enforcer
-from agent import errors
 from agent import service
+from nova_numa_policy import backend
+from nova_numa_policy import errors
+from nova_numa_policy import execution
+from nova_numa_policy.lab.sim import backend as sim_backend
+from nova_numa_policy.lab.sim import scenarios
+from nova_numa_policy.lab.sim import topology as sim_topology
+from nova_numa_policy.loops import base
+from nova_numa_policy.loops import runner as loop_runner
 from tests.unit.sim import fixtures as sim_fixtures
 
 UUID = 'a6f1c1de-7d1e-4a53-9d36-5b0f5b1c0001'
@@ -105,12 +106,12 @@ class MidPlanFaultTest(testtools.TestCase):
         host = _host(**faults)
         before = _placement(host)
         instance, topology, plan = _home_on_node1(host)
-        outcome = enforcer.apply_plan(host, instance, topology, plan)
+        outcome = execution.apply_plan(host, instance, topology, plan)
         return host, before, outcome
 
     def assert_rolled_back(self, **faults):
         host, before, outcome = self.run_plan(fail_at=3, **faults)
-        self.assertEqual(enforcer.ROLLED_BACK, outcome.ending)
+        self.assertEqual(execution.ROLLED_BACK, outcome.ending)
         self.assertEqual((), outcome.pending)
         self.assertIsNotNone(outcome.failed)
         self.assertEqual(before, _placement(host))
@@ -143,7 +144,7 @@ class MidPlanFaultTest(testtools.TestCase):
         host, before, outcome = self.run_plan(
             fail_at=3, fault=errors.ConnectionLost('libvirtd stopped'),
             down_after=True)
-        self.assertEqual(enforcer.UNDO_PENDING, outcome.ending)
+        self.assertEqual(execution.UNDO_PENDING, outcome.ending)
         self.assertTrue(outcome.resync)
         # Undo of steps 3, 2, 1 in that order (step 3 may have been made).
         self.assertEqual([backend.PinEmulator, backend.PinVcpu,
@@ -152,9 +153,9 @@ class MidPlanFaultTest(testtools.TestCase):
         self.assertEqual([1, 0], [s.vcpu for s in outcome.pending[1:]])
         self.assertNotEqual(before, _placement(host))  # in between, now
         host.restart()
-        pending = enforcer.PendingUndo()
+        pending = execution.PendingUndo()
         pending.keep(UUID, outcome.pending)
-        self.assertEqual({UUID: enforcer.ROLLED_BACK},
+        self.assertEqual({UUID: execution.ROLLED_BACK},
                          pending.finish(host, {UUID}))
         self.assertEqual(before, _placement(host))
         self.assertNotIn(UUID, pending)
@@ -162,12 +163,12 @@ class MidPlanFaultTest(testtools.TestCase):
     def test_the_guest_gone_mid_plan_ends_the_plan(self):
         host, _, outcome = self.run_plan(
             fail_at=3, fault=errors.DomainGone('no domain'))
-        self.assertEqual(enforcer.GONE, outcome.ending)
+        self.assertEqual(execution.GONE, outcome.ending)
         self.assertEqual(3, len(host.calls))
 
     def test_without_a_fault_every_step_is_applied(self):
         host, before, outcome = self.run_plan()
-        self.assertEqual(enforcer.APPLIED, outcome.ending)
+        self.assertEqual(execution.APPLIED, outcome.ending)
         self.assertEqual(4, outcome.applied)
         self.assertEqual(frozenset({1}), _placement(host)[2])
 
@@ -178,8 +179,8 @@ class MidPlanFaultTest(testtools.TestCase):
         plan = [home[0],
                 backend.MovePages(UUID, 't', source_node=0, target_node=1,
                                   pages=1024)]
-        outcome = enforcer.apply_plan(host, instance, topology, plan)
-        self.assertEqual(enforcer.ROLLED_BACK, outcome.ending)
+        outcome = execution.apply_plan(host, instance, topology, plan)
+        self.assertEqual(execution.ROLLED_BACK, outcome.ending)
         self.assertEqual([backend.PinVcpu, backend.MovePages,
                           backend.PinVcpu], [type(c) for c in host.calls])
         self.assertEqual(before, _placement(host))
@@ -191,26 +192,26 @@ class PendingUndoTest(testtools.TestCase):
         return (backend.PinEmulator(UUID, 'roll back', cpus=frozenset({0})),)
 
     def test_a_guest_gone_meanwhile_is_forgotten(self):
-        pending = enforcer.PendingUndo()
+        pending = execution.PendingUndo()
         pending.keep(UUID, self.steps())
-        self.assertEqual({UUID: enforcer.GONE},
+        self.assertEqual({UUID: execution.GONE},
                          pending.finish(_host(), set()))
         self.assertEqual(0, len(pending))
 
     def test_an_undo_that_keeps_failing_is_given_up(self):
         host = _host(fail_at=1, fault=errors.ConnectionLost('down'),
                      down_after=True)
-        pending = enforcer.PendingUndo(attempts=2)
+        pending = execution.PendingUndo(attempts=2)
         pending.keep(UUID, self.steps())
-        self.assertEqual({UUID: enforcer.UNDO_PENDING},
+        self.assertEqual({UUID: execution.UNDO_PENDING},
                          pending.finish(host, {UUID}))
         self.assertIn(UUID, pending)
-        self.assertEqual({UUID: enforcer.ABANDONED},
+        self.assertEqual({UUID: execution.ABANDONED},
                          pending.finish(host, {UUID}))
         self.assertNotIn(UUID, pending)
 
     def test_a_later_plan_is_undone_before_an_earlier_one(self):
-        pending = enforcer.PendingUndo()
+        pending = execution.PendingUndo()
         first, second = (
             backend.PinEmulator(UUID, 'first', cpus=frozenset({0})),
             backend.PinEmulator(UUID, 'second', cpus=frozenset({1})))
@@ -221,6 +222,22 @@ class PendingUndoTest(testtools.TestCase):
         self.assertEqual([second, first], host.calls)
 
 
+class _Once(base.Strategy):
+    """Proposes one atomic plan, the first time it is asked."""
+
+    name = 'once'
+    Config = dict
+    atomic_plans = True
+
+    def __init__(self, plan):
+        self.plan = plan
+
+    def decide(self, snapshot, state, config):
+        if state.get('done'):
+            return [], state
+        return list(self.plan), {'done': True}
+
+
 class AgentFinishesPendingUndoTest(testtools.TestCase):
     """The agent's periods: the undo left by a lost connection, finished."""
 
@@ -228,17 +245,57 @@ class AgentFinishesPendingUndoTest(testtools.TestCase):
         host = _host(fail_at=3, fault=errors.ConnectionLost('stopped'),
                      down_after=True)
         before = _placement(host)
-        agent = service.Agent(host, host='cn1', period=5.0,
+        _, _, plan = _home_on_node1(host)
+        runner = loop_runner.Runner(host, [_Once(plan)])
+        agent = service.Agent(host, host='cn1', period=5.0, runner=runner,
                               clock=lambda: host.now)
-        instance, topology, plan = _home_on_node1(host)
-        agent.act(host.observe(), [(instance, enforcement.Enforcement(
-            actions=tuple(plan)))])
+        agent.act(host.observe())
         self.assertIn(UUID, agent.pending_undo)
-        self.assertEqual(enforcer.UNDO_PENDING, agent.endings[UUID])
-        # While libvirtd is away nothing is decided for the guest.
-        self.assertEqual([], agent.decide(host.observe()))
+        self.assertEqual(execution.UNDO_PENDING, agent.endings[UUID])
+        # While libvirtd is away nothing is decided for the guest, though
+        # its strategy proposes a plan again.
+        self.assertEqual([], runner.admitted(
+            host.observe(), waiting=agent.pending_undo.uuids()))
         host.restart()
         agent.run_once()
-        self.assertEqual(enforcer.ROLLED_BACK, agent.endings[UUID])
+        self.assertEqual(execution.ROLLED_BACK, agent.endings[UUID])
         self.assertNotIn(UUID, agent.pending_undo)
         self.assertEqual(before, _placement(host))
+
+
+class SimulatorRollbackTest(testtools.TestCase):
+    """The simulators act through the executor: a failed step rolls back.
+
+    ``execution.period`` is what the host simulator
+    (``lab.sim.experiment.run``) and the cluster study
+    (``lab.cluster.simulation.run``) call every period.
+    """
+
+    def period(self, fail_page_moves):
+        host, vms = scenarios.SCENARIOS['io-mix'].build(0)
+        sim = sim_backend.SimulatedBackend(host, vms)
+        if fail_page_moves:
+            sim.failure = lambda action: (
+                errors.NotEnforceable('move_pages: EFAULT')
+                if isinstance(action, backend.MovePages) else None)
+        runner = loop_runner.Runner(sim, loop_runner.strategies(['vnuioa']))
+        before = {i.uuid: i.vcpu_affinity for i in sim.observe().instances}
+        outcome = execution.period(runner, sim)
+        after = {i.uuid: i.vcpu_affinity for i in sim.observe().instances}
+        return outcome, before, after
+
+    def test_vnuioa_pins_and_moves_memory_when_the_host_allows(self):
+        outcome, before, after = self.period(fail_page_moves=False)
+        kinds = {type(a) for _, a in outcome.actions}
+        self.assertEqual({backend.PinVcpu, backend.MovePages}, kinds)
+        self.assertNotEqual(before, after)
+
+    def test_a_refused_page_move_undoes_the_pins_before_it(self):
+        outcome, before, after = self.period(fail_page_moves=True)
+        self.assertIn(execution.ROLLED_BACK, outcome.endings.values())
+        self.assertEqual([], [a for _, a in outcome.actions
+                              if isinstance(a, backend.MovePages)])
+        rolled_back = [uuid for uuid, ending in outcome.endings.items()
+                       if ending == execution.ROLLED_BACK]
+        for uuid in rolled_back:
+            self.assertEqual(before[uuid], after[uuid], uuid)

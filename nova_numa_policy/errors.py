@@ -1,11 +1,17 @@
-"""Why an action on the host did not happen, in the agent's own terms."""
+"""Why an action on a host did not happen: what a backend's ``apply`` raises.
+
+The real backend (``agent.libvirt_backend``) translates libvirt's and the
+kernel's answers into these; the simulated one raises them when a test
+makes it fail. The executor (:mod:`nova_numa_policy.execution`) decides
+from the type alone whether a failed step may need undoing.
+"""
 
 
-class AgentError(Exception):
-    pass
+class HostError(Exception):
+    """Base class: the host did not carry out an action."""
 
 
-class ConnectionLost(AgentError):
+class ConnectionLost(HostError):
     """libvirtd is gone; reconnect with backoff, decide nothing meanwhile.
 
     ``reason`` is libvirt's own words; ``retry_in`` the seconds until the
@@ -18,11 +24,11 @@ class ConnectionLost(AgentError):
         self.retry_in = retry_in
 
 
-class DomainGone(AgentError):
+class DomainGone(HostError):
     """The domain vanished (deleted, migrated away) between observe and act."""
 
 
-class NotEnforceable(AgentError):
+class NotEnforceable(HostError):
     """The host refused: EPERM, an unsupported or invalid operation."""
 
 

@@ -1,12 +1,18 @@
-"""Carry out one guest's enforcement: all of it, or none of it.
+"""Carry out decisions on a host: each guest's plan all of it, or none.
+
+The one act path of the project: the agent on its real backend, the host
+simulator and the cluster simulation all hand the runner's admitted
+decisions (:meth:`nova_numa_policy.loops.runner.Runner.admitted`) to
+:func:`carry_out`, which groups them into one plan per guest and applies
+each with :func:`apply_plan`.
 
 Actions of one guest are applied in order. When one fails, for whatever
 reason, those already applied are undone in reverse order (with
 :func:`enforcement.undo`, and page moves by moving as many pages back),
 so a guest is never left half pinned. What cannot be undone now because
-libvirtd is away is handed back as *pending*: the agent carries it out
-at the start of a later period (:func:`finish_pending`). Every action
-and every undo is logged with its reason.
+the host's manager (libvirtd) is away is handed back as *pending*: the
+agent carries it out at the start of a later period (:class:`PendingUndo`).
+Every action and every undo is logged with its reason.
 
 How a plan ended, in the words the agent reports (:data:`ENDINGS`):
 
@@ -24,7 +30,7 @@ import logging
 from nova_numa_policy import backend
 from nova_numa_policy import enforcement
 
-from agent import errors
+from nova_numa_policy import errors
 
 LOG = logging.getLogger(__name__)
 
@@ -42,7 +48,9 @@ PENDING_ATTEMPTS = 5
 
 
 @dataclasses.dataclass
-class Outcome:
+class PlanOutcome:
+    """How one guest's plan went."""
+
     applied: int = 0
     failed: str | None = None
     resync: bool = False
@@ -121,11 +129,11 @@ def carry_out_undo(host, uuid, steps):
 
 
 def apply_plan(host, instance, topology, actions, dry_run=False):
-    """Apply ``actions`` for ``instance`` on ``host``; return an Outcome."""
+    """Apply ``actions`` for ``instance`` on ``host``; a PlanOutcome."""
     if dry_run:
         for action in actions:
             _log(action, True)
-        return Outcome(ending=DRY_RUN)
+        return PlanOutcome(ending=DRY_RUN)
     done = []
     for action in actions:
         try:
@@ -134,16 +142,16 @@ def apply_plan(host, instance, topology, actions, dry_run=False):
             # Deleted or migrated away meanwhile: nothing left to undo on.
             LOG.info('Instance %s went away during enforcement',
                      instance.uuid)
-            return Outcome(applied=len(done), failed=GONE, ending=GONE)
+            return PlanOutcome(applied=len(done), failed=GONE, ending=GONE)
         except Exception as exc:  # noqa: B902 - every failure rolls back
             return _roll_back(host, instance, topology, done, action, exc)
         _log(action, False)
         done.append(action)
-    return Outcome(applied=len(done))
+    return PlanOutcome(applied=len(done))
 
 
 def _roll_back(host, instance, topology, done, action, exc):
-    if not isinstance(exc, errors.AgentError):
+    if not isinstance(exc, errors.HostError):
         # Not one of the host's answers the backend translates: a bug
         # or an unforeseen error. Logged whole, then treated as a failure.
         LOG.exception('Unexpected error applying %s on %s',
@@ -155,8 +163,9 @@ def _roll_back(host, instance, topology, done, action, exc):
     ending, left = carry_out_undo(
         host, instance.uuid, undo_steps(instance, topology, done))
     lost = isinstance(exc, errors.ConnectionLost)
-    return Outcome(failed=str(exc) or type(exc).__name__,
-                   resync=lost or bool(left), ending=ending, pending=left)
+    return PlanOutcome(failed=str(exc) or type(exc).__name__,
+                       resync=lost or bool(left), ending=ending,
+                       pending=left)
 
 
 class PendingUndo:
@@ -175,6 +184,10 @@ class PendingUndo:
 
     def __len__(self):
         return len(self._steps)
+
+    def uuids(self):
+        """The guests with undo steps still to carry out."""
+        return frozenset(self._steps)
 
     def keep(self, uuid, steps):
         """Keep ``steps`` for ``uuid``, before any kept earlier.
@@ -207,3 +220,62 @@ class PendingUndo:
                           'step(s) were not carried out', uuid,
                           self._attempts, len(left))
         return endings
+
+
+@dataclasses.dataclass
+class Outcome:
+    """What one period's decisions did on the host."""
+
+    # (strategy name, action) pairs carried out (or, in a dry run, logged).
+    actions: list = dataclasses.field(default_factory=list)
+    applied: int = 0
+    # Another pass is needed soon (a lost connection, an undo left over).
+    resync: bool = False
+    # How each guest's plan ended (ENDINGS), and the undo steps a lost
+    # connection left, by instance uuid.
+    endings: dict = dataclasses.field(default_factory=dict)
+    pending: dict = dataclasses.field(default_factory=dict)
+
+
+def plans(snapshot, decisions):
+    """Group (strategy, action) pairs into per-guest plans, order kept."""
+    by_uuid = {i.uuid: i for i in snapshot.instances}
+    grouped = {}
+    for name, action in decisions:
+        instance = by_uuid.get(action.instance_uuid)
+        if instance is not None:
+            grouped.setdefault(instance.uuid, (instance, []))[1].append(
+                (name, action))
+    return list(grouped.values())
+
+
+def tagged(name, action):
+    """``action`` with its reason saying which strategy decided it."""
+    if action.reason.startswith(name):
+        return action
+    return dataclasses.replace(action, reason=f'{name}: {action.reason}')
+
+
+def carry_out(host, snapshot, decisions, dry_run=False):
+    """Apply admitted ``decisions`` on ``host``, one plan per guest."""
+    outcome = Outcome()
+    for instance, steps in plans(snapshot, decisions):
+        actions = [tagged(name, action) for name, action in steps]
+        result = apply_plan(host, instance, snapshot.topology, actions,
+                            dry_run)
+        outcome.resync = outcome.resync or result.resync
+        outcome.applied += result.applied
+        outcome.endings[instance.uuid] = result.ending
+        if result.pending:
+            outcome.pending[instance.uuid] = result.pending
+        if dry_run or (result.failed is None
+                       and result.applied == len(actions)):
+            outcome.actions.extend(steps)
+    return outcome
+
+
+def period(runner, host, waiting=frozenset()):
+    """Observe ``host``, let ``runner`` decide, carry it out: an Outcome."""
+    snapshot = host.observe()
+    return carry_out(host, snapshot, runner.admitted(snapshot, waiting),
+                     runner.dry_run)
