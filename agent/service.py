@@ -95,13 +95,21 @@ class Agent:
         """
         decisions = self.runner.admitted(snapshot,
                                          waiting=self.pending_undo.uuids())
+        resync, applied = self.carry_out(snapshot, decisions)
+        return resync or bool(self.runner.plans_deferred), applied
+
+    def carry_out(self, snapshot, decisions):
+        """Carry out (strategy, action) ``decisions`` taken on ``snapshot``.
+
+        Remembers how each guest's plan ended and what undo is left.
+        Returns (resync needed, number of changes applied).
+        """
         outcome = execution.carry_out(self.backend, snapshot, decisions,
                                       self.runner.dry_run)
         self.last_actions = outcome.actions
         for uuid, ending in outcome.endings.items():
             self._ended(uuid, ending, outcome.pending.get(uuid, ()))
-        return (outcome.resync or bool(self.runner.plans_deferred),
-                outcome.applied)
+        return outcome.resync, outcome.applied
 
     def _ended(self, uuid, ending, pending=()):
         self.endings[uuid] = ending

@@ -1,7 +1,9 @@
 """Decide+act CPU per period at 100 guests on the simulated backend.
 
-Budget: 0.35 % of one core with a 5 s period, 17.5 ms.
-The model's own solve (the simulated hardware) is excluded.
+Budget: 0.35 % of one core with a 5 s period, 17.5 ms. Decide is the
+runner's ``admitted`` (the policy and every loop, guard and budget), act
+the one executor the agent uses (``execution.carry_out``, plans with
+rollback). The model's own solve (the simulated hardware) is excluded.
 """
 
 import argparse
@@ -9,6 +11,7 @@ import json
 import sys
 import time
 
+from nova_numa_policy import execution
 from nova_numa_policy.lab.sim import backend as sim_backend
 from nova_numa_policy.lab.sim import scenarios
 from nova_numa_policy.loops import runner
@@ -25,9 +28,7 @@ def measure(periods=50, seed=0, loops=('carrefour', 'brm', 'vnuioa',
     for _ in range(periods):
         snapshot = sim.observe()  # the model solve happens here
         start = time.process_time()
-        actions = r.decide(snapshot)
-        for _, action in actions:
-            sim.apply(action)
+        execution.carry_out(sim, snapshot, r.admitted(snapshot))
         samples.append((time.process_time() - start) * 1000.0)
         sim.advance()
     samples.sort()

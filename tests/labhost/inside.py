@@ -185,17 +185,16 @@ def plan_with_fault(config_files, uuid, actions, fault, periods_after=1):
     """Carry out a plan of ``actions`` with ``fault`` before step 2.
 
     ``actions`` are (kind, fields) pairs of nova_numa_policy.backend
-    actions. The plan goes through the agent's own act step, then the
-    agent runs ``periods_after`` periods (which finish what the plan
-    left). Returns how the plan ended, what the agent says of the guest
-    after its periods, and the agent's log.
+    actions. The plan goes through the agent's executor (its carry_out
+    step, as strategy 'lab'), then the agent runs ``periods_after``
+    periods (which finish what the plan left). Returns how the plan
+    ended, what the agent says of the guest after its periods, and the
+    agent's log.
     """
     from nova_numa_policy import backend
-    from nova_numa_policy import enforcement
 
     agent, log_file = _agent(config_files)
     snapshot = agent.observe()
-    instance = {i.uuid: i for i in snapshot.instances}[uuid]
     steps = tuple(getattr(backend, kind)(instance_uuid=uuid,
                                          reason='lab plan', **fields)
                   for kind, fields in actions)
@@ -211,8 +210,7 @@ def plan_with_fault(config_files, uuid, actions, fault, periods_after=1):
 
     agent.backend.apply = apply
     try:
-        agent.act(snapshot, [(instance, enforcement.Enforcement(
-            actions=steps))])
+        agent.carry_out(snapshot, [('lab', step) for step in steps])
     finally:
         agent.backend.apply = real_apply
     ending = agent.endings.get(uuid)
