@@ -1,7 +1,6 @@
 """``openstack numa action list``."""
 
 from cliff import columns
-from osc_lib.command import command
 
 from nova_numa_policy.osc.v1 import common
 
@@ -22,24 +21,19 @@ class DetailsColumn(columns.FormattableColumn):
         return dict(self._value)
 
 
-class ListAction(command.Lister):
+class ListAction(common.ListCommand):
     """List what the agents did (or would do in dry-run) and why."""
 
-    def get_parser(self, prog_name):
-        parser = super().get_parser(prog_name)
+    fields, long_fields, headers = LIST_FIELDS, LONG_FIELDS, HEADERS
+    formatters = {'details': DetailsColumn}
+    marker_help = 'action ID'
+
+    def add_filters(self, parser):
         parser.add_argument('--host', metavar='<host>',
                             help='Only actions of this compute host.')
         parser.add_argument('--instance', metavar='<uuid>',
                             help='Only actions on this instance.')
-        common.add_paging(parser, 'action ID')
-        return parser
 
-    @common.api_errors
-    def take_action(self, parsed_args):
-        client = self.app.client_manager.numa_policy
-        actions = common.fetch(client.list_actions, parsed_args,
-                               host=parsed_args.host,
-                               instance_uuid=parsed_args.instance)
-        fields = LONG_FIELDS if parsed_args.long else LIST_FIELDS
-        return (tuple(HEADERS[f] for f in fields),
-                common.rows(actions, fields, {'details': DetailsColumn}))
+    def query(self, client, parsed_args):
+        return client.list_actions, {'host': parsed_args.host,
+                                     'instance_uuid': parsed_args.instance}

@@ -3,6 +3,7 @@
 import functools
 
 from cliff import columns
+from osc_lib.command import command
 from osc_lib import exceptions
 
 from nova_numa_policy import restclient
@@ -47,6 +48,71 @@ def rows(items, fields, formatters=None):
     formatters = formatters or {}
     return [tuple(formatters[f](item[f]) if f in formatters else item[f]
                   for f in fields) for item in items]
+
+
+class ListCommand(command.Lister):
+    """A list of one API collection, its table described by attributes.
+
+    ``fields`` and ``long_fields`` (with ``--long``) name the columns,
+    ``headers`` their titles, ``formatters`` their cliff column types;
+    ``marker_help`` says what ``--marker`` takes. Subclasses add their
+    filter options in ``add_filters`` and name the client's list method
+    and its filters in ``query``.
+    """
+
+    fields = ()
+    long_fields = ()
+    headers = {}
+    formatters = {}
+    marker_help = ''
+
+    def add_filters(self, parser):
+        """Add the command's own filter options to ``parser``."""
+
+    def query(self, client, parsed_args):
+        """(the client's list method, {filter: value})."""
+        raise NotImplementedError
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        self.add_filters(parser)
+        add_paging(parser, self.marker_help)
+        return parser
+
+    @api_errors
+    def take_action(self, parsed_args):
+        list_method, filters = self.query(
+            self.app.client_manager.numa_policy, parsed_args)
+        items = fetch(list_method, parsed_args, **filters)
+        fields = self.long_fields if parsed_args.long else self.fields
+        return (tuple(self.headers[f] for f in fields),
+                rows(items, fields, self.formatters))
+
+
+class ShowCommand(command.ShowOne):
+    """One API item by its key.
+
+    ``key`` and ``key_help`` name the argument, ``show_method`` the
+    client's method, ``formatters`` the column types.
+    """
+
+    key = ''
+    key_help = ''
+    show_method = ''
+    formatters = {}
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument(self.key, metavar=f'<{self.key}>',
+                            help=self.key_help)
+        return parser
+
+    @api_errors
+    def take_action(self, parsed_args):
+        client = self.app.client_manager.numa_policy
+        item = getattr(client, self.show_method)(getattr(parsed_args,
+                                                         self.key))
+        return show(item, self.formatters)
 
 
 def show(item, formatters=None):

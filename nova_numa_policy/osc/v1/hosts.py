@@ -1,7 +1,6 @@
 """``openstack numa host list|show``."""
 
 from cliff import columns
-from osc_lib.command import command
 
 from nova_numa_policy.osc.v1 import common
 
@@ -71,34 +70,20 @@ SHOW_FORMATTERS = {'numa_nodes': NodesColumn, 'nics': NicsColumn,
                    'enforceable_policies': common.ListColumn}
 
 
-class ListHost(command.Lister):
+class ListHost(common.ListCommand):
     """List compute hosts with their latest NUMA report."""
 
-    def get_parser(self, prog_name):
-        parser = super().get_parser(prog_name)
-        common.add_paging(parser, 'host name')
-        return parser
+    fields, long_fields, headers = LIST_FIELDS, LONG_FIELDS, HEADERS
+    formatters = SHOW_FORMATTERS
+    marker_help = 'host name'
 
-    @common.api_errors
-    def take_action(self, parsed_args):
-        client = self.app.client_manager.numa_policy
-        hosts = common.fetch(client.list_hosts, parsed_args)
-        fields = LONG_FIELDS if parsed_args.long else LIST_FIELDS
-        return (tuple(HEADERS[f] for f in fields),
-                common.rows(hosts, fields, SHOW_FORMATTERS))
+    def query(self, client, parsed_args):
+        return client.list_hosts, {}
 
 
-class ShowHost(command.ShowOne):
+class ShowHost(common.ShowCommand):
     """Show a host's NUMA nodes (load, memory, NICs) and instances."""
 
-    def get_parser(self, prog_name):
-        parser = super().get_parser(prog_name)
-        parser.add_argument('host', metavar='<host>',
-                            help='Compute host name, as nova knows it.')
-        return parser
-
-    @common.api_errors
-    def take_action(self, parsed_args):
-        client = self.app.client_manager.numa_policy
-        return common.show(client.show_host(parsed_args.host),
-                           SHOW_FORMATTERS)
+    key, key_help = 'host', 'Compute host name, as nova knows it.'
+    show_method = 'show_host'
+    formatters = SHOW_FORMATTERS

@@ -1,7 +1,5 @@
 """``openstack numa instance list|show``."""
 
-from osc_lib.command import command
-
 from nova_numa_policy.osc.v1 import common
 
 LIST_FIELDS = ('uuid', 'host', 'requested_policy', 'applied_policy',
@@ -20,36 +18,24 @@ FORMATTERS = {'memory_mb_per_node': common.MemoryPerNodeColumn,
               'vcpu_cpus': common.ListColumn}
 
 
-class ListInstance(command.Lister):
+class ListInstance(common.ListCommand):
     """List instances with their requested and applied NUMA policy."""
 
-    def get_parser(self, prog_name):
-        parser = super().get_parser(prog_name)
+    fields, long_fields, headers = LIST_FIELDS, LONG_FIELDS, HEADERS
+    formatters = FORMATTERS
+    marker_help = 'instance UUID'
+
+    def add_filters(self, parser):
         parser.add_argument('--host', metavar='<host>',
                             help='Only instances on this compute host.')
-        common.add_paging(parser, 'instance UUID')
-        return parser
 
-    @common.api_errors
-    def take_action(self, parsed_args):
-        client = self.app.client_manager.numa_policy
-        instances = common.fetch(client.list_instances, parsed_args,
-                                 host=parsed_args.host)
-        fields = LONG_FIELDS if parsed_args.long else LIST_FIELDS
-        return (tuple(HEADERS[f] for f in fields),
-                common.rows(instances, fields, FORMATTERS))
+    def query(self, client, parsed_args):
+        return client.list_instances, {'host': parsed_args.host}
 
 
-class ShowInstance(command.ShowOne):
+class ShowInstance(common.ShowCommand):
     """Show an instance's NUMA policy, memory per node and vCPU CPUs."""
 
-    def get_parser(self, prog_name):
-        parser = super().get_parser(prog_name)
-        parser.add_argument('uuid', metavar='<uuid>', help='Instance UUID.')
-        return parser
-
-    @common.api_errors
-    def take_action(self, parsed_args):
-        client = self.app.client_manager.numa_policy
-        return common.show(client.show_instance(parsed_args.uuid),
-                           FORMATTERS)
+    key, key_help = 'uuid', 'Instance UUID.'
+    show_method = 'show_instance'
+    formatters = FORMATTERS
