@@ -22,28 +22,23 @@ def _policy_description():
     return ' '.join(lines)
 
 
+def _one_of(key, values, description):
+    """A validator nova runs on ``key``: a string among ``values``."""
+    return base.ExtraSpecValidator(
+        name=key, description=description,
+        value={'type': str, 'enum': list(values)})
+
+
 VALIDATORS = [
-    base.ExtraSpecValidator(
-        name=policy.POLICY_KEY,
-        description=_policy_description(),
-        value={'type': str, 'enum': list(policy.POLICY_VALUES)},
-    ),
-    base.ExtraSpecValidator(
-        name=policy.NIC_LOCALITY_KEY,
-        description=(
+    _one_of(policy.POLICY_KEY, policy.POLICY_VALUES, _policy_description()),
+    _one_of(policy.NIC_LOCALITY_KEY, policy.NIC_LOCALITY_VALUES,
             'Whether the instance must (required), should (preferred) or '
             'need not (none) run on a NUMA node local to its network '
             'uplink. Defaults to none.'),
-        value={'type': str, 'enum': list(policy.NIC_LOCALITY_VALUES)},
-    ),
-    base.ExtraSpecValidator(
-        name=policy.IO_INTENSITY_KEY,
-        description=(
+    _one_of(policy.IO_INTENSITY_KEY, policy.IO_INTENSITY_VALUES,
             'Whether the instance is network-bound: high or low, or auto '
             '(the default) to let the agent classify it from its measured '
             'I/O rate.'),
-        value={'type': str, 'enum': list(policy.IO_INTENSITY_VALUES)},
-    ),
 ]
 
 

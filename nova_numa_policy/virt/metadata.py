@@ -78,22 +78,26 @@ def find_record(domain_root):
     return None if element is None else parse_element(element)
 
 
-def find_nova_flavor_specs(domain_root):
-    """Flavor extra specs from nova's own metadata, or None if absent."""
+def _nova_pairs(domain_root, path, item):
+    """{name: text} of nova's metadata at ``instance/path``, or None.
+
+    ``path`` and ``item`` are element names without a namespace; every
+    nova metadata namespace version is tried.
+    """
     for ns in NOVA_NAMESPACES:
-        specs = domain_root.find(
-            f'./metadata/{{{ns}}}instance/{{{ns}}}flavor/{{{ns}}}extraSpecs')
-        if specs is not None:
+        steps = '/'.join(f'{{{ns}}}{step}' for step in path.split('/'))
+        found = domain_root.find(f'./metadata/{{{ns}}}instance/{steps}')
+        if found is not None:
             return {e.get('name'): (e.text or '')
-                    for e in specs.findall(f'{{{ns}}}extraSpec')}
+                    for e in found.findall(f'{{{ns}}}{item}')}
     return None
 
 
+def find_nova_flavor_specs(domain_root):
+    """Flavor extra specs from nova's own metadata, or None if absent."""
+    return _nova_pairs(domain_root, 'flavor/extraSpecs', 'extraSpec')
+
+
 def find_nova_image_props(domain_root):
-    for ns in NOVA_NAMESPACES:
-        props = domain_root.find(
-            f'./metadata/{{{ns}}}instance/{{{ns}}}image/{{{ns}}}properties')
-        if props is not None:
-            return {e.get('name'): (e.text or '')
-                    for e in props.findall(f'{{{ns}}}property')}
-    return {}
+    """Image properties from nova's own metadata ({} if absent)."""
+    return _nova_pairs(domain_root, 'image/properties', 'property') or {}
