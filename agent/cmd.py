@@ -8,8 +8,8 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from nova_numa_policy import conf as npconf
-from nova_numa_policy.conf import reports as reports_conf
 from nova_numa_policy import errors
+from nova_numa_policy import messaging
 from nova_numa_policy.objects import report as report_obj
 
 from agent import connection
@@ -87,7 +87,7 @@ def build_agent(conf, sender=None, opener=None):
 
 
 def parse_args(argv):
-    reports_conf.use_nova_exchange()
+    messaging.use_nova_exchange()
     logging.register_options(CONF)
     CONF.register_cli_opts(CLI_OPTS)
     CONF(argv, project='nova', prog='numa-policy-agent')

@@ -10,8 +10,8 @@ with :func:`nova_numa_policy.execution.carry_out`.
 import dataclasses
 import logging
 
-from nova_numa_policy.conf import loops as loops_conf
 from nova_numa_policy.loops import runner as loop_runner
+from nova_numa_policy.loops import settings as loop_settings
 
 LOG = logging.getLogger(__name__)
 
@@ -25,7 +25,7 @@ def build_runner(host_backend, group, period, dry_run=False, seed=0,
     whose required capabilities the backend offers are started; the
     Runner logs each one left out with what it lacks.
     """
-    settings = loops_conf.build_configs(group, period_s=period)
+    settings = loop_settings.build_configs(group, period_s=period)
     budget = dataclasses.replace(settings.budget,
                                  actions_per_period=max_actions)
     runner = loop_runner.Runner(

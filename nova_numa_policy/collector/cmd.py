@@ -11,14 +11,14 @@ from nova_numa_policy.collector import db
 from nova_numa_policy.collector import listener
 from nova_numa_policy.collector import migration
 from nova_numa_policy import conf as nnp_conf
-from nova_numa_policy.conf import reports as reports_conf
+from nova_numa_policy import messaging
 
 LOG = logging.getLogger(__name__)
 
 
 def _configure(argv):
     conf = nnp_conf.CONF
-    reports_conf.use_nova_exchange()
+    messaging.use_nova_exchange()
     logging.register_options(conf)
     conf(argv, project='nova-numa-policy')
     logging.setup(conf, 'nova-numa-policy')

@@ -1,15 +1,9 @@
-"""The ``oslo.config.opts`` entry points for oslo-config-generator.
+"""The ``oslo.config.opts`` entry point of the project's own groups.
 
-:func:`list_opts` lists the project's own groups. The agent also reads
-two groups of library options, listed by their own entry points so the
-sample documents them: oslo.privsep's options of the agent's privileged
-context and keystoneauth's ``[placement]`` options.
+The agent also reads two groups of library options; the agent lists them
+through entry points of its own (``agent.opts``), as configuration
+imports nothing but oslo.config.
 """
-
-import copy
-
-from keystoneauth1 import loading as ks_loading
-from oslo_config import cfg
 
 from nova_numa_policy.conf import agent
 from nova_numa_policy.conf import collector
@@ -21,33 +15,6 @@ from nova_numa_policy.conf import scheduler
 
 GROUP_MODULES = (policy, reports, scheduler, collector, rest, agent, loops)
 
-PLACEMENT_HELP = (
-    'Read by numa-policy-agent when [numa_policy_agent] manage_traits is '
-    'on: keystoneauth credentials and endpoint of the placement API, the '
-    'same options as in nova.conf. The options of the password auth_type '
-    'are shown; another auth_type takes its own.')
-PRIVILEGED_HELP = (
-    'Options of the oslo.privsep daemon that numa-policy-agent starts for '
-    'page migration ([numa_policy_agent] page_migration). Run it as '
-    "qemu's user and group (user, group): the kernel then allows moving a "
-    "guest's pages without CAP_SYS_PTRACE.")
-
-ACCOUNT_SAMPLE = {
-    'user': "<QEMU's: qemu.conf's user, else libvirt-qemu or qemu>",
-    'group': "<QEMU's: qemu.conf's group, else the user's name>",
-}
-ACCOUNT_HELP = {
-    'user': (
-        'User the privileged daemon runs as. By default the account QEMU '
-        "runs as: libvirt's qemu.conf user, else the first of libvirt-qemu "
-        '(Debian, Ubuntu) and qemu (RHEL-like, SUSE) that exists. The daemon '
-        'refuses to serve as root unless this is set to root.'),
-    'group': (
-        'Group the privileged daemon runs as. By default QEMU\'s: '
-        "qemu.conf's group, else the group named as the default user. The "
-        "kernel's ptrace check compares it with the guest's group."),
-}
-
 
 def list_opts():
     """Return (group, options) pairs, every group of the project once."""
@@ -55,52 +22,3 @@ def list_opts():
     for module in GROUP_MODULES:
         pairs.extend(module.list_opts().items())
     return pairs
-
-
-def list_privileged_opts():
-    """oslo.privsep's options, as the agent's privileged context sets them.
-
-    oslo.privsep lists its options under ``[privsep]`` only; the agent's
-    context reads them from its own section, with its own capabilities.
-    """
-    # The agent's modules are imported here, not at the top: nova-scheduler
-    # imports this package and must not create the agent's privsep context
-    # (which registers its options) nor load the privsep daemon's code.
-    from agent import privsep
-    from oslo_privsep import capabilities
-    from oslo_privsep import priv_context
-
-    group = cfg.OptGroup(privsep.pages.cfg_section,
-                         title='Privileged daemon of the agent',
-                         help=PRIVILEGED_HELP)
-    opts = copy.deepcopy(priv_context.OPTS)
-    # Names read better than capability numbers and are valid values.
-    cfg.set_defaults(opts, capabilities=[
-        capabilities.CAPS_BYVALUE[cap] for cap in privsep.CAPABILITIES])
-    # The account is found on the host where the daemon starts.
-    for opt in opts:
-        if opt.name in ACCOUNT_HELP:
-            opt.sample_default = ACCOUNT_SAMPLE[opt.name]
-            opt.help = ACCOUNT_HELP[opt.name]
-    return [(group, opts + copy.deepcopy(privsep.OPTS))]
-
-
-def list_placement_opts():
-    """keystoneauth's ``[placement]`` options the agent registers.
-
-    The auth plugin's options are only registered once ``auth_type`` is
-    read; the password plugin's, nova's usual choice, are listed.
-    """
-    from agent import traits  # not at the top: see list_privileged_opts
-
-    group = cfg.OptGroup(traits.PLACEMENT_GROUP,
-                         title='Placement API of the agent',
-                         help=PLACEMENT_HELP)
-    adapter_opts = ks_loading.get_adapter_conf_options(
-        include_deprecated=False)
-    cfg.set_defaults(adapter_opts, service_type='placement')
-    return [(group,
-             ks_loading.get_session_conf_options() +
-             ks_loading.get_auth_common_conf_options() +
-             ks_loading.get_auth_plugin_conf_options('password') +
-             adapter_opts)]

@@ -1,9 +1,12 @@
 """Options of the ``[numa_policy_reports]`` group: the report channel."""
 
 from oslo_config import cfg
-import oslo_messaging
 
-from nova_numa_policy.objects import report
+# The report version agents send by default: the newest this release
+# writes (objects.report.NumaHostReport.VERSION, which a test holds equal).
+REPORT_VERSION = '1.1'
+# Seconds a report may be dated ahead of the receiver's clock.
+DEFAULT_MAX_CLOCK_SKEW = 60.0
 
 GROUP = cfg.OptGroup(
     'numa_policy_reports',
@@ -28,7 +31,7 @@ Related options:
 '''),
     cfg.StrOpt(
         'report_version',
-        default=report.NumaHostReport.VERSION,
+        default=REPORT_VERSION,
         help='''
 HostReport version the agent sends.
 
@@ -55,7 +58,7 @@ Possible values:
 '''),
     cfg.FloatOpt(
         'max_clock_skew',
-        default=report.DEFAULT_MAX_CLOCK_SKEW,
+        default=DEFAULT_MAX_CLOCK_SKEW,
         min=1.0,
         help='''
 How far ahead of a consumer's clock a report may be dated, in seconds.
@@ -111,18 +114,6 @@ def accepted_secrets(group):
     if not group.secret:
         return ()
     return (group.secret,) + tuple(s for s in group.previous_secrets if s)
-
-
-# nova's services send and listen on the "nova" exchange (nova sets it as
-# oslo.messaging's default control_exchange); the scheduler's report cache
-# runs inside nova-scheduler. Our own services default to the same
-# exchange, or agents and the scheduler would not hear each other.
-NOVA_EXCHANGE = 'nova'
-
-
-def use_nova_exchange():
-    """Make nova's exchange the default; call before parsing config."""
-    oslo_messaging.set_transport_defaults(control_exchange=NOVA_EXCHANGE)
 
 
 def register_opts(conf):

@@ -18,6 +18,7 @@ force rather than against it.
 """
 
 import dataclasses
+from importlib import metadata
 import logging
 
 from nova_numa_policy import backend
@@ -26,6 +27,7 @@ from nova_numa_policy.loops import enforce
 from nova_numa_policy.loops import guard as harm_guard
 
 LOG = logging.getLogger(__name__)
+LOOPS_NAMESPACE = 'nova_numa_policy.loops'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,13 +43,14 @@ class Budget:
 
 
 def registry():
-    # Imported here so that a strategy module never imports the runner.
-    from nova_numa_policy.loops import auto
-    from nova_numa_policy.loops import brm
-    from nova_numa_policy.loops import carrefour
-    from nova_numa_policy.loops import vnuioa
-    return {cls.name: cls for cls in (carrefour.Carrefour, brm.Brm,
-                                      vnuioa.Vnuioa, auto.Auto)}
+    """{name: strategy class} of the loops, from their entry points.
+
+    Loops are found as watcher finds its strategies: each is an entry
+    point of the ``nova_numa_policy.loops`` namespace (setup.cfg). The
+    order loops run in is ``enabled_loops``', not this one.
+    """
+    found = metadata.entry_points(group=LOOPS_NAMESPACE)
+    return {ep.name: ep.load() for ep in found}
 
 
 def strategies(names):

@@ -31,6 +31,7 @@ from oslo_serialization import jsonutils
 from oslo_utils import versionutils
 from oslo_versionedobjects import fields
 
+from nova_numa_policy.conf import reports as reports_conf
 from nova_numa_policy import exception
 from nova_numa_policy.objects import base
 from nova_numa_policy.objects import signing
@@ -58,7 +59,7 @@ MAX_IO_RATE = 1e12
 # How far in the future a report's time may lie by the receiver's clock
 # before it is dropped (configurable: [numa_policy_reports]
 # max_clock_skew).
-DEFAULT_MAX_CLOCK_SKEW = 60.0
+DEFAULT_MAX_CLOCK_SKEW = reports_conf.DEFAULT_MAX_CLOCK_SKEW
 
 # What an instance's applied policy may say besides a concrete policy:
 # nothing applied (yet), for instance while the agent has not seen it.

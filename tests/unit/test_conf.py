@@ -15,7 +15,12 @@ import testtools
 from agent import privsep
 from agent import traits
 from nova_numa_policy.conf import opts
+from nova_numa_policy.conf import policy as policy_conf
 from nova_numa_policy.conf import reports
+from nova_numa_policy import enforcement
+from nova_numa_policy import messaging
+from nova_numa_policy.objects import report as report_obj
+from nova_numa_policy import policy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -125,8 +130,23 @@ class ExchangeTest(testtools.TestCase):
 
     def test_our_services_default_to_novas_exchange(self):
         conf = cfg.ConfigOpts()
-        reports.use_nova_exchange()
+        messaging.use_nova_exchange()
         transport = oslo_messaging.get_notification_transport(
             conf, url='fake:/')
         self.addCleanup(transport.cleanup)
         self.assertEqual('nova', conf.control_exchange)
+
+
+class ConstantsTest(testtools.TestCase):
+    """Configuration imports nothing of ours: its copies must agree."""
+
+    def test_the_default_report_version_is_the_newest_written(self):
+        self.assertEqual(report_obj.NumaHostReport.VERSION,
+                         reports.REPORT_VERSION)
+
+    def test_the_policy_choices_are_the_policies(self):
+        self.assertEqual(policy.POLICY_VALUES, policy_conf.POLICY_VALUES)
+
+    def test_the_large_guest_share_is_the_deciders(self):
+        self.assertEqual(enforcement.LARGE_GUEST_SHARE,
+                         policy_conf.LARGE_GUEST_SHARE)

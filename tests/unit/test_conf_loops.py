@@ -6,6 +6,7 @@ import testtools
 from nova_numa_policy.conf import loops as conf_loops
 from nova_numa_policy.loops import auto
 from nova_numa_policy.loops import runner
+from nova_numa_policy.loops import settings as loop_settings
 
 
 class BuildConfigsTest(testtools.TestCase):
@@ -25,7 +26,7 @@ class BuildConfigsTest(testtools.TestCase):
         return conf
 
     def test_defaults_are_the_dataclass_defaults(self):
-        s = conf_loops.build_configs(self._conf().numa_policy_loops)
+        s = loop_settings.build_configs(self._conf().numa_policy_loops)
         self.assertEqual(('carrefour', 'brm', 'vnuioa', 'auto'), s.loops)
         self.assertEqual(auto.Config(), s.configs['auto'])
         self.assertEqual(runner.Budget(), s.budget)
@@ -41,7 +42,7 @@ class BuildConfigsTest(testtools.TestCase):
             auto_high=1.5, hysteresis_pin_count=4, pages_per_second=1000,
             vcpu_moves_per_period=3, dry_run=True, enabled_loops=['brm'],
             do_no_harm_tolerance=0.02)
-        s = conf_loops.build_configs(conf.numa_policy_loops, period_s=10.0)
+        s = loop_settings.build_configs(conf.numa_policy_loops, period_s=10.0)
         self.assertEqual(0.5, s.configs['carrefour'].mc_imbalance)
         self.assertEqual(0.5, s.configs['auto'].page_rebalancer.mc_imbalance)
         self.assertEqual(10, s.configs['brm'].prob_step)
@@ -58,7 +59,7 @@ class BuildConfigsTest(testtools.TestCase):
 
     def test_auto_bounds_out_of_order_are_refused(self):
         conf = self._conf(auto_low=1.4, auto_high=1.3)
-        self.assertRaises(ValueError, conf_loops.build_configs,
+        self.assertRaises(ValueError, loop_settings.build_configs,
                           conf.numa_policy_loops)
 
     def test_unknown_loop_name_is_refused(self):
@@ -69,3 +70,12 @@ class BuildConfigsTest(testtools.TestCase):
     def test_every_option_documents_possible_values(self):
         for opt in conf_loops.OPTS:
             self.assertIn('Possible values', opt.help, opt.name)
+
+
+class LoopNamesTest(testtools.TestCase):
+
+    def test_the_options_name_the_loops_the_entry_points_find(self):
+        # Configuration imports nothing of ours: its list of loop names
+        # must be the entry points' (setup.cfg).
+        self.assertEqual(sorted(conf_loops.LOOP_NAMES),
+                         sorted(runner.registry()))

@@ -15,10 +15,10 @@ from oslo_config import cfg
 import oslo_messaging
 
 from nova_numa_policy.conf import opts as nnp_opts
+from nova_numa_policy import messaging
 
 DEFAULT_URL = 'rabbit://guest:guest@127.0.0.1:5672/'
 START_HINT = 'rabbitmq-server -detached'
-NOVA_EXCHANGE = 'nova'
 
 
 class SandboxError(Exception):
@@ -65,7 +65,7 @@ def make_conf(transport_url, topic, collector_pool, db_url):
     # exchange nova sets to 'nova'; a process that does not import nova
     # (agent, collector) defaults to 'openstack' and would publish where
     # the scheduler never looks. Name it explicitly for every party.
-    conf.set_override('control_exchange', NOVA_EXCHANGE)
+    conf.set_override('control_exchange', messaging.NOVA_EXCHANGE)
     conf.set_override('topic', topic, 'numa_policy_reports')
     conf.set_override('pool', collector_pool, 'numa_policy_collector')
     conf.set_override('connection', db_url, 'numa_policy_collector')
