@@ -4,6 +4,8 @@ import socket
 
 from oslo_config import cfg
 
+from nova_numa_policy.conf import base
+
 GROUP = cfg.OptGroup(
     'numa_policy_agent',
     title='NUMA policy agent',
@@ -119,14 +121,22 @@ Related options:
         default=64,
         min=0,
         help='''
-Most vCPU, emulator and nodeset changes the agent makes in one period.
+Most changes the agent makes in one period: vCPU, emulator and nodeset
+changes and page moves, of the policy's enforcement and of the
+rebalancing loops together.
 
 A budget against disturbing many guests at once after a restart; the rest
-is done in the next periods.
+is done in the next periods. A guest's policy is enforced as one plan,
+all of it in one period or none of it.
 
 Possible values:
 
 * 0 (observe and report only) or more.
+
+Related options:
+
+* ``[numa_policy_loops] pages_per_second`` and ``vcpu_moves_per_period``
+  bound the loops' moves further.
 '''),
     cfg.FloatOpt(
         'max_reconnect_interval',
@@ -196,10 +206,4 @@ Possible values:
 ]
 
 
-def register_opts(conf):
-    conf.register_group(GROUP)
-    conf.register_opts(OPTS, group=GROUP)
-
-
-def list_opts():
-    return {GROUP: OPTS}
+register_opts, list_opts = base.group_functions(GROUP, OPTS)

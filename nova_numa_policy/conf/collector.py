@@ -2,6 +2,8 @@
 
 from oslo_config import cfg
 
+from nova_numa_policy.conf import base
+
 GROUP = cfg.OptGroup(
     'numa_policy_collector',
     title='NUMA policy collector',
@@ -144,10 +146,4 @@ Possible values:
 ]
 
 
-def register_opts(conf):
-    conf.register_group(GROUP)
-    conf.register_opts(OPTS, group=GROUP)
-
-
-def list_opts():
-    return {GROUP: OPTS}
+register_opts, list_opts = base.group_functions(GROUP, OPTS)

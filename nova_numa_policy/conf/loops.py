@@ -7,6 +7,8 @@ the do-no-harm guard's ``Config``.
 
 from oslo_config import cfg
 
+from nova_numa_policy.conf import base
+
 GROUP = cfg.OptGroup(
     'numa_policy_loops',
     title='NUMA policy loops',
@@ -36,7 +38,9 @@ OPTS = [
                    '``dry_run`` decides without acting.')),
     cfg.BoolOpt(
         'dry_run', default=False,
-        help=_help('Decide and log every action with its reason, apply none.',
+        help=_help('Decide and log every action with its reason, apply none: '
+                   'the loops\' and the policy\'s enforcement alike, as '
+                   '``[numa_policy_agent] dry_run`` does.',
                    'true or false.')),
     cfg.FloatOpt(
         'carrefour_mc_imbalance', default=0.35, min=0.0,
@@ -118,10 +122,4 @@ OPTS = [
 ]
 
 
-def register_opts(conf):
-    conf.register_group(GROUP)
-    conf.register_opts(OPTS, group=GROUP)
-
-
-def list_opts():
-    return {GROUP: OPTS}
+register_opts, list_opts = base.group_functions(GROUP, OPTS)

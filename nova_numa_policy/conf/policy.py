@@ -2,6 +2,8 @@
 
 from oslo_config import cfg
 
+from nova_numa_policy.conf import base
+
 # Configuration imports nothing of ours; tests hold these equal to
 # nova_numa_policy.policy.POLICY_VALUES and
 # nova_numa_policy.enforcement.LARGE_GUEST_SHARE.
@@ -64,10 +66,4 @@ Related options:
 ]
 
 
-def register_opts(conf):
-    conf.register_group(GROUP)
-    conf.register_opts(OPTS, group=GROUP)
-
-
-def list_opts():
-    return {GROUP: OPTS}
+register_opts, list_opts = base.group_functions(GROUP, OPTS)

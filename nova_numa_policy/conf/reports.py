@@ -2,6 +2,8 @@
 
 from oslo_config import cfg
 
+from nova_numa_policy.conf import base
+
 # The report version agents send by default: the newest this release
 # writes (objects.report.NumaHostReport.VERSION, which a test holds equal).
 REPORT_VERSION = '1.1'
@@ -116,10 +118,4 @@ def accepted_secrets(group):
     return (group.secret,) + tuple(s for s in group.previous_secrets if s)
 
 
-def register_opts(conf):
-    conf.register_group(GROUP)
-    conf.register_opts(OPTS, group=GROUP)
-
-
-def list_opts():
-    return {GROUP: OPTS}
+register_opts, list_opts = base.group_functions(GROUP, OPTS)
