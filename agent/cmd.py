@@ -9,6 +9,7 @@ from oslo_log import log as logging
 
 from nova_numa_policy import conf as npconf
 from nova_numa_policy import errors
+from nova_numa_policy.loops import options as loop_options
 from nova_numa_policy import messaging
 from nova_numa_policy.objects import report as report_obj
 
@@ -61,6 +62,8 @@ def physnet_numa_nodes(conf):
 def build_agent(conf, sender=None, opener=None):
     """An Agent wired to libvirt and sysfs from ``conf``."""
     opts = conf.numa_policy_agent
+    # Each loop's thresholds are its own options (loops/options.py).
+    loop_options.register_opts(conf)
     agent_ref = []
     conn = connection.Connection(
         opts.libvirt_uri,

@@ -1,4 +1,8 @@
-"""What every option module shares: how its group is registered and listed."""
+"""What every option module shares.
+
+How a group is registered and listed, and how an option's help names its
+possible values and related options.
+"""
 
 
 def group_functions(group, opts):
@@ -15,3 +19,11 @@ def group_functions(group, opts):
         return {group: opts}
 
     return register_opts, list_opts
+
+
+def help_text(text, values, related=None):
+    """An option's help in nova's layout: what, possible values, related."""
+    out = f'\n{text}\n\nPossible values:\n\n* {values}\n'
+    if related:
+        out += f'\nRelated options:\n\n* {related}\n'
+    return out

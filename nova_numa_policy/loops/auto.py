@@ -15,8 +15,11 @@ interleaving or Carrefour lowers the imbalance they were chosen for; every
 import dataclasses
 
 import numpy as np
+from oslo_config import cfg
 
 from nova_numa_policy import backend
+from nova_numa_policy.conf import base as conf_base
+from nova_numa_policy.conf import loops as loops_conf
 from nova_numa_policy.loops import base
 from nova_numa_policy.loops import carrefour
 from nova_numa_policy.loops import hysteresis
@@ -39,6 +42,23 @@ class Config:
     interleaved_rsd: float = 0.10
     batch_pages: int = 65536
     page_rebalancer: carrefour.Config = carrefour.Config()
+
+
+_help = conf_base.help_text
+
+# This loop's thresholds in [numa_policy_loops]; nova_numa_policy.loops.
+# options lists and registers them beside the options every loop shares.
+OPTS = [
+    cfg.FloatOpt(
+        'auto_low', default=0.85, min=0.0,
+        help=_help('Access imbalance below which ``auto`` picks first-touch.',
+                   'A fraction, below ``auto_high``.', '``auto_high``.')),
+    cfg.FloatOpt(
+        'auto_high', default=1.30, min=0.0,
+        help=_help('Access imbalance above which ``auto`` picks interleave + '
+                   'Carrefour (between the bounds: first-touch + Carrefour).',
+                   'A fraction, above ``auto_low``.', '``auto_low``.')),
+]
 
 
 def classify(imb, config):
@@ -113,6 +133,18 @@ class Auto(base.Strategy):
     inputs = ('accesses_per_node', 'memory_mb_per_node', 'vcpu_cpus')
     required_capabilities = frozenset({backend.CAP_PAGE_MIGRATION})
     Config = Config
+    OPTS = OPTS
+
+    @classmethod
+    def config_from(cls, group, period_s):
+        if group.auto_low >= group.auto_high:
+            raise ValueError(f'[{loops_conf.GROUP.name}] auto_low '
+                             f'({group.auto_low}) must be below auto_high '
+                             f'({group.auto_high})')
+        return Config(low=group.auto_low, high=group.auto_high,
+                      max_pin_count=group.hysteresis_pin_count,
+                      page_rebalancer=carrefour.Carrefour.config_from(
+                          group, period_s))
 
     def initial_state(self, seed=0):
         return {'choice': {}, 'age': {}, 'interleaved': frozenset()}

@@ -2,8 +2,10 @@
 
 A strategy is a class with a ``name``, the snapshot ``inputs`` it reads,
 the backend ``required_capabilities`` its actions need, a ``Config``
-dataclass of thresholds, and a pure ``decide(snapshot, state, config)``
-returning ``(actions, new_state)``; it never mutates ``state``.
+dataclass of thresholds with the ``OPTS`` that set them in
+``[numa_policy_loops]`` and ``config_from`` that reads them, and a pure
+``decide(snapshot, state, config)`` returning ``(actions, new_state)``;
+it never mutates ``state``.
 """
 
 import abc
@@ -16,9 +18,17 @@ class Strategy(abc.ABC):
     inputs = ()
     required_capabilities = frozenset()
     Config = None
+    # The strategy's own options in [numa_policy_loops] (loops/options.py
+    # lists and registers them).
+    OPTS = ()
     # True when the strategy's actions for one guest must all be admitted
     # or none (see runner.py); a loop's are admitted one by one.
     atomic_plans = False
+
+    @classmethod
+    def config_from(cls, group, period_s):
+        """Pure: the ``Config`` a ``[numa_policy_loops]`` group sets."""
+        return cls.Config()
 
     def initial_state(self, seed=0):
         """The state before the first period; ``seed`` feeds any RNG."""

@@ -32,8 +32,10 @@ import dataclasses
 import random
 
 import numpy as np
+from oslo_config import cfg
 
 from nova_numa_policy import backend
+from nova_numa_policy.conf import base as conf_base
 from nova_numa_policy.loops import base
 from nova_numa_policy.loops import hysteresis
 
@@ -47,6 +49,28 @@ class Config:
     min_penalty: float = 0.05
     reset_periods: int = 60
     max_pin_count: int = 0
+
+
+_help = conf_base.help_text
+
+# This loop's thresholds in [numa_policy_loops]; nova_numa_policy.loops.
+# options lists and registers them beside the options every loop shares.
+OPTS = [
+    cfg.FloatOpt(
+        'brm_ewma_old_weight', default=7.0 / 8.0, min=0.0, max=1.0,
+        help=_help('Weight of the old value in BRM\'s per-node penalty '
+                   'EWMA (seed 001: 7/8).', 'A fraction between 0 and 1.')),
+    cfg.IntOpt(
+        'brm_probability_step', default=25, min=1, max=100,
+        help=_help('Points BRM\'s migration probability (0-100) moves per '
+                   'period.', 'An integer between 1 and 100.',
+                   '``[numa_policy_agent] period``.')),
+    cfg.IntOpt(
+        'brm_max_pin_count', default=0, min=0,
+        help=_help('vScope pin count for BRM\'s vCPU moves (its probability '
+                   'already damps).', 'A non-negative integer.',
+                   '``hysteresis_pin_count``.')),
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,6 +169,13 @@ class Brm(base.Strategy):
     inputs = ('vcpu_penalty', 'vcpu_cpus', 'memory_mb_per_node')
     required_capabilities = frozenset({backend.CAP_VCPU_PINNING})
     Config = Config
+    OPTS = OPTS
+
+    @classmethod
+    def config_from(cls, group, period_s):
+        return Config(ewma_old_weight=group.brm_ewma_old_weight,
+                      prob_step=group.brm_probability_step,
+                      max_pin_count=group.brm_max_pin_count)
 
     def initial_state(self, seed=0):
         return {'seed': seed, 'tick': 0, 'vcpus': {}, 'pins': {}}

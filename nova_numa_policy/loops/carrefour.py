@@ -20,8 +20,10 @@ microsecond, 35 % controller imbalance, 80 % local accesses.
 import dataclasses
 
 import numpy as np
+from oslo_config import cfg
 
 from nova_numa_policy import backend
+from nova_numa_policy.conf import base as conf_base
 from nova_numa_policy.loops import base
 
 PAGES_PER_MB = 256
@@ -36,6 +38,32 @@ class Config:
     # Pages one guest may move per period (256 MB of 4 KiB pages).
     batch_pages: int = 65536
     period_s: float = 5.0
+
+
+_help = conf_base.help_text
+
+# This loop's thresholds in [numa_policy_loops]; nova_numa_policy.loops.
+# options lists and registers them beside the options every loop shares.
+OPTS = [
+    cfg.FloatOpt(
+        'carrefour_mc_imbalance', default=0.35, min=0.0,
+        help=_help('Relative std deviation of a guest\'s accesses over its '
+                   'nodes above which Carrefour spreads its hot pages '
+                   '(memory controllers imbalanced).',
+                   'A fraction, 0.35 is the published Carrefour value.',
+                   '``carrefour_min_local_ratio``.')),
+    cfg.FloatOpt(
+        'carrefour_min_local_ratio', default=0.80, min=0.0, max=1.0,
+        help=_help('Share of local accesses below which Carrefour moves '
+                   'pages to the vCPUs\' node (interconnect bottleneck).',
+                   'A fraction between 0 and 1.',
+                   '``carrefour_mc_imbalance``.')),
+    cfg.FloatOpt(
+        'carrefour_min_accesses_per_us', default=50.0, min=0.0,
+        help=_help('Memory accesses per microsecond below which a guest is '
+                   'not memory-bound and Carrefour leaves it alone.',
+                   'A non-negative rate.')),
+]
 
 
 def local_ratio(nodes_of_vcpus, acc):
@@ -119,6 +147,14 @@ class Carrefour(base.Strategy):
     required_capabilities = frozenset({backend.CAP_PAGE_MIGRATION,
                                        backend.CAP_ACCESS_COUNTERS})
     Config = Config
+    OPTS = OPTS
+
+    @classmethod
+    def config_from(cls, group, period_s):
+        return Config(min_accesses_per_us=group.carrefour_min_accesses_per_us,
+                      mc_imbalance=group.carrefour_mc_imbalance,
+                      min_local_ratio=group.carrefour_min_local_ratio,
+                      period_s=period_s)
 
     def decide(self, snapshot, state, config):
         actions = []

@@ -8,19 +8,14 @@ same way.
 
 import dataclasses
 
-from nova_numa_policy.conf import loops as loops_conf
-from nova_numa_policy.loops import auto
-from nova_numa_policy.loops import brm
-from nova_numa_policy.loops import carrefour
 from nova_numa_policy.loops import guard
 from nova_numa_policy.loops import runner
-from nova_numa_policy.loops import vnuioa
 
 
 @dataclasses.dataclass(frozen=True)
 class LoopSettings:
     loops: tuple
-    configs: dict  # loop name -> its Config dataclass
+    configs: dict  # loop name -> its Config dataclass, from its config_from
     budget: runner.Budget
     guard: guard.Config
     dry_run: bool
@@ -28,27 +23,8 @@ class LoopSettings:
 
 def build_configs(group, period_s=5.0):
     """Pure: a ``[numa_policy_loops]`` group in, :class:`LoopSettings` out."""
-    page = carrefour.Config(
-        min_accesses_per_us=group.carrefour_min_accesses_per_us,
-        mc_imbalance=group.carrefour_mc_imbalance,
-        min_local_ratio=group.carrefour_min_local_ratio, period_s=period_s)
-    configs = {
-        'carrefour': page,
-        'brm': brm.Config(ewma_old_weight=group.brm_ewma_old_weight,
-                          prob_step=group.brm_probability_step,
-                          max_pin_count=group.brm_max_pin_count),
-        'vnuioa': vnuioa.Config(io_threshold_rps=group.vnuioa_io_threshold,
-                                node_load_threshold=group.vnuioa_node_load,
-                                remote_factor=group.vnuioa_remote_factor,
-                                max_pin_count=group.hysteresis_pin_count),
-        'auto': auto.Config(low=group.auto_low, high=group.auto_high,
-                            max_pin_count=group.hysteresis_pin_count,
-                            page_rebalancer=page),
-    }
-    if group.auto_low >= group.auto_high:
-        raise ValueError(f'[{loops_conf.GROUP.name}] auto_low '
-                         f'({group.auto_low}) must '
-                         f'be below auto_high ({group.auto_high})')
+    configs = {name: cls.config_from(group, period_s)
+               for name, cls in runner.registry().items()}
     return LoopSettings(
         loops=tuple(group.enabled_loops),
         configs=configs,

@@ -28,8 +28,10 @@ Heavier I/O guests choose first, so they win the nodes near the NIC.
 import dataclasses
 
 import numpy as np
+from oslo_config import cfg
 
 from nova_numa_policy import backend
+from nova_numa_policy.conf import base as conf_base
 from nova_numa_policy.loops import base
 from nova_numa_policy.loops import hysteresis
 
@@ -51,6 +53,28 @@ class Config:
     # Leaving an overloaded node must promise this much more throughput:
     # the model is coarse, and a move costs the guest its cache.
     min_gain: float = 0.05
+
+
+_help = conf_base.help_text
+
+# This loop's thresholds in [numa_policy_loops]; nova_numa_policy.loops.
+# options lists and registers them beside the options every loop shares.
+OPTS = [
+    cfg.FloatOpt(
+        'vnuioa_io_threshold', default=500.0, min=0.0,
+        help=_help('Requests per second from which vNUIOA treats a guest as '
+                   'I/O-intensive and places it near the NIC.',
+                   'A non-negative rate; seed 002 uses 500.')),
+    cfg.FloatOpt(
+        'vnuioa_node_load', default=0.80, min=0.0, max=1.0,
+        help=_help('Load a node may reach after vNUIOA places a guest on it.',
+                   'A fraction between 0 and 1.')),
+    cfg.FloatOpt(
+        'vnuioa_remote_factor', default=2.0, min=1.0,
+        help=_help('vNUIOA moves memory only when a remote node sees more '
+                   'than this many times the local accesses.',
+                   'A factor of at least 1.')),
+]
 
 
 def io_intensive(inst, threshold_rps):
@@ -246,6 +270,14 @@ class Vnuioa(base.Strategy):
     required_capabilities = frozenset({backend.CAP_VCPU_PINNING,
                                        backend.CAP_PAGE_MIGRATION})
     Config = Config
+    OPTS = OPTS
+
+    @classmethod
+    def config_from(cls, group, period_s):
+        return Config(io_threshold_rps=group.vnuioa_io_threshold,
+                      node_load_threshold=group.vnuioa_node_load,
+                      remote_factor=group.vnuioa_remote_factor,
+                      max_pin_count=group.hysteresis_pin_count)
 
     def decide(self, snapshot, state, config):
         topo = snapshot.topology

@@ -1,10 +1,14 @@
 """[numa_policy_loops]: options register and build the loops' configs."""
 
+from importlib import metadata
+
 from oslo_config import cfg
 import testtools
 
 from nova_numa_policy.conf import loops as conf_loops
 from nova_numa_policy.loops import auto
+from nova_numa_policy.loops import enforce
+from nova_numa_policy.loops import options as loop_options
 from nova_numa_policy.loops import runner
 from nova_numa_policy.loops import settings as loop_settings
 
@@ -13,14 +17,14 @@ class BuildConfigsTest(testtools.TestCase):
 
     def _conf(self, **overrides):
         conf = cfg.ConfigOpts()
-        conf_loops.register_opts(conf)
+        loop_options.register_opts(conf)
         conf([])
         # The OptGroup object is shared: undo overrides for the next test.
         self.addCleanup(conf.clear_override_all
                         if hasattr(conf, 'clear_override_all') else
                         lambda: [conf.clear_override(
                             o.name, group='numa_policy_loops')
-                            for o in conf_loops.OPTS])
+                            for o in _group_opts()])
         for name, value in overrides.items():
             conf.set_override(name, value, group='numa_policy_loops')
         return conf
@@ -68,8 +72,18 @@ class BuildConfigsTest(testtools.TestCase):
                           ['sideways'], group='numa_policy_loops')
 
     def test_every_option_documents_possible_values(self):
-        for opt in conf_loops.OPTS:
+        for opt in _group_opts():
             self.assertIn('Possible values', opt.help, opt.name)
+
+    def test_a_loop_without_options_gets_its_default_config(self):
+        conf = self._conf()
+        self.assertEqual(enforce.PolicyEnforcement.Config(),
+                         enforce.PolicyEnforcement.config_from(
+                             conf.numa_policy_loops, 5.0))
+
+
+def _group_opts():
+    return conf_loops.OPTS + loop_options.loop_opts()
 
 
 class LoopNamesTest(testtools.TestCase):
@@ -79,3 +93,27 @@ class LoopNamesTest(testtools.TestCase):
         # must be the entry points' (setup.cfg).
         self.assertEqual(sorted(conf_loops.LOOP_NAMES),
                          sorted(runner.registry()))
+
+    def test_each_loop_declares_its_own_options(self):
+        # The loops' thresholds are theirs, not configuration's: each
+        # loop lists its own, and no two loops or the shared options name
+        # one option twice.
+        shared = {o.name for o in conf_loops.OPTS}
+        seen = set()
+        for name, cls in runner.registry().items():
+            own = {o.name for o in cls.OPTS}
+            self.assertTrue(own, f'{name} declares no option')
+            self.assertTrue(all(o.startswith(name + '_') for o in own),
+                            f'{name}: {sorted(own)}')
+            self.assertEqual(set(), own & (shared | seen), name)
+            seen |= own
+        self.assertEqual(sorted(seen),
+                         sorted(o.name for o in loop_options.loop_opts()))
+
+    def test_the_loops_list_their_options_through_their_entry_point(self):
+        [ep] = [e for e in metadata.entry_points(group='oslo.config.opts')
+                if e.name == 'nova_numa_policy.loops']
+        [(group, opts)] = ep.load()()
+        self.assertEqual(conf_loops.GROUP, group)
+        self.assertEqual([o.name for o in loop_options.loop_opts()],
+                         [o.name for o in opts])

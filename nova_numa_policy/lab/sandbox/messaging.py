@@ -15,6 +15,7 @@ from oslo_config import cfg
 import oslo_messaging
 
 from nova_numa_policy.conf import opts as nnp_opts
+from nova_numa_policy.loops import options as loop_options
 from nova_numa_policy import messaging
 
 DEFAULT_URL = 'rabbit://guest:guest@127.0.0.1:5672/'
@@ -53,6 +54,7 @@ def make_conf(transport_url, topic, collector_pool, db_url):
     conf = cfg.ConfigOpts()
     for module in nnp_opts.GROUP_MODULES:
         module.register_opts(conf)
+    loop_options.register_opts(conf)
     conf([], project='nova-numa-policy', default_config_files=[],
          default_config_dirs=[])
     # oslo.messaging registers its options (transport, notifications, the

@@ -8,6 +8,7 @@ from oslo_config import cfg
 import testtools
 
 from nova_numa_policy.conf import loops as loops_conf
+from nova_numa_policy.loops import options as loop_options
 from nova_numa_policy import policy
 from nova_numa_policy.virt import metadata
 
@@ -83,7 +84,7 @@ def loops_group(**options):
     # A group of its own: every ConfigOpts registering loops_conf.GROUP
     # shares its table of options, overrides included, so an override
     # would outlive the test that set it.
-    conf.register_opts(loops_conf.OPTS,
+    conf.register_opts(loops_conf.OPTS + loop_options.loop_opts(),
                        group=cfg.OptGroup(loops_conf.GROUP.name))
     conf([])
     for name, value in options.items():

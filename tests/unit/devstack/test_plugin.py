@@ -16,6 +16,7 @@ import oslo_messaging.opts
 import testtools
 
 from nova_numa_policy.conf import opts as nnp_opts
+from nova_numa_policy.loops import options as loop_options
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
@@ -247,6 +248,7 @@ class ProjectConfigTest(PluginTestCase):
         conf = cfg.ConfigOpts()
         for module in nnp_opts.GROUP_MODULES:
             module.register_opts(conf)
+        loop_options.register_opts(conf)
         for group, group_opts in oslo_messaging.opts.list_opts():
             conf.register_opts(group_opts, group=group)
         conf.register_opt(cfg.BoolOpt('debug'))
