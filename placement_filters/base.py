@@ -11,8 +11,8 @@ from oslo_config import cfg
 
 from nova_numa_policy.conf import scheduler as sched_conf
 from nova_numa_policy import policy
-from nova_numa_policy.scheduling import assess
 from nova_numa_policy.scheduling import scoring
+from placement_filters import assessors
 from placement_filters import listener
 
 CONF = cfg.CONF
@@ -67,7 +67,7 @@ def assessor_for(spec_obj):
     Log with ``request``: the shared assessor may hold another instance's.
     """
     request = request_for(spec_obj)
-    return request, assess.assessor_for(request, settings())
+    return request, assessors.assessor_for(request, settings())
 
 
 # The cache's key of a HostState, read in C: runs for every host.

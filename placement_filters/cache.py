@@ -14,8 +14,8 @@ import time
 from oslo_log import log as logging
 
 from nova_numa_policy.objects import report as report_mod
-from nova_numa_policy.scheduling import assess
 from nova_numa_policy.scheduling import summary as summary_mod
+from placement_filters import assessors
 
 LOG = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ class ReportCache:
             return False
         # Answers for the flavors being scheduled, computed here rather
         # than on the next request's path; before the summary is published.
-        assess.prime(summary, assess.recent_assessors())
+        assessors.prime(summary, assessors.recent_assessors())
         return self._store(summary)
 
     def _summarize(self, payload):

@@ -19,6 +19,7 @@ from nova.scheduler import utils as scheduler_utils
 
 from nova_numa_policy.scheduling import assess
 from nova_numa_policy.scheduling import scoring
+from placement_filters import assessors
 from placement_filters import base
 
 LOG = logging.getLogger(__name__)
@@ -51,8 +52,8 @@ class _ReportFilter(filters.BaseHostFilter):
             return host_states
         self._refuse(request)
         get, now = base.cache().get, base.now()
-        assessments = assessor.assess_many(
-            list(map(get, map(base.HOST_KEY, host_states))), now)
+        assessments = assessors.assess_many(
+            assessor, list(map(get, map(base.HOST_KEY, host_states))), now)
         field = self.field
         passed = [host for host, assessment in zip(host_states, assessments)
                   if assessment[field]]

@@ -21,6 +21,7 @@ from nova.scheduler import weights
 
 from nova_numa_policy.scheduling import assess
 from nova_numa_policy.scheduling import scoring
+from placement_filters import assessors
 from placement_filters import base
 
 CONF = cfg.CONF
@@ -49,8 +50,9 @@ _AGGREGATES = operator.attrgetter('obj.aggregates')
 
 def _assessments(weighed_obj_list, assessor):
     get = base.cache().get
-    return assessor.assess_many(
-        list(map(get, map(_WEIGHED_KEY, weighed_obj_list))), base.now())
+    return assessors.assess_many(
+        assessor, list(map(get, map(_WEIGHED_KEY, weighed_obj_list))),
+        base.now())
 
 
 def _scaled(weights, multiplier):

@@ -6,10 +6,12 @@ last report), :class:`Settings` and the time; outputs are a
 :class:`Verdict` or a raw weight. No I/O, no nova objects: the filters and
 weighers in ``placement_filters`` gather the inputs and log the reasons.
 
-The plugins do not call the verdict functions per host: they read the same
-answers from :mod:`.assess`, which computes them once per host and request
-shape; the verdicts, with their reasons and numbers, serve rejection logs
-and :mod:`.explain`.
+Each filter's question is one check function (:func:`policy_check`,
+:func:`nic_check`, :func:`load_check`) whose :class:`Verdict` builds its
+reason and numbers only when they are read; each weight is read off the
+same check's verdict. :mod:`.assess` turns the checks into a host's
+booleans and weights for the plugins, :mod:`.explain` shows them with
+their reasons: one computation, two readers.
 
 Agreement with nova: when nova owns the guest's NUMA topology
 (``Request.nova_topology``), nova's NUMATopologyFilter chooses the host
@@ -19,6 +21,7 @@ judging nodes nova may not choose.
 
 import dataclasses
 import statistics
+import typing
 
 from nova_numa_policy import exception
 from nova_numa_policy import policy as numa_policy
@@ -94,20 +97,97 @@ def make_request(extra_specs, vcpus, memory_mb, image_props=None,
         **common)
 
 
-@dataclasses.dataclass(frozen=True)
-class Verdict:
+class Verdict(typing.NamedTuple):
+    """One check's answer about one host; its reason is built when read.
+
+    The per-host path reads ``passed`` (and a weigher ``headroom`` or
+    ``weight``); ``reason``, ``node`` and ``numbers`` are derived from
+    ``why`` and the inputs kept here only when a log line or the why-not
+    explanation asks for them.
+    """
+
     passed: bool
-    reason: str
-    node: int | None = None
-    numbers: dict = dataclasses.field(default_factory=dict)
+    why: str  # a key of _REASONS
+    best: object = None  # the NodeState the answer rests on, if any
+    headroom: float | None = None  # threshold minus the best node's load
+    weight: float | None = None  # NIC weight: headroom shared, clamped
+    request: object = None  # the Request and Settings judged, for the
+    settings: object = None  # reason's numbers
+    summary: object = None  # the fresh HostSummary judged, if any
+
+    @property
+    def node(self):
+        return None if self.best is None else self.best.id
+
+    @property
+    def reason(self):
+        reason = _REASONS[self.why]
+        return reason(self) if callable(reason) else reason
+
+    @property
+    def numbers(self):
+        return _NUMBERS.get(self.why, _no_numbers)(self)
 
 
-PASS_NOT_ASKED = Verdict(True, 'the request does not ask for this')
-PASS_NOVA_OWNS = Verdict(
-    True, "nova owns the guest's NUMA topology; NUMATopologyFilter decides")
-PASS_NO_REPORT = Verdict(True, 'no fresh report; permissive mode')
-FAIL_NO_REPORT = Verdict(False, 'no fresh report; strict mode')
-PASS_NO_REPORT_NEUTRAL = Verdict(True, 'no fresh report; neutral')
+_new = tuple.__new__
+
+
+def _verdict(passed, why, best=None, headroom=None, weight=None,
+             request=None, settings=None, summary=None):
+    # tuple.__new__ skips the NamedTuple's Python-level constructor: the
+    # checks run for every host when a report or a new shape arrives.
+    return _new(Verdict, (passed, why, best, headroom, weight, request,
+                          settings, summary))
+
+
+def _no_numbers(verdict):
+    return {}
+
+
+def _fit_numbers(verdict):
+    request, settings, node = verdict.request, verdict.settings, verdict.best
+    numbers = {'vcpus': request.vcpus, 'memory_mb': request.memory_mb,
+               'threshold': settings.threshold}
+    if node is not None:
+        numbers.update(load=round(node.load, 3), cpus=node.cpus,
+                       free_mb=node.free_mb,
+                       headroom=round(verdict.headroom, 3))
+    return numbers
+
+
+_REASONS = {
+    'not-asked': 'the request does not ask for this',
+    'nova-owns': "nova owns the guest's NUMA topology; "
+                 "NUMATopologyFilter decides",
+    'no-report-permissive': 'no fresh report; permissive mode',
+    'no-report-strict': 'no fresh report; strict mode',
+    'no-report-neutral': 'no fresh report; neutral',
+    'refused': lambda v: v.request.error,
+    'enforces': lambda v: f'agent enforces {v.request.policy.value}',
+    'cannot-enforce':
+        lambda v: f'agent cannot enforce {v.request.policy.value}',
+    'no-nic-node': 'no NUMA node is local to the uplink',
+    'no-nic-memory': 'no NIC-local node has the free memory',
+    'nic-over': 'every NIC-local node would be over the load threshold',
+    'nic-fits': 'NIC-local node holds the instance',
+    'no-memory': 'no node has the free memory',
+    'over': 'every node would be over the load threshold',
+    'fits': 'a node holds the instance',
+}
+_NUMBERS = {
+    'cannot-enforce':
+        lambda v: {'enforceable': sorted(v.summary.enforceable)},
+    'no-nic-node': lambda v: {'physnets': sorted(v.request.physnets)},
+    'no-nic-memory': _fit_numbers, 'nic-over': _fit_numbers,
+    'nic-fits': _fit_numbers, 'no-memory': _fit_numbers,
+    'over': _fit_numbers, 'fits': _fit_numbers,
+}
+
+PASS_NOT_ASKED = _verdict(True, 'not-asked')
+PASS_NOVA_OWNS = _verdict(True, 'nova-owns')
+PASS_NO_REPORT = _verdict(True, 'no-report-permissive')
+FAIL_NO_REPORT = _verdict(False, 'no-report-strict')
+PASS_NO_REPORT_NEUTRAL = _verdict(True, 'no-report-neutral')
 
 
 def fresh(summary, now, settings):
@@ -164,23 +244,18 @@ def nic_local_ids(summary, physnets):
     return summary.nic_nodes
 
 
-def nic_local_nodes(summary, physnets):
-    """Nodes local to the instance's uplink (see :func:`nic_local_ids`)."""
-    ids = nic_local_ids(summary, physnets)
-    return tuple(node for node in summary.nodes if node.id in ids)
-
-
 def nic_fit(nodes, ids, vcpus, memory_mb, threshold):
-    """The best NIC-local headroom and weight, in one pass over the nodes.
+    """The best NIC-local node and weight, in one pass over the nodes.
 
     Only nodes whose id is in ``ids`` and that hold the memory count. The
     weight is the clamped headroom shared with the I/O-intensive instances
     already local to that uplink; sharing does not soften a deficit.
 
-    :returns: ``(headroom, weight)``, each the best of its own, or
-        ``(None, None)`` when no NIC-local node has the free memory.
+    :returns: ``(node, headroom, weight)``: the node with the most
+        headroom, its headroom, and the best weight of any of them; or
+        ``(None, None, None)`` when no NIC-local node has the free memory.
     """
-    best_headroom = best_weight = None
+    best = best_headroom = best_weight = None
     for node in nodes:
         if node.id not in ids or node.free_mb < memory_mb:
             continue
@@ -188,92 +263,109 @@ def nic_fit(nodes, ids, vcpus, memory_mb, threshold):
         weight = clamp(headroom)
         if headroom >= 0:
             weight /= 1 + node.io_neighbours
-        if best_headroom is None or headroom > best_headroom:
-            best_headroom = headroom
+        if best is None or headroom > best_headroom:
+            best, best_headroom = node, headroom
         if best_weight is None or weight > best_weight:
             best_weight = weight
-    return best_headroom, best_weight
+    return best, best_headroom, best_weight
 
 
-def _fit_numbers(request, node, headroom, settings):
-    numbers = {'vcpus': request.vcpus, 'memory_mb': request.memory_mb,
-               'threshold': settings.threshold}
-    if node is not None:
-        numbers.update(load=round(node.load, 3), cpus=node.cpus,
-                       free_mb=node.free_mb,
-                       headroom=round(headroom, 3))
-    return numbers
+def policy_check(request, summary, settings):
+    """NumaPolicyFilter: can this host's agent enforce the policy?
 
-
-def policy_verdict(request, summary, settings, now):
-    """Can this host's agent enforce the request's ``hw:numa_policy``?"""
+    ``summary`` is the host's fresh summary, or None when it has none.
+    """
     if request.error is not None:
-        return Verdict(False, request.error)
+        return _verdict(False, 'refused', request=request)
     if request.policy is None or not request.policy_explicit:
         return PASS_NOT_ASKED
     if request.nova_topology:
         # Nova binds each guest cell strictly to a host node, which is the
         # only policy resolve() lets through; no agent is needed for it.
         return PASS_NOVA_OWNS
-    summary = fresh(summary, now, settings)
     if summary is None:
         return _no_report(settings)
     if request.policy.value in summary.enforceable:
-        return Verdict(True, f'agent enforces {request.policy.value}')
-    return Verdict(
-        False, f'agent cannot enforce {request.policy.value}',
-        numbers={'enforceable': sorted(summary.enforceable)})
+        return _verdict(True, 'enforces', request=request)
+    return _verdict(False, 'cannot-enforce', request=request,
+                    summary=summary)
 
 
-def nic_verdict(request, summary, settings, now):
-    """Is there a NIC-local node that holds the instance under threshold?"""
-    if request.error is not None or not request.nic_required:
+def nic_check(request, summary, settings):
+    """NumaNicLocalityFilter: does a NIC-local node hold the instance?
+
+    The same pass over the NIC-local nodes gives the NIC weigher its
+    weight (``weight``) for an I/O-heavy request that does not require
+    locality; the verdict then passes, as the filter does not ask.
+    """
+    if request.error is not None:
+        return PASS_NOT_ASKED
+    required = request.nic_required
+    if not (required or request.io_heavy):
         return PASS_NOT_ASKED
     if request.nova_topology:
         return PASS_NOVA_OWNS
-    summary = fresh(summary, now, settings)
     if summary is None:
-        return _no_report(settings)
-    local = nic_local_nodes(summary, request.physnets)
-    if not local:
-        return Verdict(False, 'no NUMA node is local to the uplink',
-                       numbers={'physnets': sorted(request.physnets)})
-    node, headroom = best_node(local, request.vcpus, request.memory_mb,
-                               settings.threshold)
-    numbers = _fit_numbers(request, node, headroom, settings)
-    if node is None:
-        return Verdict(False, 'no NIC-local node has the free memory',
-                       numbers=numbers)
-    if headroom < 0:
-        return Verdict(False, 'every NIC-local node would be over the '
-                       'load threshold', node=node.id, numbers=numbers)
-    return Verdict(True, 'NIC-local node holds the instance', node=node.id,
-                   numbers=numbers)
+        return _no_report(settings) if required else PASS_NOT_ASKED
+    ids = nic_local_ids(summary, request.physnets)
+    best, headroom, weight = nic_fit(summary.nodes, ids, request.vcpus,
+                                     request.memory_mb, settings.threshold)
+    if not required:
+        return _verdict(True, 'not-asked', best, headroom, weight)
+    if best is None:
+        why = ('no-nic-memory' if any(node.id in ids for node in
+                                      summary.nodes) else 'no-nic-node')
+    else:
+        why = 'nic-fits' if headroom >= 0 else 'nic-over'
+    return _verdict(why == 'nic-fits', why, best, headroom, weight,
+                    request, settings, summary)
 
 
-def load_verdict(request, summary, settings, now):
-    """Is there a node that holds the instance under the load threshold?"""
+def load_check(request, summary, settings):
+    """NumaNodeLoadFilter: does a node hold the instance under threshold?"""
     if request.error is not None:
         return PASS_NOT_ASKED
     if request.nova_topology:
         return PASS_NOVA_OWNS
-    summary = fresh(summary, now, settings)
     if summary is None:
         # Load is a preference nova never had: unknown load is no reason
         # to refuse a host, whatever the mode.
         return PASS_NO_REPORT_NEUTRAL
-    node, headroom = best_node(load_candidates(summary, request),
+    best, headroom = best_node(load_candidates(summary, request),
                                request.vcpus, request.memory_mb,
                                settings.threshold)
-    numbers = _fit_numbers(request, node, headroom, settings)
-    if node is None:
-        return Verdict(False, 'no node has the free memory',
-                       numbers=numbers)
-    if headroom < 0:
-        return Verdict(False, 'every node would be over the load threshold',
-                       node=node.id, numbers=numbers)
-    return Verdict(True, 'a node holds the instance', node=node.id,
-                   numbers=numbers)
+    if best is None:
+        why = 'no-memory'
+    else:
+        why = 'fits' if headroom >= 0 else 'over'
+    return _verdict(why == 'fits', why, best, headroom, None, request,
+                    settings, summary)
+
+
+def policy_verdict(request, summary, settings, now):
+    """:func:`policy_check` of the host's summary as it stands at ``now``."""
+    return policy_check(request, fresh(summary, now, settings), settings)
+
+
+def nic_verdict(request, summary, settings, now):
+    """:func:`nic_check` of the host's summary as it stands at ``now``."""
+    return nic_check(request, fresh(summary, now, settings), settings)
+
+
+def load_verdict(request, summary, settings, now):
+    """:func:`load_check` of the host's summary as it stands at ``now``."""
+    return load_check(request, fresh(summary, now, settings), settings)
+
+
+def nic_weight_of(verdict):
+    """The raw NIC weight a fresh host's :func:`nic_check` carries."""
+    return WEIGHT_FLOOR if verdict.weight is None else verdict.weight
+
+
+def load_weight_of(verdict):
+    """The raw load weight a fresh host's :func:`load_check` carries."""
+    return (WEIGHT_FLOOR if verdict.best is None
+            else clamp(verdict.headroom))
 
 
 def clamp(value):
@@ -290,25 +382,16 @@ def nic_weight(request, summary, settings):
     The headroom of the best NIC-local node that holds the memory, shared
     with the I/O-intensive instances already local to that uplink.
     """
-    if (request.error is not None or not request.io_heavy
-            or request.nova_topology):
+    if not applies(nic_weight, request, settings):
         return None
-    _, weight = nic_fit(summary.nodes,
-                        nic_local_ids(summary, request.physnets),
-                        request.vcpus, request.memory_mb, settings.threshold)
-    return WEIGHT_FLOOR if weight is None else weight
+    return nic_weight_of(nic_check(request, summary, settings))
 
 
 def load_weight(request, summary, settings):
     """Raw node-load weight of a fresh host, or None for "neutral"."""
-    if request.error is not None or request.nova_topology:
+    if not applies(load_weight, request, settings):
         return None
-    if request.plain and not settings.weigh_plain_flavors:
-        return None
-    node, headroom = best_node(load_candidates(summary, request),
-                               request.vcpus, request.memory_mb,
-                               settings.threshold)
-    return WEIGHT_FLOOR if node is None else clamp(headroom)
+    return load_weight_of(load_check(request, summary, settings))
 
 
 def applies(weight_fn, request, settings):

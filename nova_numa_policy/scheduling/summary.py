@@ -40,8 +40,9 @@ class HostSummary:
     # The agent process that sent it (None from agents before 1.1).
     boot_id: str | None = None
     # Derived answers about this summary, filled by the scheduler plugins
-    # (see assess.py). Not part of the value: a new report brings a new
-    # summary with an empty memo, and dataclasses.replace() never copies it.
+    # (placement_filters/assessors.py). Not part of the value: a new
+    # report brings a new summary with an empty memo, and
+    # dataclasses.replace() never copies it.
     memo: dict = dataclasses.field(default_factory=dict, init=False,
                                    compare=False, repr=False)
 

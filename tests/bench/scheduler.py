@@ -56,8 +56,8 @@ from nova.tests.unit.scheduler import fakes
 from oslo_utils import timeutils
 
 from nova_numa_policy import conf as numa_conf  # noqa: F401
-from nova_numa_policy.scheduling import assess
 import placement_filters
+from placement_filters import assessors
 from placement_filters import base
 from placement_filters import cache as cache_mod
 from placement_filters import listener
@@ -352,13 +352,13 @@ def _use_shapes(count):
     # Requests of ``count`` flavor shapes: ingest primes each of them.
     settings = base.settings()
     for vcpus in range(1, count + 1):
-        assess.assessor_for(base.request_for(_spec(
+        assessors.assessor_for(base.request_for(_spec(
             REQUESTS['numa-policy'] if vcpus % 2 else {},
             vcpus=vcpus)), settings)
 
 
 def ingest_rate(count=3000):
-    _use_shapes(assess.PRIMED_SHAPES)
+    _use_shapes(assessors.PRIMED_SHAPES)
     cache = cache_mod.ReportCache(max_hosts=count, ttl=3600,
                                   max_report_bytes=1 << 20, io_rate=500)
     when = datetime.datetime.now(datetime.timezone.utc)
@@ -462,7 +462,7 @@ def main(argv=None):
         missed += misses(n_hosts, rows, args.gate, ratio_held=not counted)
     rate = statistics.median(ingest_rate()[0] for _ in range(3))
     print(f'ingest: {rate:,.0f} reports/s on one core (median of 3), '
-          f'{assess.PRIMED_SHAPES} shapes primed per report')
+          f'{assessors.PRIMED_SHAPES} shapes primed per report')
     if rate < TARGET_INGEST:
         missed.append(f'ingest {rate:,.0f} reports/s < {TARGET_INGEST:,.0f}')
     listener.RUNTIME.stop()

@@ -1,4 +1,4 @@
-"""The shared assessment: the verdicts' answers, computed once per host.
+"""The assessment: a host's booleans and weights, read off the checks.
 
 Every case of the verdict and weight tables is replayed through an
 :class:`~assess.Assessor`: its booleans and weights must be what the
@@ -8,7 +8,6 @@ verdict and weight functions say, which is what explain() shows.
 import dataclasses
 from unittest import mock
 
-import fixtures
 import testtools
 
 from nova_numa_policy.scheduling import assess
@@ -72,133 +71,6 @@ class AgreementTest(testtools.TestCase):
             host, NOW)
         self.assertEqual(scoring.nic_weight(request, host, tables.SETTINGS),
                          assessment.nic_weight)
-
-    def test_assess_many_is_assess_of_each(self):
-        assessor = assess.Assessor(tables.request(tables.IO_HEAVY),
-                                   tables.SETTINGS)
-        hosts = [tables.host(), None, tables.host(age=181),
-                 tables.host(nodes=(tables.BUSY, tables.BUSY))]
-        self.assertEqual([assessor.assess(h, NOW) for h in hosts],
-                         assessor.assess_many(hosts, NOW))
-
-
-class MemoTest(testtools.TestCase):
-
-    def setUp(self):
-        super().setUp()
-        # Spy on the real computation, to count it.
-        self.compute = self.useFixture(fixtures.MockPatchObject(
-            assess.Assessor, 'compute', autospec=True,
-            side_effect=assess.Assessor.compute)).mock
-        self.useFixture(fixtures.MockPatchObject(assess, '_assessors', {}))
-
-    def test_a_host_is_computed_once_per_request_shape(self):
-        host = tables.host()
-        first = assess.assessor_for(tables.request(tables.IO_HEAVY),
-                                    tables.SETTINGS)
-        again = assess.assessor_for(tables.request(tables.IO_HEAVY),
-                                    tables.SETTINGS)
-        self.assertIs(first, again)
-        for assessor in (first, again, first):
-            assessor.assess(host, NOW)
-        self.assertEqual(1, self.compute.call_count)
-
-    def test_a_new_report_is_computed_afresh(self):
-        host = tables.host()
-        assessor = assess.Assessor(tables.request(), tables.SETTINGS)
-        assessor.assess(host, NOW)
-        assessor.assess(dataclasses.replace(host), NOW)
-        self.assertEqual(2, self.compute.call_count)
-
-    def test_shapes_and_settings_are_assessed_apart(self):
-        host = tables.host()
-        for request, settings in (
-                (tables.request(), tables.SETTINGS),
-                (tables.request(vcpus=4), tables.SETTINGS),
-                (tables.request(), tables.PERMISSIVE)):
-            assess.assessor_for(request, settings).assess(host, NOW)
-        self.assertEqual(3, self.compute.call_count)
-
-    def test_the_memo_of_a_host_is_bounded(self):
-        host = tables.host()
-        for vcpus in range(1, 2 * assess.MAX_SHAPES_PER_HOST + 2):
-            assess.Assessor(tables.request(vcpus=vcpus),
-                            tables.SETTINGS).assess(host, NOW)
-        self.assertLessEqual(len(host.memo), assess.MAX_SHAPES_PER_HOST)
-        self.assertGreater(len(host.memo), 0)
-
-    def test_the_assessors_kept_are_bounded(self):
-        self.useFixture(fixtures.MockPatchObject(assess, 'MAX_ASSESSORS', 3))
-        for vcpus in range(1, 8):
-            assess.assessor_for(tables.request(vcpus=vcpus),
-                                tables.SETTINGS)
-        self.assertLessEqual(len(assess._assessors), 3)
-
-    def test_freshness_is_judged_at_every_lookup(self):
-        # Memoised while fresh, the same summary still goes stale.
-        host = tables.host(age=10)
-        assessor = assess.Assessor(tables.request(tables.POLICY),
-                                   tables.SETTINGS)
-        self.assertTrue(assessor.assess(host, NOW).policy)
-        self.assertFalse(assessor.assess(host, NOW + 171).policy)
-
-    def test_the_instance_does_not_change_the_shape(self):
-        one = scoring.make_request(tables.IO_HEAVY, 2, 2048,
-                                   instance_uuid='a')
-        other = scoring.make_request(tables.IO_HEAVY, 2, 2048,
-                                     instance_uuid='b')
-        self.assertIs(assess.assessor_for(one, tables.SETTINGS),
-                      assess.assessor_for(other, tables.SETTINGS))
-
-    def test_the_memo_is_not_part_of_the_summary_s_value(self):
-        host = tables.host()
-        copy = dataclasses.replace(host)
-        assess.Assessor(tables.request(), tables.SETTINGS).assess(host, NOW)
-        self.assertEqual(host, copy)
-        self.assertEqual({}, copy.memo)
-
-
-class PrimingTest(testtools.TestCase):
-    """Shapes requested recently are assessed when a report arrives."""
-
-    def setUp(self):
-        super().setUp()
-        for name in ('_assessors', '_recent'):
-            self.useFixture(fixtures.MockPatchObject(assess, name, {}))
-        self.useFixture(fixtures.MockPatchObject(assess, '_last_used',
-                                                 None))
-
-    def request_shapes(self, *vcpus):
-        return [assess.assessor_for(tables.request(vcpus=n), tables.SETTINGS)
-                for n in vcpus]
-
-    def test_recent_shapes_are_listed_oldest_first(self):
-        one, two = self.request_shapes(1, 2)
-        self.assertEqual((one, two), assess.recent_assessors())
-        self.request_shapes(1)
-        self.assertEqual((two, one), assess.recent_assessors())
-
-    def test_only_the_most_recent_shapes_are_primed(self):
-        self.useFixture(fixtures.MockPatchObject(assess, 'PRIMED_SHAPES', 2))
-        _, two, three = self.request_shapes(1, 2, 3)
-        self.assertEqual((two, three), assess.recent_assessors())
-
-    def test_a_primed_summary_answers_from_its_memo(self):
-        two, four = self.request_shapes(2, 4)
-        host = tables.host()
-        assess.prime(host, assess.recent_assessors())
-        self.assertEqual({two: two.compute(host), four: four.compute(host)},
-                         host.memo)
-        with mock.patch.object(assess.Assessor, 'compute') as compute:
-            self.assertEqual(host.memo[four], four.assess(host, NOW))
-        compute.assert_not_called()
-
-    def test_a_refused_flavor_is_not_primed(self):
-        refused = assess.assessor_for(
-            tables.request({'hw:numa_policy': 'bogus'}), tables.SETTINGS)
-        host = tables.host()
-        assess.prime(host, [refused])
-        self.assertEqual({}, host.memo)
 
 
 class NoReportTest(testtools.TestCase):

@@ -7,8 +7,8 @@ import fixtures
 import testtools
 
 from nova_numa_policy.objects import signing
-from nova_numa_policy.scheduling import assess
 from nova_numa_policy.scheduling import scoring
+from placement_filters import assessors
 from placement_filters import cache as cache_mod
 from tests.unit.scheduler import reports
 
@@ -37,12 +37,12 @@ class ReportCacheTest(testtools.TestCase):
         self.assertEqual(1, cache.accepted)
 
     def test_a_stored_report_is_assessed_for_the_shapes_in_use(self):
-        self.useFixture(fixtures.MockPatchObject(assess, '_recent', {}))
-        self.useFixture(fixtures.MockPatchObject(assess, '_last_used',
+        self.useFixture(fixtures.MockPatchObject(assessors, '_recent', {}))
+        self.useFixture(fixtures.MockPatchObject(assessors, '_last_used',
                                                  None))
         settings = scoring.Settings(ttl=180, strict=True, threshold=0.8,
                                     weigh_plain_flavors=True)
-        assessor = assess.assessor_for(scoring.make_request(
+        assessor = assessors.assessor_for(scoring.make_request(
             {'hw:numa_nic_locality': 'required'}, vcpus=2, memory_mb=2048),
             settings)
         cache = self.make_cache()

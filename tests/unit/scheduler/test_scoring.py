@@ -6,6 +6,7 @@ are ``(cpus, load, free_mb)``; NICs are ``(numa_node, physnet)``.
 
 import collections
 import datetime
+from unittest import mock
 
 import testtools
 
@@ -245,3 +246,36 @@ class NeutralFillTest(testtools.TestCase):
 
     def test_all_unknown_is_all_equal(self):
         self.assertEqual([0.0, 0.0], scoring.neutral_fill([None, None]))
+
+
+class LazyReasonTest(testtools.TestCase):
+    """A check decides without building words; reading them builds them."""
+
+    def test_the_reason_and_numbers_are_built_only_when_read(self):
+        reason = mock.Mock(return_value='built')
+        numbers = mock.Mock(return_value={'n': 1})
+        with mock.patch.dict(scoring._REASONS, over=reason), \
+                mock.patch.dict(scoring._NUMBERS, over=numbers):
+            verdict = scoring.load_check(request(), host(nodes=(BUSY, BUSY)),
+                                         SETTINGS)
+            self.assertFalse(verdict.passed)
+            reason.assert_not_called()
+            numbers.assert_not_called()
+            self.assertEqual(('built', {'n': 1}),
+                             (verdict.reason, verdict.numbers))
+        reason.assert_called_once_with(verdict)
+
+    def test_every_reason_a_check_gives_has_words(self):
+        self.assertEqual(set(), set(scoring._NUMBERS) - set(scoring._REASONS))
+        for why, reason in scoring._REASONS.items():
+            self.assertTrue(callable(reason) or reason, why)
+
+    def test_a_weight_is_read_off_the_check_that_judged_the_host(self):
+        busy_first = host(nodes=(BUSY, IDLE))
+        verdict = scoring.load_check(request(POLICY), busy_first, SETTINGS)
+        self.assertEqual(1, verdict.node)
+        self.assertAlmostEqual(0.8 - (0.1 + 2 / 8),
+                               scoring.load_weight_of(verdict))
+        self.assertEqual(scoring.load_weight_of(verdict),
+                         scoring.load_weight(request(POLICY), busy_first,
+                                             SETTINGS))
