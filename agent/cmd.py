@@ -11,7 +11,7 @@ from nova_numa_policy import conf as npconf
 from nova_numa_policy import errors
 from nova_numa_policy.loops import options as loop_options
 from nova_numa_policy import messaging
-from nova_numa_policy.objects import report as report_obj
+from nova_numa_policy.objects import wire as report_wire
 
 from agent import connection
 from agent import libvirt_backend
@@ -164,7 +164,7 @@ def main(argv=None):
         if report is None:
             LOG.error('No report: the period failed (see the log above)')
             return 1
-        print(report_obj.report_to_json(
+        print(report_wire.report_to_json(
             report, CONF.numa_policy_reports.report_version))
     LOG.info('numa-policy-agent stopped')
     return 0

@@ -12,8 +12,8 @@ import uuid as uuid_mod
 
 from nova_numa_policy import errors
 from nova_numa_policy import execution
-from nova_numa_policy.objects import report as report_obj
 from nova_numa_policy.objects import signing
+from nova_numa_policy.objects import wire as report_wire
 from nova_numa_policy import reporting
 
 from agent import rebalance
@@ -147,7 +147,7 @@ class Agent:
                or reporting.significant_change(self._last_summary, summary))
         self._last_summary = summary
         if due and self.sender is not None:
-            payload = report_obj.dump_report(
+            payload = report_wire.dump_report(
                 report, target_version=self.report_version)
             if self._secret:
                 payload = signing.sign(payload, self._secret)

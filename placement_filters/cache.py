@@ -14,6 +14,8 @@ import time
 from oslo_log import log as logging
 
 from nova_numa_policy.objects import report as report_mod
+from nova_numa_policy.objects import validation as report_validation
+from nova_numa_policy.objects import wire as report_wire
 from nova_numa_policy.scheduling import summary as summary_mod
 from placement_filters import assessors
 
@@ -26,12 +28,12 @@ def _utc(seconds):
 
 # Reasons a report is dropped; each has its own counter. Those of a
 # refused payload are the collector's too (report.refusal_reason).
-DROP_OVERSIZED = report_mod.REFUSED_OVERSIZED
-DROP_MALFORMED = report_mod.REFUSED_MALFORMED
-DROP_FUTURE = report_mod.REFUSED_FUTURE
-DROP_UNSIGNED = report_mod.REFUSED_UNSIGNED
-DROP_BAD_SIGNATURE = report_mod.REFUSED_BAD_SIGNATURE
-DROP_UNEXPECTED = report_mod.REFUSED_UNEXPECTED
+DROP_OVERSIZED = report_wire.REFUSED_OVERSIZED
+DROP_MALFORMED = report_wire.REFUSED_MALFORMED
+DROP_FUTURE = report_wire.REFUSED_FUTURE
+DROP_UNSIGNED = report_wire.REFUSED_UNSIGNED
+DROP_BAD_SIGNATURE = report_wire.REFUSED_BAD_SIGNATURE
+DROP_UNEXPECTED = report_wire.REFUSED_UNEXPECTED
 DROP_OUTDATED = 'older than the cached one'
 
 
@@ -80,7 +82,7 @@ class ReportCache:
         try:
             summary = self._summarize(payload)
         except Exception as exc:  # noqa: B902 - counted, never raised
-            self._drop(report_mod.refusal_reason(exc), exc)
+            self._drop(report_wire.refusal_reason(exc), exc)
             return False
         # Answers for the flavors being scheduled, computed here rather
         # than on the next request's path; before the summary is published.
@@ -89,10 +91,10 @@ class ReportCache:
 
     def _summarize(self, payload):
         """The checked report's summary; the checks the collector runs."""
-        data = report_mod.check_payload(payload, self.max_report_bytes,
-                                        self.secrets)
-        report_mod.check_time(data['generated_at'], _utc(self.clock()),
-                              self.max_skew)
+        data = report_wire.check_payload(payload, self.max_report_bytes,
+                                         self.secrets)
+        report_validation.check_time(data['generated_at'],
+                                     _utc(self.clock()), self.max_skew)
         return summary_mod.summarize(data, self.io_rate)
 
     def _store(self, summary):

@@ -31,6 +31,8 @@ import uuid
 from oslo_utils import timeutils
 
 from nova_numa_policy import exception
+from nova_numa_policy.objects import report
+from nova_numa_policy.objects import validation as report_validation
 
 ACTION_EVENT_TYPE = 'numa_policy.action'
 VERSION = '1.0'
@@ -38,7 +40,7 @@ VERSION = '1.0'
 KNOWN_KINDS = ('pin_vcpu', 'pin_emulator', 'set_nodeset', 'move_pages',
                'apply_policy')
 OUTCOMES = ('applied', 'failed', 'dry_run')
-MAX_NAME_LENGTH = 255
+MAX_NAME_LENGTH = report.MAX_NAME_LENGTH
 MAX_REASON_LENGTH = 1024
 MAX_DETAILS = 32
 MAX_DETAIL_LIST = 4096
@@ -54,11 +56,6 @@ class MalformedAction(exception.MalformedReport):
 def _require(condition, message):
     if not condition:
         raise MalformedAction(message)
-
-
-def _is_int(value):
-    # bool is an int subclass; a JSON true is not a sequence number.
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _check_version(version):
@@ -80,7 +77,7 @@ def _check_detail(key, value):
                  f'action detail {key} is longer than {MAX_NAME_LENGTH}')
         return
     _require(isinstance(value, list) and len(value) <= MAX_DETAIL_LIST
-             and all(_is_int(item) for item in value),
+             and all(report_validation.is_int(item) for item in value),
              f'action detail {key} must be a number, boolean, string or a '
              f'list of at most {MAX_DETAIL_LIST} integers')
 
@@ -119,9 +116,11 @@ def load_action(payload):
     _require(not missing, f'action lacks required keys {missing}')
     _check_version(payload['version'])
     host = payload['host']
-    _require(isinstance(host, str) and 0 < len(host) <= MAX_NAME_LENGTH,
-             f'action host must be 1 to {MAX_NAME_LENGTH} characters')
-    _require(_is_int(payload['seq']) and payload['seq'] >= 0,
+    # Named under the rule the host's reports are.
+    _require(report_validation.is_name(host),
+             f'action host must be 1 to {MAX_NAME_LENGTH} characters '
+             f'without control characters')
+    _require(report_validation.is_int(payload['seq']) and payload['seq'] >= 0,
              'action seq must be a non-negative integer')
     kind = payload['kind']
     _require(isinstance(kind, str) and _KIND.match(kind),

@@ -28,6 +28,8 @@ from oslo_utils import timeutils
 from nova_numa_policy.collector import records
 from nova_numa_policy.conf import reports as reports_conf
 from nova_numa_policy.objects import report as report_obj
+from nova_numa_policy.objects import validation as report_validation
+from nova_numa_policy.objects import wire as report_wire
 
 LOG = logging.getLogger(__name__)
 
@@ -116,8 +118,8 @@ class CollectorEndpoint:
         kind, value = records.parse_payload(
             event_type, payload, self._max_report_bytes, self._secrets)
         if kind == records.KIND_REPORT:
-            report_obj.check_time(value.generated_at, received_at,
-                                  self._max_skew)
+            report_validation.check_time(value.generated_at, received_at,
+                                         self._max_skew)
         return kind, value
 
     def _handle(self, publisher_id, event_type, payload):
@@ -135,9 +137,9 @@ class CollectorEndpoint:
         return HANDLED
 
     def _refused(self, exc, event_type, publisher_id):
-        reason = report_obj.refusal_reason(exc)
+        reason = report_wire.refusal_reason(exc)
         self._count(reason)
-        if reason == report_obj.REFUSED_UNEXPECTED:
+        if reason == report_wire.REFUSED_UNEXPECTED:
             LOG.error('Dropped a %s notification from %s that could not be '
                       'read: %r', event_type, publisher_id, exc,
                       exc_info=exc)

@@ -8,6 +8,7 @@ from oslo_utils import timeutils
 
 from nova_numa_policy.collector import actions
 from nova_numa_policy.objects import report as report_obj
+from nova_numa_policy.objects import wire as report_wire
 
 KIND_REPORT = 'report'
 KIND_ACTION = 'action'
@@ -30,8 +31,8 @@ def parse_payload(event_type, payload, max_report_bytes, secrets=()):
     """
     if event_type == actions.ACTION_EVENT_TYPE:
         return KIND_ACTION, actions.load_action(payload)
-    return KIND_REPORT, report_obj.read_payload(payload, max_report_bytes,
-                                                secrets)
+    return KIND_REPORT, report_wire.read_payload(payload, max_report_bytes,
+                                                 secrets)
 
 
 def boot_id(report):
@@ -91,7 +92,7 @@ def history_row(report, received_at):
         'seq': report.seq,
         'generated_at': naive_utc(report.generated_at),
         'received_at': naive_utc(received_at),
-        'payload': report_obj.dump_report(report),
+        'payload': report_wire.dump_report(report),
     }
 
 

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from nova_numa_policy.collector import models
 from nova_numa_policy.conf import scheduler as scheduler_conf
 from nova_numa_policy import exception
-from nova_numa_policy.objects import report as report_obj
+from nova_numa_policy.objects import wire as report_wire
 from nova_numa_policy.scheduling import scoring
 from nova_numa_policy.scheduling import summary as summary_mod
 
@@ -44,7 +44,7 @@ def summaries(payloads, io_rate):
     snapshot = {}
     for host, payload in payloads:
         try:
-            data = report_obj.load_report_data(payload)
+            data = report_wire.load_report_data(payload)
         except exception.MalformedReport as exc:
             LOG.warning('Leaving host %s out of explain: %s', host, exc)
             continue

@@ -7,18 +7,18 @@ parameter, what it must be and what was sent.
 
 import functools
 import json
-import re
 import uuid
 
 from nova_numa_policy import exception
+from nova_numa_policy.objects import report
+from nova_numa_policy.objects import validation as report_validation
 from nova_numa_policy import policy
 from nova_numa_policy.rest import errors
 
-MAX_NAME_LENGTH = 255
-# Names are any text without control characters (C0, DEL, C1); the same
-# pattern is published in the OpenAPI description.
-NAME_PATTERN = '^[^\u0000-\u001f\u007f-\u009f]+$'
-_NAME = re.compile(NAME_PATTERN)
+# A host is named under the rule its agent's reports are checked against;
+# the OpenAPI description publishes the same pattern.
+MAX_NAME_LENGTH = report.MAX_NAME_LENGTH
+NAME_PATTERN = report_validation.NAME_PATTERN
 # Longest raw value echoed back in an error message.
 _ECHO = 64
 
@@ -30,7 +30,7 @@ def _echo(value):
 
 def name(param, value):
     """A host name: 1 to 255 characters, none of them a control one."""
-    if not 0 < len(value) <= MAX_NAME_LENGTH or not _NAME.match(value):
+    if not report_validation.is_name(value):
         raise errors.BadRequest(
             f'{param} must be 1 to {MAX_NAME_LENGTH} characters without '
             f'control characters, got {_echo(value)}')
@@ -46,7 +46,7 @@ def instance_uuid(param, value):
 
 
 def positive_int(param, value, maximum=2 ** 63 - 1):
-    if not (value.isascii() and value.isdigit()) or not (
+    if not report_validation.is_ascii_int(value) or not (
             0 < int(value) <= maximum):
         raise errors.BadRequest(
             f'{param} must be an integer from 1 to {maximum}, got '

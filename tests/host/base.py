@@ -10,7 +10,7 @@ import uuid as uuid_mod
 
 import testtools
 
-from nova_numa_policy.objects import report as report_obj
+from nova_numa_policy.objects import wire as report_wire
 from tests.labhost import deploy
 from tests.labhost import domains
 from tests.labhost import fixture
@@ -127,7 +127,7 @@ class LabTestCase(testtools.TestCase):
                                deploy.CONFIG_FILES, periods=periods,
                                pause=pause, user=user, timeout=600)
         self.addDetail('agent-log', text(result['log']))
-        reports = [None if r is None else report_obj.load_report(r)
+        reports = [None if r is None else report_wire.load_report(r)
                    for r in result['reports']]
         return reports, result['loop_actions'], result['log']
 

@@ -4,7 +4,7 @@ import os
 import shlex
 import sys
 
-from nova_numa_policy.objects import report as report_obj
+from nova_numa_policy.objects import wire as report_wire
 from tests.host import base
 
 AGENT = os.path.join(os.path.dirname(sys.executable), 'numa-policy-agent')
@@ -41,7 +41,7 @@ class FirstRunTest(base.LabTestCase):
             config='[numa_policy_agent]\nphysnet_interfaces = '
                    'physnet1:eth0\n')
         self.assertEqual(0, result.rc, result.stderr)
-        report = report_obj.report_from_json(result.stdout, 1 << 20)
+        report = report_wire.report_from_json(result.stdout, 1 << 20)
         self.assertEqual([('eth0', self.TOPOLOGY.nic_node)],
                          [(n.name, n.numa_node) for n in report.nics])
         loads = {n.id: n.cpu_load for n in report.numa_nodes}

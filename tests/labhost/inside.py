@@ -125,7 +125,7 @@ def run_agent(config_files, periods=1, pause=0.0):
     Returns each period's report (as the wire primitive), the loops'
     actions of each period and the agent's log.
     """
-    from nova_numa_policy.objects import report as report_obj
+    from nova_numa_policy.objects import wire as report_wire
 
     agent, log_file = _agent(config_files)
     reports, actions = [], []
@@ -134,7 +134,7 @@ def run_agent(config_files, periods=1, pause=0.0):
             time.sleep(pause)
         report = agent.daemon_loop(once=True)
         reports.append(None if report is None
-                       else report_obj.dump_report(report))
+                       else report_wire.dump_report(report))
         actions.append([[loop, type(action).__name__, action.instance_uuid,
                          action.reason] for loop, action in
                         agent.last_loop_actions])

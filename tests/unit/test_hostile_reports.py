@@ -20,6 +20,7 @@ import testtools
 from nova_numa_policy.collector import listener
 from nova_numa_policy.objects import report as report_obj
 from nova_numa_policy.objects import signing
+from nova_numa_policy.objects import wire as report_wire
 from placement_filters import cache as cache_mod
 from tests import report_factory
 from tests.unit.collector import base
@@ -81,7 +82,7 @@ def payloads(draw):
         generated_at=NOW - datetime.timedelta(
             seconds=draw(st.integers(min_value=-120, max_value=3600))),
         nics=[])
-    primitive = report_obj.dump_report(report)
+    primitive = report_wire.dump_report(report)
     how = draw(st.sampled_from(['valid', 'spoiled', 'spoiled', 'spoiled',
                                 'removed', 'wrong secret', 'unsigned']))
     if how in ('spoiled', 'removed'):
@@ -141,7 +142,7 @@ class ConsumersAgreeTest(testtools.TestCase):
         self.assertEqual(0 if cached else 1, sum(cache.dropped.values()),
                          how)
         for dropped in (counted, cache.dropped):
-            self.assertNotIn(report_obj.REFUSED_UNEXPECTED, dropped, how)
+            self.assertNotIn(report_wire.REFUSED_UNEXPECTED, dropped, how)
         kept = {'reports_stored', 'reports_duplicate'} & set(counted)
         # Agreement: kept by one exactly when kept by the other, and
         # refused for the same reason.
@@ -150,7 +151,7 @@ class ConsumersAgreeTest(testtools.TestCase):
             self.assertEqual(set(cache.dropped), set(counted), how)
 
     def test_the_valid_and_signed_report_is_accepted_by_both(self):
-        payload = signing.sign(report_obj.dump_report(
+        payload = signing.sign(report_wire.dump_report(
             report_factory.make_report()), SECRET)
         self.assertTrue(self.cache().ingest(copy.deepcopy(payload)))
         self.collector.info({}, 'agent', report_obj.EVENT_TYPE, payload, {})

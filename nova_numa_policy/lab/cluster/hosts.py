@@ -13,7 +13,7 @@ import numpy as np
 
 from nova_numa_policy.lab.sim import backend as sim_backend
 from nova_numa_policy.lab.sim import workload as wl
-from nova_numa_policy.objects import report as report_obj
+from nova_numa_policy.objects import wire as report_wire
 from nova_numa_policy import reporting
 from nova_numa_policy.scheduling import summary as summary_mod
 
@@ -75,5 +75,5 @@ def summary(host):
         host.observe(), host=host.name, hypervisor_hostname=host.name,
         seq=host.seq, period=host.period_s,
         capabilities=host.capabilities(), now=sim_time(host.now))
-    data = report_obj.load_report_data(report_obj.dump_report(report))
+    data = report_wire.load_report_data(report_wire.dump_report(report))
     return summary_mod.summarize(data, IO_INTENSIVE_RATE)

@@ -12,7 +12,7 @@ import testtools
 
 from nova_numa_policy.conf import agent as agent_conf
 from nova_numa_policy.conf import reports as reports_conf
-from nova_numa_policy.objects import report as report_obj
+from nova_numa_policy.objects import wire as report_wire
 
 from agent import connection
 from agent import libvirt_backend
@@ -87,6 +87,6 @@ class RabbitReportTest(testtools.TestCase):
         publisher, event_type, payload = self.endpoint.received[0]
         self.assertEqual(('numa-policy-agent.cn-rabbit', notifier.EVENT_TYPE),
                          (publisher, event_type))
-        report = report_obj.load_report(payload)
+        report = report_wire.load_report(payload)
         self.assertEqual(('cn-rabbit', 1), (report.host, report.seq))
         self.assertEqual([0, 1], report.node_ids())

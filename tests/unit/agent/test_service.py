@@ -12,8 +12,8 @@ import testtools
 
 from nova_numa_policy import errors
 from nova_numa_policy import exception
-from nova_numa_policy.objects import report as report_obj
 from nova_numa_policy.objects import signing
+from nova_numa_policy.objects import wire as report_wire
 
 from agent import cmd
 from agent import notifier
@@ -60,7 +60,7 @@ class AgentPeriodTest(base.TestDriverHostTest):
             'numa_nodeset'])
         self.assertEqual([frozenset({0, 1, 2, 3})] * 2,
                          self.vcpu_affinity(base.HOME_FROM_NOVA))
-        report_obj.check_report(agent.last_report)
+        report_wire.check_report(agent.last_report)
 
     def test_reports_carry_the_boot_and_how_each_plan_ended(self):
         agent = self.agent()
@@ -83,7 +83,7 @@ class AgentPeriodTest(base.TestDriverHostTest):
         signing.verify(payload, ('s3cret',))
         self.assertRaises(exception.BadSignature, signing.verify, payload,
                           ('other',))
-        self.assertEqual(agent.seq, report_obj.read_payload(
+        self.assertEqual(agent.seq, report_wire.read_payload(
             payload, 1 << 20, ('s3cret',)).seq)
 
     def test_a_second_period_changes_nothing(self):
@@ -123,7 +123,7 @@ class AgentPeriodTest(base.TestDriverHostTest):
         event, payload = broker.sent[0]
         self.assertEqual(notifier.EVENT_TYPE, event)
         # Only the newest report is sent after the outage.
-        self.assertEqual(2, report_obj.load_report(payload).seq)
+        self.assertEqual(2, report_wire.load_report(payload).seq)
 
     def test_a_lost_connection_does_not_end_the_loop(self):
         agent = self.agent()
@@ -174,7 +174,7 @@ class ConsoleScriptTest(testtools.TestCase):
         result = self.once_dry_run('[numa_policy_agent]\nlibvirt_uri = '
                                    'test:///default\nhost = cn-test\n')
         self.assertEqual(0, result.returncode, result.stderr)
-        report = report_obj.report_from_json(result.stdout, 1024 * 1024)
+        report = report_wire.report_from_json(result.stdout, 1024 * 1024)
         self.assertEqual('cn-test', report.host)
         self.assertEqual([0, 1], report.node_ids())
         self.assertEqual(['6695eb01-f6a4-8304-79aa-97f2502e193f'],

@@ -3,6 +3,7 @@
 import datetime
 
 from nova_numa_policy.objects import report as report_obj
+from nova_numa_policy.objects import wire as report_wire
 
 BASE_TIME = datetime.datetime(2025, 1, 31, 12, 0, tzinfo=datetime.timezone.utc)
 UUID_A = '11111111-1111-4111-8111-111111111111'
@@ -45,7 +46,7 @@ def make_report(host='compute-1', seq=1, generated_at=None, instances=None,
 
 
 def make_payload(**kwargs):
-    return report_obj.dump_report(make_report(**kwargs))
+    return report_wire.dump_report(make_report(**kwargs))
 
 
 def make_action_payload(host='compute-1', seq=1, generated_at=None,

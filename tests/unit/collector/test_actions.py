@@ -47,6 +47,8 @@ class LoadActionTest(testtools.TestCase):
             ('bad version', fakes.make_action_payload(version='one'),
              'MAJOR.MINOR'),
             ('empty host', fakes.make_action_payload(host=''), 'host'),
+            ('control character in host',
+             fakes.make_action_payload(host='c1\r\n'), 'host'),
             ('bool seq', fakes.make_action_payload(seq=True), 'seq'),
             ('negative seq', fakes.make_action_payload(seq=-1), 'seq'),
             ('bad kind', fakes.make_action_payload(kind='Drop Table'),

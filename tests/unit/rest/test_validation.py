@@ -1,5 +1,6 @@
 import testtools
 
+from nova_numa_policy.objects import validation as report_validation
 from nova_numa_policy.rest import errors
 from nova_numa_policy.rest import validation
 
@@ -60,3 +61,18 @@ class QueryTest(testtools.TestCase):
                                 [('limit', '1')])
         self.assertIn("'limit'; this resource takes none", exc.message)
         self.assertIsNone(validation.no_query([]))
+
+
+class SharedRulesTest(testtools.TestCase):
+    """The API names hosts under the rule their reports are checked by."""
+
+    def test_every_name_a_report_may_carry_the_api_accepts(self):
+        for value in ('compute-1', 'h' * 255, 'ñode.example.org'):
+            self.assertTrue(report_validation.is_name(value), value)
+            self.assertEqual(value, validation.name('host', value))
+
+    def test_every_name_a_report_may_not_carry_the_api_refuses(self):
+        for value in ('', 'h' * 256, 'c1\x1b[2J', 'c1\u0085'):
+            self.assertFalse(report_validation.is_name(value), value)
+            self.assertRaises(errors.BadRequest, validation.name, 'host',
+                              value)

@@ -7,6 +7,7 @@ A fresh object per call. A node is ``(cpus, load, free_mb)``; a NIC is
 import datetime
 
 from nova_numa_policy.objects import report as report_obj
+from nova_numa_policy.objects import wire as report_wire
 from nova_numa_policy.scheduling import summary as summary_mod
 
 TOTAL_MB = 65536
@@ -52,9 +53,9 @@ def make_instance(uuid, memory_mb_per_node, io_rate=0.0):
 
 
 def make_payload(**kwargs):
-    return report_obj.dump_report(make_report(**kwargs))
+    return report_wire.dump_report(make_report(**kwargs))
 
 
 def make_summary(io_rate=500.0, **kwargs):
     return summary_mod.summarize(
-        report_obj.load_report_data(make_payload(**kwargs)), io_rate)
+        report_wire.load_report_data(make_payload(**kwargs)), io_rate)

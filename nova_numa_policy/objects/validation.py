@@ -1,0 +1,288 @@
+"""The checks every value of a report passes before anyone reads it.
+
+Types are derived from each class's fields; values are held to the
+schema's bounds (:mod:`.report`). The rules for a name and for an integer
+written as text are shared with the REST API's parameter checks
+(``nova_numa_policy/rest/validation.py``), so a host the API is asked
+about is named under the same rule its agent's reports were.
+
+Every failure raises :class:`~nova_numa_policy.exception.MalformedReport`
+(or :class:`~nova_numa_policy.exception.OversizedReport`).
+"""
+
+import datetime
+import functools
+import math
+import re
+
+from oslo_versionedobjects import fields
+
+from nova_numa_policy import exception
+from nova_numa_policy.objects import report as schema
+from nova_numa_policy import policy
+
+# -- rules shared with the REST API's parameter checks -----------------
+
+# Names (hosts, NICs, physnets, agent versions) are any text without
+# control characters (C0, DEL, C1): what a log line and a URL can carry.
+# The OpenAPI description publishes the same pattern.
+NAME_PATTERN = '^[^\u0000-\u001f\u007f-\u009f]+$'
+_NAME = re.compile(NAME_PATTERN)
+
+
+def is_name(value):
+    """1 to MAX_NAME_LENGTH characters, none of them a control one."""
+    return (isinstance(value, str)
+            and 0 < len(value) <= schema.MAX_NAME_LENGTH
+            and _NAME.match(value) is not None)
+
+
+def is_ascii_int(text):
+    """Whether ``text`` is a non-negative integer in ASCII digits.
+
+    int() also reads other scripts' digits, and str.isdigit() admits
+    characters int() refuses: both together, in ASCII only.
+    """
+    return text.isascii() and text.isdigit()
+
+
+# -- type checks, derived from each class's ovo fields -----------------
+
+def is_int(value):
+    # bool is an int subclass; a JSON true is not a count.
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value):
+    # Finite: infinity and NaN pass or fail comparisons in ways no bound
+    # written as a comparison catches.
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value))
+
+
+def _typed(test, what):
+    def check(value, name):
+        _require(test(value), '%s must be %s, got %.40r', name, what, value)
+        return value
+    return check
+
+
+def _list_of(test, what):
+    def check(value, name):
+        _require(isinstance(value, list) and all(map(test, value)),
+                 '%s must be a list of %s', name, what)
+        return value
+    return check
+
+
+def _dict_of_ints(value, name):
+    _require(isinstance(value, dict)
+             and all(isinstance(k, str) and is_int(v)
+                     for k, v in value.items()),
+             '%s must map names to integers', name)
+    return value
+
+
+def _timestamp(value, name):
+    _require(isinstance(value, str), '%s must be an ISO 8601 string', name)
+    parse_time(value)
+    return value
+
+
+# Agents send canonical UUIDs; a regex is far cheaper than parsing.
+_UUID = re.compile(
+    r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}',
+    re.IGNORECASE)
+
+
+def _is_uuid(value):
+    return isinstance(value, str) and _UUID.fullmatch(value) is not None
+
+
+def parse_time(value):
+    """An aware datetime in UTC from ISO 8601 text with a time zone.
+
+    The offset must be whole minutes (what SQL and oslo.utils handle) and
+    the moment representable in UTC.
+    """
+    try:
+        parsed = datetime.datetime.fromisoformat(value)
+    except ValueError:
+        raise exception.MalformedReport(f'unreadable time {value!r:.40}')
+    _require(parsed.tzinfo is not None, 'times must carry a time zone')
+    offset = parsed.utcoffset()
+    _require(offset.seconds % 60 == 0 and offset.microseconds == 0,
+             'time zone offsets are whole minutes, got %s', offset)
+    try:
+        return parsed.astimezone(datetime.timezone.utc)
+    except OverflowError:
+        raise exception.MalformedReport(f'time out of range {value!r:.40}')
+
+
+def _objects(value, name):
+    _require(isinstance(value, list), f'{name} must be a list')
+    return value
+
+
+_CHECKS_BY_FIELD = {
+    fields.IntegerField: _typed(is_int, 'an integer'),
+    fields.FloatField: _typed(_is_number, 'a finite number'),
+    fields.StringField: _typed(lambda v: isinstance(v, str), 'a string'),
+    fields.UUIDField: _typed(_is_uuid, 'a canonical UUID'),
+    fields.BooleanField: _typed(lambda v: isinstance(v, bool), 'a boolean'),
+    fields.DateTimeField: _timestamp,
+    fields.ListOfIntegersField: _list_of(is_int, 'integers'),
+    fields.ListOfStringsField: _list_of(
+        lambda v: isinstance(v, str), 'strings'),
+    fields.DictOfIntegersField: _dict_of_ints,
+    fields.ListOfObjectsField: _objects,
+}
+
+
+def _nullable(check):
+    def nullable_check(value, name):
+        return None if value is None else check(value, name)
+    return nullable_check
+
+
+@functools.cache
+def checkers(cls):
+    checkers = []
+    for name, field in cls.fields.items():
+        check = _CHECKS_BY_FIELD[type(field)]
+        checkers.append((name, _nullable(check) if field.nullable
+                         else check))
+    return tuple(checkers)
+
+
+# -- value checks on typed data ----------------------------------------
+
+COUNT_LIMITS = {'numa_nodes': schema.MAX_NODES, 'nics': schema.MAX_NICS,
+                'instances': schema.MAX_INSTANCES}
+
+
+def _require(condition, message, *args):
+    # The message is formatted only on failure: this runs for every field
+    # of thousands of reports a second.
+    if not condition:
+        raise exception.MalformedReport(message % args if args else message)
+
+
+def _check_name(value, what):
+    _require(value is None or is_name(value),
+             '%s must be 1 to %d characters without control characters',
+             what, schema.MAX_NAME_LENGTH)
+
+
+def check_host(data):
+    _check_name(data['host'], 'host')
+    _check_name(data['hypervisor_hostname'], 'hypervisor_hostname')
+    _check_name(data['agent_version'], 'agent_version')
+    _require(0 <= data['seq'] <= schema.MAX_SEQ, 'seq must be 0 to %d',
+             schema.MAX_SEQ)
+    _require(0 < data['period'] <= schema.MAX_PERIOD,
+             'period must be more than 0 and at most %s s', schema.MAX_PERIOD)
+    nodes = [node for _, node in data['numa_nodes']]
+    _require(nodes, 'a report has at least one NUMA node')
+    node_ids = {node['id'] for node in nodes}
+    _require(len(node_ids) == len(nodes), 'NUMA node ids repeat')
+    cpu_count = sum(len(node['cpus']) for node in nodes)
+    if cpu_count > schema.MAX_CPUS:
+        raise exception.OversizedReport(
+            f'a report has at most {schema.MAX_CPUS} CPUs, got {cpu_count}')
+    for node in nodes:
+        _check_node(node, len(nodes))
+    host_cpus = set().union(*(node['cpus'] for node in nodes))
+    _require(len(host_cpus) == cpu_count,
+             'a CPU id appears twice among the nodes')
+    for _, nic in data['nics']:
+        _check_name(nic['name'], 'NIC name')
+        _check_name(nic['physnet'], 'physnet')
+        _check_name(nic['bridge'], 'bridge')
+        _require(nic['numa_node'] is None or nic['numa_node'] in node_ids,
+                 'NIC %s is on unknown node %s', nic['name'],
+                 nic['numa_node'])
+        _require(nic['speed_mbps'] is None
+                 or 0 <= nic['speed_mbps'] <= schema.MAX_SPEED_MBPS,
+                 'NIC %s: speed must be 0 to %d Mb/s', nic['name'],
+                 schema.MAX_SPEED_MBPS)
+    uuids = set()
+    for _, instance in data['instances']:
+        _check_instance(instance, node_ids, host_cpus)
+        uuids.add(instance['uuid'].lower())
+    _require(len(uuids) == len(data['instances']),
+             'an instance appears twice')
+    unknown = set(data['enforceable_policies']).difference(
+        policy.POLICIES)
+    _require(not unknown, 'unknown enforceable policies %s', sorted(unknown))
+
+
+def _check_node(node, node_count):
+    node_id = node['id']
+    _require(0 <= node_id <= schema.MAX_NODE_ID, 'NUMA node ids are 0 to %d',
+             schema.MAX_NODE_ID)
+    _require(0 <= node['memory_total_mb'] <= schema.MAX_MEMORY_MB,
+             'node %s: memory must be 0 to %d MB', node_id,
+             schema.MAX_MEMORY_MB)
+    _require(0 <= node['memory_free_mb'] <= node['memory_total_mb'],
+             'node %s: free memory must be between 0 and the total',
+             node_id)
+    cpus = node['cpus']
+    _require(all(0 <= cpu <= schema.MAX_CPU_ID for cpu in cpus),
+             'node %s: CPU ids are 0 to %d', node_id, schema.MAX_CPU_ID)
+    _require(len(set(cpus)) == len(cpus), 'node %s: a CPU id repeats',
+             node_id)
+    _require(0.0 <= node['cpu_load'] <= 1.0,
+             'node %s: cpu_load must be between 0.0 and 1.0', node_id)
+    distances = node['distances']
+    _require(len(distances) == node_count,
+             'node %s: the distance row must have one entry per node (%s)',
+             node_id, node_count)
+    _require(all(0 < d <= schema.MAX_DISTANCE for d in distances),
+             'node %s: distances must be 1 to %s', node_id,
+             schema.MAX_DISTANCE)
+
+
+def _check_instance(instance, known_nodes, host_cpus):
+    uuid = instance['uuid']
+    requested = instance['requested_policy']
+    _require(requested is None or requested in policy.POLICIES,
+             'instance %s: unknown requested policy %.40r', uuid, requested)
+    applied = instance['applied_policy']
+    _require(applied in schema.APPLIED_POLICY_VALUES,
+             'instance %s: unknown applied policy %.40r', uuid, applied)
+    access = instance['access_class']
+    _require(access is None or access in schema.ACCESS_CLASSES,
+             'instance %s: unknown access class %.40r', uuid, access)
+    _require(0 <= instance['io_rate'] <= schema.MAX_IO_RATE,
+             'instance %s: io_rate must be 0 to %s', uuid, schema.MAX_IO_RATE)
+    ending = instance['enforcement']
+    _require(ending is None or ending in schema.ENFORCEMENT_ENDINGS,
+             'instance %s: unknown enforcement ending %.40r', uuid, ending)
+    for key, mb in instance['memory_mb_per_node'].items():
+        _require(is_ascii_int(key) and int(key) in known_nodes,
+                 'instance %s: memory on unknown node %.40r', uuid, key)
+        _require(0 <= mb <= schema.MAX_MEMORY_MB,
+                 'instance %s: memory must be 0 to %d MB', uuid,
+                 schema.MAX_MEMORY_MB)
+    vcpu_cpus = instance['vcpu_cpus']
+    _require(len(vcpu_cpus) <= schema.MAX_CPUS, 'instance %s: too many vCPUs',
+             uuid)
+    _require(all(cpu == -1 or cpu in host_cpus for cpu in vcpu_cpus),
+             'instance %s: a vCPU runs on a CPU the host lacks', uuid)
+
+
+def check_time(generated_at, now, max_skew=schema.DEFAULT_MAX_CLOCK_SKEW):
+    """Refuse a report dated more than ``max_skew`` s after ``now``.
+
+    Both aware datetimes. Such a report would stay the newest of its host
+    until the clocks caught up with it, hiding every genuine one.
+
+    :raises ReportFromTheFuture:
+    """
+    ahead = (generated_at - now).total_seconds()
+    if ahead > max_skew:
+        raise exception.ReportFromTheFuture(
+            f'report dated {ahead:.0f} s ahead of this clock (at most '
+            f'{max_skew:.0f} s allowed: [numa_policy_reports] '
+            f'max_clock_skew)')
