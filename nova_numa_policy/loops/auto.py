@@ -134,6 +134,8 @@ class Auto(base.Strategy):
     required_capabilities = frozenset({backend.CAP_PAGE_MIGRATION})
     Config = Config
     OPTS = OPTS
+    CONFIG_OPTIONS = {'low': 'auto_low', 'high': 'auto_high',
+                      'max_pin_count': 'hysteresis_pin_count'}
 
     @classmethod
     def config_from(cls, group, period_s):
@@ -141,10 +143,10 @@ class Auto(base.Strategy):
             raise ValueError(f'[{loops_conf.GROUP.name}] auto_low '
                              f'({group.auto_low}) must be below auto_high '
                              f'({group.auto_high})')
-        return Config(low=group.auto_low, high=group.auto_high,
-                      max_pin_count=group.hysteresis_pin_count,
-                      page_rebalancer=carrefour.Carrefour.config_from(
-                          group, period_s))
+        # auto moves pages as Carrefour would, under Carrefour's options.
+        return dataclasses.replace(
+            super().config_from(group, period_s),
+            page_rebalancer=carrefour.Carrefour.config_from(group, period_s))
 
     def initial_state(self, seed=0):
         return {'choice': {}, 'age': {}, 'interleaved': frozenset()}

@@ -9,6 +9,7 @@ it never mutates ``state``.
 """
 
 import abc
+import dataclasses
 
 import numpy as np
 
@@ -19,16 +20,25 @@ class Strategy(abc.ABC):
     required_capabilities = frozenset()
     Config = None
     # The strategy's own options in [numa_policy_loops] (loops/options.py
-    # lists and registers them).
+    # lists and registers them), and the Config field each one sets.
     OPTS = ()
+    CONFIG_OPTIONS = {}
     # True when the strategy's actions for one guest must all be admitted
     # or none (see runner.py); a loop's are admitted one by one.
     atomic_plans = False
 
     @classmethod
     def config_from(cls, group, period_s):
-        """Pure: the ``Config`` a ``[numa_policy_loops]`` group sets."""
-        return cls.Config()
+        """Pure: the ``Config`` a ``[numa_policy_loops]`` group sets.
+
+        Each field ``CONFIG_OPTIONS`` names takes its option's value; a
+        Config with a ``period_s`` gets the agent's period.
+        """
+        values = {field: getattr(group, option)
+                  for field, option in cls.CONFIG_OPTIONS.items()}
+        if 'period_s' in {f.name for f in dataclasses.fields(cls.Config)}:
+            values['period_s'] = period_s
+        return cls.Config(**values)
 
     def initial_state(self, seed=0):
         """The state before the first period; ``seed`` feeds any RNG."""

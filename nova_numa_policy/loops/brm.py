@@ -170,12 +170,11 @@ class Brm(base.Strategy):
     required_capabilities = frozenset({backend.CAP_VCPU_PINNING})
     Config = Config
     OPTS = OPTS
-
-    @classmethod
-    def config_from(cls, group, period_s):
-        return Config(ewma_old_weight=group.brm_ewma_old_weight,
-                      prob_step=group.brm_probability_step,
-                      max_pin_count=group.brm_max_pin_count)
+    CONFIG_OPTIONS = {
+        'ewma_old_weight': 'brm_ewma_old_weight',
+        'prob_step': 'brm_probability_step',
+        'max_pin_count': 'brm_max_pin_count',
+    }
 
     def initial_state(self, seed=0):
         return {'seed': seed, 'tick': 0, 'vcpus': {}, 'pins': {}}

@@ -148,13 +148,11 @@ class Carrefour(base.Strategy):
                                        backend.CAP_ACCESS_COUNTERS})
     Config = Config
     OPTS = OPTS
-
-    @classmethod
-    def config_from(cls, group, period_s):
-        return Config(min_accesses_per_us=group.carrefour_min_accesses_per_us,
-                      mc_imbalance=group.carrefour_mc_imbalance,
-                      min_local_ratio=group.carrefour_min_local_ratio,
-                      period_s=period_s)
+    CONFIG_OPTIONS = {
+        'min_accesses_per_us': 'carrefour_min_accesses_per_us',
+        'mc_imbalance': 'carrefour_mc_imbalance',
+        'min_local_ratio': 'carrefour_min_local_ratio',
+    }
 
     def decide(self, snapshot, state, config):
         actions = []

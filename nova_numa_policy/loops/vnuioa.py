@@ -271,13 +271,12 @@ class Vnuioa(base.Strategy):
                                        backend.CAP_PAGE_MIGRATION})
     Config = Config
     OPTS = OPTS
-
-    @classmethod
-    def config_from(cls, group, period_s):
-        return Config(io_threshold_rps=group.vnuioa_io_threshold,
-                      node_load_threshold=group.vnuioa_node_load,
-                      remote_factor=group.vnuioa_remote_factor,
-                      max_pin_count=group.hysteresis_pin_count)
+    CONFIG_OPTIONS = {
+        'io_threshold_rps': 'vnuioa_io_threshold',
+        'node_load_threshold': 'vnuioa_node_load',
+        'remote_factor': 'vnuioa_remote_factor',
+        'max_pin_count': 'hysteresis_pin_count',
+    }
 
     def decide(self, snapshot, state, config):
         topo = snapshot.topology

@@ -1,5 +1,6 @@
 """Base classes for nova-numa-policy's versioned objects."""
 
+from oslo_utils import versionutils
 from oslo_versionedobjects import base as ovo_base
 
 
@@ -20,3 +21,13 @@ class NumaPolicyObject(ovo_base.VersionedObject):
     DEFAULTS = {}
     # Fields holding lists of child objects, and the child class.
     CHILDREN = {}
+    # Fields added after 1.0, with the version that added each: a
+    # primitive made for an older version goes without them.
+    ADDED_IN = {}
+
+    def obj_make_compatible(self, primitive, target_version):
+        super().obj_make_compatible(primitive, target_version)
+        target = versionutils.convert_version_to_tuple(target_version)
+        for name, added in self.ADDED_IN.items():
+            if target < versionutils.convert_version_to_tuple(added):
+                primitive.pop(name, None)

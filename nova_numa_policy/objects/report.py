@@ -15,7 +15,6 @@ contract:
 
 import datetime
 
-from oslo_utils import versionutils
 from oslo_versionedobjects import fields
 
 from nova_numa_policy.conf import reports as reports_conf
@@ -126,11 +125,7 @@ class NumaInstanceReport(base.NumaPolicyObject):
                 'memory_mb_per_node': {}, 'vcpu_cpus': [], 'io_rate': 0.0,
                 'io_intensive': False, 'access_class': None,
                 'enforcement': None}
-
-    def obj_make_compatible(self, primitive, target_version):
-        super().obj_make_compatible(primitive, target_version)
-        if versionutils.convert_version_to_tuple(target_version) < (1, 1):
-            primitive.pop('enforcement', None)
+    ADDED_IN = {'enforcement': '1.1'}
 
 
 @base.NumaPolicyObjectRegistry.register
@@ -169,11 +164,7 @@ class NumaHostReport(base.NumaPolicyObject):
 
     DEFAULTS = {'nics': [], 'instances': [], 'enforceable_policies': [],
                 'boot_id': None}
-
-    def obj_make_compatible(self, primitive, target_version):
-        super().obj_make_compatible(primitive, target_version)
-        if versionutils.convert_version_to_tuple(target_version) < (1, 1):
-            primitive.pop('boot_id', None)
+    ADDED_IN = {'boot_id': '1.1'}
 
     CHILDREN = {'numa_nodes': NumaNodeReport, 'nics': NumaNicReport,
                 'instances': NumaInstanceReport}
