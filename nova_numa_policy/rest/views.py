@@ -12,6 +12,14 @@ def _time(moment):
     return moment.replace(tzinfo=datetime.timezone.utc).isoformat()
 
 
+def _dated(row, *names):
+    """``names`` copied from a row, then when it was made and received."""
+    body = {name: row[name] for name in names}
+    body['generated_at'] = _time(row['generated_at'])
+    body['received_at'] = _time(row['received_at'])
+    return body
+
+
 def policy_applied(requested, applied):
     """Whether the agent made true what the instance asked for.
 
@@ -26,18 +34,11 @@ def policy_applied(requested, applied):
 
 
 def host_summary(row):
-    return {
-        'host': row['host'],
-        'hypervisor_hostname': row['hypervisor_hostname'],
-        'agent_version': row['agent_version'],
-        'seq': row['seq'],
-        'generated_at': _time(row['generated_at']),
-        'received_at': _time(row['received_at']),
-        'period': row['period'],
-        'node_count': len(row['numa_nodes']),
-        'instance_count': row['instance_count'],
-        'enforceable_policies': list(row['enforceable_policies']),
-    }
+    body = _dated(row, 'host', 'hypervisor_hostname', 'agent_version',
+                  'seq', 'period', 'instance_count')
+    body.update(node_count=len(row['numa_nodes']),
+                enforceable_policies=list(row['enforceable_policies']))
+    return body
 
 
 def _instance_memory_per_node(instances):
@@ -91,23 +92,14 @@ def instance(row):
 
 
 def action(row):
-    return {
-        'id': row['id'],
-        'host': row['host'],
-        'seq': row['seq'],
-        'generated_at': _time(row['generated_at']),
-        'received_at': _time(row['received_at']),
-        'instance_uuid': row['instance_uuid'],
-        'kind': row['kind'],
-        'outcome': row['outcome'],
-        'reason': row['reason'],
-        'details': dict(row['details']),
-    }
+    body = _dated(row, 'id', 'host', 'seq', 'instance_uuid', 'kind',
+                  'outcome', 'reason')
+    body['details'] = dict(row['details'])
+    return body
 
 
 def report_summary(row):
-    return {'seq': row['seq'], 'generated_at': _time(row['generated_at']),
-            'received_at': _time(row['received_at'])}
+    return _dated(row, 'seq')
 
 
 def page(key, items, limit, url, params, marker_of):
