@@ -82,16 +82,25 @@ class Assessor:
 
     def _answer(self, summary):
         # summary: fresh, or None when the host has no fresh report.
+        # A check the request does not ask (asks_* and weighs_* say so,
+        # from the same request) would only pass: it is not run. This runs
+        # for every host of a new shape and eight times per report.
         request, settings = self.request, self.settings
-        policy = scoring.policy_check(request, summary, settings)
-        nic = scoring.nic_check(request, summary, settings)
-        load = scoring.load_check(request, summary, settings)
         fresh = summary is not None
-        nic_weight = (scoring.nic_weight_of(nic)
-                      if fresh and self.weighs_nic else None)
-        load_weight = (scoring.load_weight_of(load)
-                       if fresh and self.weighs_load else None)
+        policy = nic = load = True
+        nic_weight = load_weight = None
+        if self.asks_policy:
+            policy = scoring.policy_check(request, summary, settings).passed
+        if self.asks_nic or self.weighs_nic:
+            verdict = scoring.nic_check(request, summary, settings)
+            nic = verdict.passed
+            if fresh and self.weighs_nic:
+                nic_weight = scoring.nic_weight_of(verdict)
+        if self.asks_load:
+            verdict = scoring.load_check(request, summary, settings)
+            load = verdict.passed
+            if fresh and self.weighs_load:
+                load_weight = scoring.load_weight_of(verdict)
         # tuple.__new__ skips the NamedTuple's Python-level constructor.
-        return _new(Assessment, (
-            policy.passed and nic.passed and load.passed, policy.passed,
-            nic.passed, load.passed, nic_weight, load_weight))
+        return _new(Assessment, (policy and nic and load, policy, nic, load,
+                                 nic_weight, load_weight))

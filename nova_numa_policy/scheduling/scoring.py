@@ -311,14 +311,15 @@ def nic_check(request, summary, settings):
     best, headroom, weight = nic_fit(summary.nodes, ids, request.vcpus,
                                      request.memory_mb, settings.threshold)
     if not required:
-        return _verdict(True, 'not-asked', best, headroom, weight)
+        return _new(Verdict, (True, 'not-asked', best, headroom, weight,
+                              None, None, None))
     if best is None:
         why = ('no-nic-memory' if any(node.id in ids for node in
                                       summary.nodes) else 'no-nic-node')
     else:
         why = 'nic-fits' if headroom >= 0 else 'nic-over'
-    return _verdict(why == 'nic-fits', why, best, headroom, weight,
-                    request, settings, summary)
+    return _new(Verdict, (why == 'nic-fits', why, best, headroom, weight,
+                          request, settings, summary))
 
 
 def load_check(request, summary, settings):
@@ -338,8 +339,8 @@ def load_check(request, summary, settings):
         why = 'no-memory'
     else:
         why = 'fits' if headroom >= 0 else 'over'
-    return _verdict(why == 'fits', why, best, headroom, None, request,
-                    settings, summary)
+    return _new(Verdict, (why == 'fits', why, best, headroom, None,
+                          request, settings, summary))
 
 
 def policy_verdict(request, summary, settings, now):
