@@ -46,8 +46,8 @@ class Config:
 
 _help = conf_base.help_text
 
-# This loop's thresholds in [numa_policy_loops]; nova_numa_policy.loops.
-# options lists and registers them beside the options every loop shares.
+# This loop's thresholds in [numa_policy_loops]; loops/options.py lists
+# and registers them beside the options every loop shares.
 OPTS = [
     cfg.FloatOpt(
         'auto_low', default=0.85, min=0.0,

@@ -42,8 +42,8 @@ class Config:
 
 _help = conf_base.help_text
 
-# This loop's thresholds in [numa_policy_loops]; nova_numa_policy.loops.
-# options lists and registers them beside the options every loop shares.
+# This loop's thresholds in [numa_policy_loops]; loops/options.py lists
+# and registers them beside the options every loop shares.
 OPTS = [
     cfg.FloatOpt(
         'carrefour_mc_imbalance', default=0.35, min=0.0,
