@@ -8,6 +8,8 @@ the next page starts after it, whether or not that item still exists, so
 a host or action deleted between two pages does not break the walk.
 """
 
+import operator
+
 from oslo_db.sqlalchemy import enginefacade
 import sqlalchemy as sa
 
@@ -106,13 +108,16 @@ class Storage:
 
     # Reads --------------------------------------------------------------
 
-    def list_hosts(self, limit, marker=None):
+    def _read(self, query, limit, columns):
         with self._reader() as session:
-            query = sa.select(models.Host).order_by(models.Host.host)
-            if marker is not None:
-                query = query.where(models.Host.host > marker)
             rows = session.scalars(query.limit(limit)).all()
-            return [_as_dict(row, HOST_COLUMNS) for row in rows]
+            return [_as_dict(row, columns) for row in rows]
+
+    def list_hosts(self, limit, marker=None):
+        query = _where_given(
+            sa.select(models.Host).order_by(models.Host.host),
+            (models.Host.host, operator.gt, marker))
+        return self._read(query, limit, HOST_COLUMNS)
 
     def get_host(self, host):
         """The host's latest report and its instances, or None."""
@@ -140,14 +145,11 @@ class Storage:
             return [_as_dict(row, REPORT_SUMMARY_COLUMNS) for row in rows]
 
     def list_instances(self, limit, marker=None, host=None):
-        with self._reader() as session:
-            query = sa.select(models.Instance).order_by(models.Instance.uuid)
-            if host is not None:
-                query = query.where(models.Instance.host == host)
-            if marker is not None:
-                query = query.where(models.Instance.uuid > marker)
-            rows = session.scalars(query.limit(limit)).all()
-            return [_as_dict(row, INSTANCE_COLUMNS) for row in rows]
+        query = _where_given(
+            sa.select(models.Instance).order_by(models.Instance.uuid),
+            (models.Instance.host, operator.eq, host),
+            (models.Instance.uuid, operator.gt, marker))
+        return self._read(query, limit, INSTANCE_COLUMNS)
 
     def get_instance(self, uuid):
         with self._reader() as session:
@@ -158,17 +160,24 @@ class Storage:
     def list_actions(self, limit, marker=None, host=None,
                      instance_uuid=None):
         """Actions newest first; ``marker`` is the id of the last one seen."""
-        with self._reader() as session:
-            query = sa.select(models.Action).order_by(models.Action.id.desc())
-            if host is not None:
-                query = query.where(models.Action.host == host)
-            if instance_uuid is not None:
-                query = query.where(
-                    models.Action.instance_uuid == instance_uuid)
-            if marker is not None:
-                query = query.where(models.Action.id < marker)
-            rows = session.scalars(query.limit(limit)).all()
-            return [_as_dict(row, ACTION_COLUMNS) for row in rows]
+        query = _where_given(
+            sa.select(models.Action).order_by(models.Action.id.desc()),
+            (models.Action.host, operator.eq, host),
+            (models.Action.instance_uuid, operator.eq, instance_uuid),
+            (models.Action.id, operator.lt, marker))
+        return self._read(query, limit, ACTION_COLUMNS)
+
+
+def _where_given(query, *conditions):
+    """``query`` narrowed by each ``(column, compare, value)`` given.
+
+    A listing's filters and marker are optional: a value of None means
+    "any" and adds no condition.
+    """
+    for column, compare, value in conditions:
+        if value is not None:
+            query = query.where(compare(column, value))
+    return query
 
 
 def _exists(session, model, row):

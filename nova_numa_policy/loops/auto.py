@@ -31,19 +31,6 @@ RANK = {FIRST_TOUCH: 0, FT_CARREFOUR: 1, IL_CARREFOUR: 2}
 PAGES_PER_MB = 256
 
 
-@dataclasses.dataclass(frozen=True)
-class Config:
-    low: float = 0.85
-    high: float = 1.30
-    max_pin_count: int = 2
-    revisit_periods: int = 720  # one hour of 5 s periods
-    # Memory counts as interleaved once its spread over the guest's nodes
-    # has a relative std deviation below this.
-    interleaved_rsd: float = 0.10
-    batch_pages: int = 65536
-    page_rebalancer: carrefour.Config = carrefour.Config()
-
-
 _help = conf_base.help_text
 
 # This loop's thresholds in [numa_policy_loops]; loops/options.py lists
@@ -59,6 +46,17 @@ OPTS = [
                    'Carrefour (between the bounds: first-touch + Carrefour).',
                    'A fraction, above ``auto_low``.', '``auto_low``.')),
 ]
+
+Config = base.config_class(
+    __name__, OPTS,
+    {'low': 'auto_low', 'high': 'auto_high',
+     'max_pin_count': 'hysteresis_pin_count'},
+    revisit_periods=720,  # one hour of 5 s periods
+    # Memory counts as interleaved once its spread over the guest's nodes
+    # has a relative std deviation below this.
+    interleaved_rsd=0.10,
+    batch_pages=65536,
+    page_rebalancer=carrefour.Config())
 
 
 def classify(imb, config):
@@ -134,8 +132,6 @@ class Auto(base.Strategy):
     required_capabilities = frozenset({backend.CAP_PAGE_MIGRATION})
     Config = Config
     OPTS = OPTS
-    CONFIG_OPTIONS = {'low': 'auto_low', 'high': 'auto_high',
-                      'max_pin_count': 'hysteresis_pin_count'}
 
     @classmethod
     def config_from(cls, group, period_s):

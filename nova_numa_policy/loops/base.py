@@ -1,9 +1,10 @@
 """What every strategy is, and the small helpers they share.
 
 A strategy is a class with a ``name``, the snapshot ``inputs`` it reads,
-the backend ``required_capabilities`` its actions need, a ``Config``
-dataclass of thresholds with the ``OPTS`` that set them in
-``[numa_policy_loops]`` and ``config_from`` that reads them, and a pure
+the backend ``required_capabilities`` its actions need, its own options
+in ``[numa_policy_loops]`` (``OPTS``), a ``Config`` dataclass of
+thresholds built by :func:`config_class` from those options (and the
+shared ones) and ``config_from`` that reads them, and a pure
 ``decide(snapshot, state, config)`` returning ``(actions, new_state)``;
 it never mutates ``state``.
 """
@@ -13,6 +14,8 @@ import dataclasses
 
 import numpy as np
 
+from nova_numa_policy.conf import loops as loops_conf
+
 
 class Strategy(abc.ABC):
     name = None
@@ -20,9 +23,8 @@ class Strategy(abc.ABC):
     required_capabilities = frozenset()
     Config = None
     # The strategy's own options in [numa_policy_loops] (loops/options.py
-    # lists and registers them), and the Config field each one sets.
+    # lists and registers them); Config.OPTIONS says which field each sets.
     OPTS = ()
-    CONFIG_OPTIONS = {}
     # True when the strategy's actions for one guest must all be admitted
     # or none (see runner.py); a loop's are admitted one by one.
     atomic_plans = False
@@ -31,11 +33,13 @@ class Strategy(abc.ABC):
     def config_from(cls, group, period_s):
         """Pure: the ``Config`` a ``[numa_policy_loops]`` group sets.
 
-        Each field ``CONFIG_OPTIONS`` names takes its option's value; a
-        Config with a ``period_s`` gets the agent's period.
+        Each field ``Config.OPTIONS`` names takes its option's value (a
+        plain dataclass without it keeps its defaults); a Config with a
+        ``period_s`` gets the agent's period.
         """
+        options = getattr(cls.Config, 'OPTIONS', {})
         values = {field: getattr(group, option)
-                  for field, option in cls.CONFIG_OPTIONS.items()}
+                  for field, option in options.items()}
         if 'period_s' in {f.name for f in dataclasses.fields(cls.Config)}:
             values['period_s'] = period_s
         return cls.Config(**values)
@@ -55,6 +59,28 @@ class Strategy(abc.ABC):
         (see :func:`restarts`) before ``decide``. Never mutate ``state``.
         """
         return state
+
+
+def config_class(module, own_opts, options, **fixed):
+    """A loop's frozen ``Config`` dataclass, each threshold declared once.
+
+    ``options`` maps a field to the name of the option that sets it, one
+    of the loop's ``own_opts`` or an option every loop shares; the field's
+    default is that option's default, so the code and the sample config
+    cannot disagree. ``fixed`` adds, in order, fields no option sets with
+    their defaults. ``Config.OPTIONS`` keeps the mapping for
+    :meth:`Strategy.config_from`.
+    """
+    known = {opt.dest: opt for opt in (*own_opts, *loops_conf.OPTS)}
+    defaults = {field: known[name].default for field, name in options.items()}
+    defaults.update(fixed)
+    config = dataclasses.make_dataclass(
+        'Config',
+        [(field, type(default), dataclasses.field(default=default))
+         for field, default in defaults.items()],
+        namespace={'OPTIONS': dict(options)}, frozen=True)
+    config.__module__ = module
+    return config
 
 
 def managed(snapshot):

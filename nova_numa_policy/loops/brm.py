@@ -40,17 +40,6 @@ from nova_numa_policy.loops import base
 from nova_numa_policy.loops import hysteresis
 
 
-@dataclasses.dataclass(frozen=True)
-class Config:
-    ewma_old_weight: float = 7.0 / 8.0
-    prob_step: int = 25
-    # Below this penalty (stall time per unit of work) a vCPU is not
-    # NUMA-sensitive and is left to the host's load balancer.
-    min_penalty: float = 0.05
-    reset_periods: int = 60
-    max_pin_count: int = 0
-
-
 _help = conf_base.help_text
 
 # This loop's thresholds in [numa_policy_loops]; loops/options.py lists
@@ -71,6 +60,15 @@ OPTS = [
                    'already damps).', 'A non-negative integer.',
                    '``hysteresis_pin_count``.')),
 ]
+
+Config = base.config_class(
+    __name__, OPTS,
+    {'ewma_old_weight': 'brm_ewma_old_weight',
+     'prob_step': 'brm_probability_step',
+     'max_pin_count': 'brm_max_pin_count'},
+    # Below this penalty (stall time per unit of work) a vCPU is not
+    # NUMA-sensitive and is left to the host's load balancer.
+    min_penalty=0.05, reset_periods=60)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -170,11 +168,6 @@ class Brm(base.Strategy):
     required_capabilities = frozenset({backend.CAP_VCPU_PINNING})
     Config = Config
     OPTS = OPTS
-    CONFIG_OPTIONS = {
-        'ewma_old_weight': 'brm_ewma_old_weight',
-        'prob_step': 'brm_probability_step',
-        'max_pin_count': 'brm_max_pin_count',
-    }
 
     def initial_state(self, seed=0):
         return {'seed': seed, 'tick': 0, 'vcpus': {}, 'pins': {}}

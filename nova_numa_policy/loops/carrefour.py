@@ -17,8 +17,6 @@ Defaults are the published Carrefour thresholds: 50 memory accesses per
 microsecond, 35 % controller imbalance, 80 % local accesses.
 """
 
-import dataclasses
-
 import numpy as np
 from oslo_config import cfg
 
@@ -28,16 +26,6 @@ from nova_numa_policy.loops import base
 
 PAGES_PER_MB = 256
 CARREFOUR_POLICIES = ('first-touch+carrefour', 'interleave+carrefour')
-
-
-@dataclasses.dataclass(frozen=True)
-class Config:
-    min_accesses_per_us: float = 50.0
-    mc_imbalance: float = 0.35
-    min_local_ratio: float = 0.80
-    # Pages one guest may move per period (256 MB of 4 KiB pages).
-    batch_pages: int = 65536
-    period_s: float = 5.0
 
 
 _help = conf_base.help_text
@@ -64,6 +52,14 @@ OPTS = [
                    'not memory-bound and Carrefour leaves it alone.',
                    'A non-negative rate.')),
 ]
+
+Config = base.config_class(
+    __name__, OPTS,
+    {'min_accesses_per_us': 'carrefour_min_accesses_per_us',
+     'mc_imbalance': 'carrefour_mc_imbalance',
+     'min_local_ratio': 'carrefour_min_local_ratio'},
+    # Pages one guest may move per period (256 MB of 4 KiB pages).
+    batch_pages=65536, period_s=5.0)
 
 
 def local_ratio(nodes_of_vcpus, acc):
@@ -148,11 +144,6 @@ class Carrefour(base.Strategy):
                                        backend.CAP_ACCESS_COUNTERS})
     Config = Config
     OPTS = OPTS
-    CONFIG_OPTIONS = {
-        'min_accesses_per_us': 'carrefour_min_accesses_per_us',
-        'mc_imbalance': 'carrefour_mc_imbalance',
-        'min_local_ratio': 'carrefour_min_local_ratio',
-    }
 
     def decide(self, snapshot, state, config):
         actions = []

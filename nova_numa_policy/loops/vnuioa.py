@@ -25,7 +25,6 @@ Each period, per guest:
 Heavier I/O guests choose first, so they win the nodes near the NIC.
 """
 
-import dataclasses
 
 import numpy as np
 from oslo_config import cfg
@@ -41,18 +40,6 @@ PAGES_PER_MB = 256
 # step of NUMA distance from local; farther nodes cost in proportion.
 REMOTE_NIC_COST = 0.34
 REMOTE_MEMORY_COST = 0.18
-
-
-@dataclasses.dataclass(frozen=True)
-class Config:
-    io_threshold_rps: float = 500.0
-    node_load_threshold: float = 0.80
-    remote_factor: float = 2.0
-    max_pin_count: int = 2
-    batch_pages: int = 65536
-    # Leaving an overloaded node must promise this much more throughput:
-    # the model is coarse, and a move costs the guest its cache.
-    min_gain: float = 0.05
 
 
 _help = conf_base.help_text
@@ -75,6 +62,17 @@ OPTS = [
                    'than this many times the local accesses.',
                    'A factor of at least 1.')),
 ]
+
+Config = base.config_class(
+    __name__, OPTS,
+    {'io_threshold_rps': 'vnuioa_io_threshold',
+     'node_load_threshold': 'vnuioa_node_load',
+     'remote_factor': 'vnuioa_remote_factor',
+     'max_pin_count': 'hysteresis_pin_count'},
+    batch_pages=65536,
+    # Leaving an overloaded node must promise this much more throughput:
+    # the model is coarse, and a move costs the guest its cache.
+    min_gain=0.05)
 
 
 def io_intensive(inst, threshold_rps):
@@ -271,12 +269,6 @@ class Vnuioa(base.Strategy):
                                        backend.CAP_PAGE_MIGRATION})
     Config = Config
     OPTS = OPTS
-    CONFIG_OPTIONS = {
-        'io_threshold_rps': 'vnuioa_io_threshold',
-        'node_load_threshold': 'vnuioa_node_load',
-        'remote_factor': 'vnuioa_remote_factor',
-        'max_pin_count': 'hysteresis_pin_count',
-    }
 
     def decide(self, snapshot, state, config):
         topo = snapshot.topology

@@ -26,13 +26,21 @@ class _QuietHandler(simple_server.WSGIRequestHandler):
         LOG.debug('%s - %s', self.address_string(), format % args)
 
 
+def make_server(host, port, application):
+    """A threaded WSGI server on ``host:port`` that logs through oslo.log.
+
+    Port 0 picks a free port; ``server_address`` says which.
+    """
+    return simple_server.make_server(
+        host, port, application,
+        server_class=_ThreadingServer, handler_class=_QuietHandler)
+
+
 def main(argv=None):
     application = wsgi.init_application(
         sys.argv[1:] if argv is None else argv)
     conf = wsgi.nnp_conf.CONF.numa_policy_api
-    server = simple_server.make_server(
-        conf.bind_host, conf.bind_port, application,
-        server_class=_ThreadingServer, handler_class=_QuietHandler)
+    server = make_server(conf.bind_host, conf.bind_port, application)
     LOG.info('numa-policy-api listening on %s:%s', conf.bind_host,
              conf.bind_port)
     try:

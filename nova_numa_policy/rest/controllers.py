@@ -71,14 +71,21 @@ class Controllers:
                           query['limit'], request.path_url, {},
                           lambda item: item['host'])
 
-    @_storage_errors
-    def show_host(self, request, context, host):
-        self._authorize(context, policies.HOSTS_SHOW)
+    def _check_show(self, request, context, rule):
+        """A single item's checks: the caller may read it, and no query."""
+        self._authorize(context, rule)
         validation.no_query(request.GET.items())
-        host = validation.name('host', host)
+
+    def _host_row(self, host):
         row = self._storage.get_host(host)
         if row is None:
             raise errors.NotFound(f'no report from host {host!r}')
+        return row
+
+    @_storage_errors
+    def show_host(self, request, context, host):
+        self._check_show(request, context, policies.HOSTS_SHOW)
+        row = self._host_row(validation.name('host', host))
         return {'host': views.host_detail(row)}
 
     @_storage_errors
@@ -87,8 +94,8 @@ class Controllers:
         query = self._query(request, {}, max_limit=HISTORY_MAX)
         host = validation.name('host', host)
         rows = self._storage.list_reports(host, query['limit'])
-        if not rows and self._storage.get_host(host) is None:
-            raise errors.NotFound(f'no report from host {host!r}')
+        if not rows:
+            self._host_row(host)  # an unknown host is a 404, not []
         return {'reports': [views.report_summary(r) for r in rows]}
 
     @_storage_errors
@@ -103,14 +110,16 @@ class Controllers:
                           query['limit'], request.path_url, filters,
                           lambda item: item['uuid'])
 
-    @_storage_errors
-    def show_instance(self, request, context, uuid):
-        self._authorize(context, policies.INSTANCES_SHOW)
-        validation.no_query(request.GET.items())
-        uuid = validation.instance_uuid('uuid', uuid)
+    def _instance_row(self, uuid):
         row = self._storage.get_instance(uuid)
         if row is None:
             raise errors.NotFound(f'no report describes instance {uuid}')
+        return row
+
+    @_storage_errors
+    def show_instance(self, request, context, uuid):
+        self._check_show(request, context, policies.INSTANCES_SHOW)
+        row = self._instance_row(validation.instance_uuid('uuid', uuid))
         return {'instance': views.instance(row)}
 
     @_storage_errors

@@ -76,6 +76,17 @@ def _node_pinned(host, cpus):
     return tuple(frozenset(sim.node_cpus(sim.node_of_cpu(c))) for c in cpus)
 
 
+def node_pinned_boot(host, nodes, app, memory_nodes):
+    """``app``'s vCPUs dealt over ``nodes``, memory on ``memory_nodes``.
+
+    Each vCPU starts on its node's least busy CPU and may move inside
+    that node.
+    """
+    cpus = pinned_cpus(host, nodes, app.vcpus)
+    return guests_mod.Boot(cpus=cpus, affinity=_node_pinned(host, cpus),
+                           nodes=frozenset(memory_nodes))
+
+
 def kernel_boot(host, app, rng):
     cpus = kernel_cpus(host, app.vcpus, rng)
     return guests_mod.Boot(cpus=cpus, affinity=_unpinned(host, cpus))
@@ -140,10 +151,9 @@ class Numad(NovaDefault):
             return None
         host, app = cluster.hosts[index], guest.app
         nodes = self.least_loaded(host, app)
-        cpus = pinned_cpus(host, nodes, app.vcpus)
-        return Decision(index, guests_mod.Boot(
-            cpus=cpus, affinity=_node_pinned(host, cpus),
-            nodes=frozenset(range(host.host.n_nodes))))
+        # numad binds vCPUs only; memory is not bound, it follows them.
+        return Decision(index, node_pinned_boot(
+            host, nodes, app, range(host.host.n_nodes)))
 
     @staticmethod
     def least_loaded(host, app):
@@ -180,10 +190,9 @@ class NovaVswitch(NovaDefault):
         hosts = [cluster.hosts[i] for i in fitting]
         k = nova.best(hosts, nova.spread_weights(hosts))
         host = hosts[k]
-        cpus = pinned_cpus(host, cells[k], app.vcpus)
-        return Decision(fitting[k], guests_mod.Boot(
-            cpus=cpus, affinity=_node_pinned(host, cpus),
-            nodes=frozenset(cells[k])), cells=cells[k])
+        return Decision(fitting[k],
+                        node_pinned_boot(host, cells[k], app, cells[k]),
+                        cells=cells[k])
 
 
 class Ours(NovaDefault):

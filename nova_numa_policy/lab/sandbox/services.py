@@ -1,11 +1,8 @@
 """The collector and the read-only REST API, as fixtures of the sandbox."""
 
 import json
-import logging
-import socketserver
 import threading
 import urllib.request
-from wsgiref import simple_server
 
 import fixtures
 import oslo_messaging
@@ -14,8 +11,8 @@ from nova_numa_policy.collector import cmd as collector_cmd
 from nova_numa_policy.collector import db
 from nova_numa_policy.collector import migration
 from nova_numa_policy.rest import app as rest_app
+from nova_numa_policy.rest import cmd as rest_cmd
 
-LOG = logging.getLogger(__name__)
 # The API runs with noauth: these headers make the caller an admin.
 ADMIN_HEADERS = {'X-Roles': 'admin', 'X-Project-Id': 'sandbox',
                  'X-User-Id': 'sandbox'}
@@ -42,17 +39,6 @@ class Collector(fixtures.Fixture):
         return self.collector.endpoint.counters
 
 
-class _ThreadingServer(socketserver.ThreadingMixIn,
-                       simple_server.WSGIServer):
-    daemon_threads = True
-
-
-class _Handler(simple_server.WSGIRequestHandler):
-    def log_message(self, format, *args):
-        # The sandbox's output is its summary, not an access log.
-        LOG.debug('%s - %s', self.address_string(), format % args)
-
-
 class ApiServer(fixtures.Fixture):
     """The REST API on 127.0.0.1 and a free port.
 
@@ -68,9 +54,9 @@ class ApiServer(fixtures.Fixture):
         storage = db.Storage.from_conf(self._conf)
         self.addCleanup(storage.dispose)
         application = rest_app.build_app(self._conf, storage)
-        server = simple_server.make_server(
-            '127.0.0.1', self._port, application,
-            server_class=_ThreadingServer, handler_class=_Handler)
+        # The production server: requests go to the debug log, so the
+        # sandbox's output stays its summary, not an access log.
+        server = rest_cmd.make_server('127.0.0.1', self._port, application)
         self.addCleanup(server.server_close)
         thread = threading.Thread(target=server.serve_forever,
                                   name='numa-policy-api', daemon=True)

@@ -151,10 +151,8 @@ class SimulatedBackend(backend.Backend):
 
     # -- simulation --------------------------------------------------------
     def vm(self, uuid):
-        for vm in self.vms:
-            if vm.uuid == uuid:
-                return vm
-        raise KeyError(uuid)
+        """The guest ``uuid``; KeyError if the host has none."""
+        return {vm.uuid: vm for vm in self.vms}[uuid]
 
     def result(self):
         if self._result is None:

@@ -61,10 +61,8 @@ class SimHost:
         return np.asarray(constants.LATENCY_BY_HOPS, float)[self.hop_matrix()]
 
     def nic(self, name):
-        for nic in self.nics:
-            if nic.name == name:
-                return nic
-        raise KeyError(name)
+        """The NIC ``name``; KeyError if the host has none."""
+        return {nic.name: nic for nic in self.nics}[name]
 
     def to_topology(self):
         """The :class:`~nova_numa_policy.backend.HostTopology` it reports."""

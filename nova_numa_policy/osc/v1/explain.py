@@ -22,14 +22,11 @@ def _verdict_text(verdict):
     return f'{text} ({numbers})' if numbers else text
 
 
-class VerdictsColumn(columns.FormattableColumn):
+class VerdictsColumn(common.ListColumn):
     """Filter verdicts, one per line, each with its reason and numbers."""
 
     def human_readable(self):
         return '\n'.join(_verdict_text(v) for v in self._value)
-
-    def machine_readable(self):
-        return list(self._value)
 
 
 class WeightsColumn(columns.FormattableColumn):
