@@ -12,6 +12,7 @@ from nova_numa_policy import errors
 from nova_numa_policy.loops import options as loop_options
 from nova_numa_policy import messaging
 from nova_numa_policy.objects import wire as report_wire
+from nova_numa_policy import scope
 
 from agent import connection
 from agent import libvirt_backend
@@ -76,7 +77,8 @@ def build_agent(conf, sender=None, opener=None):
         bridge_interfaces=opts.bridge_interfaces,
         physnet_numa_nodes=physnet_numa_nodes(conf),
         page_mover=pagemover.PageMover() if opts.page_migration else None,
-        pid_dir=opts.qemu_pid_dir.lstrip('/'))
+        pid_dir=opts.qemu_pid_dir.lstrip('/'),
+        agent_scope=scope.Scope.from_conf(opts))
     runner = rebalance.build_runner(
         host_backend, conf.numa_policy_loops, opts.period,
         dry_run=opts.dry_run, max_actions=opts.max_actions_per_period)

@@ -13,6 +13,7 @@ from xml.etree import ElementTree
 
 from nova_numa_policy import exception
 from nova_numa_policy import policy
+from nova_numa_policy import scope
 from nova_numa_policy.virt import metadata
 
 from agent import sysfs
@@ -35,10 +36,25 @@ class DomainFacts:
     memory_mode: str | None
     memory_nodes: frozenset
     hands_off_reason: str | None
+    # The CPUs nova allows the guest; empty: no bound.
+    allowed_cpus: frozenset = frozenset()
 
 
-def _hands_off(root, requested):
+# Devices whose NUMA node the hardware fixes: moving the guest away from
+# it costs every DMA, and nova placed it for the device.
+_PASSTHROUGH = ('./devices/hostdev', "./devices/interface[@type='hostdev']",
+                "./devices/interface[@type='vdpa']")
+
+
+def _hands_off(root, requested, agent_scope):
     """Why the agent must not touch this guest's placement, or None."""
+    out_of_scope = scope.unmanaged_reason(
+        agent_scope, requested=requested,
+        nova_defined=(metadata.is_nova_instance(root)
+                      or metadata.find_record(root) is not None),
+        passthrough=any(root.find(p) is not None for p in _PASSTHROUGH))
+    if out_of_scope:
+        return out_of_scope
     if root.find('./cpu/numa/cell') is not None:
         return 'nova owns the guest NUMA topology'
     if root.find('./numatune/memnode') is not None:
@@ -86,7 +102,34 @@ def _mb(element):
         element.get('unit', 'KiB'), 1 / 1024))
 
 
-def parse(xml):
+def _allowed_cpus(root):
+    """nova's bound on the guest's CPUs: recorded at boot, else live.
+
+    The driver extension records ``<vcpu cpuset>`` as nova wrote it
+    before narrowing it; a guest without that record (booted before the
+    extension, or without a policy) still has nova's own.
+    """
+    try:
+        record = metadata.find_record(root)
+    except exception.NumaPolicyError:
+        record = None
+    if record is not None and record.allowed_cpus:
+        return record.allowed_cpus
+    vcpu = root.find('./vcpu')
+    return _libvirt_cpuset(vcpu.get('cpuset') if vcpu is not None else '')
+
+
+def _libvirt_cpuset(text):
+    """libvirt's cpuset syntax: CPUs and ranges, ``^N`` excluding N."""
+    parts = [p.strip() for p in (text or '').split(',')]
+    excluded = [p[1:] for p in parts if p.startswith('^')]
+    included = [p for p in parts if not p.startswith('^')]
+    return (sysfs.parse_cpulist(','.join(included))
+            - sysfs.parse_cpulist(','.join(excluded)))
+
+
+def parse(xml, agent_scope=scope.Scope()):
+    """The facts of one domain's XML; ``agent_scope`` is what we manage."""
     root = ElementTree.fromstring(xml)
     requested, source = _requested(root)
     tune = root.find('./numatune/memory')
@@ -104,4 +147,5 @@ def parse(xml):
                      if tune is not None else None),
         memory_nodes=(sysfs.parse_cpulist(tune.get('nodeset'))
                       if tune is not None else frozenset()),
-        hands_off_reason=_hands_off(root, requested))
+        hands_off_reason=_hands_off(root, requested, agent_scope),
+        allowed_cpus=_allowed_cpus(root))

@@ -18,6 +18,7 @@ import libvirt
 from nova_numa_policy import backend
 from nova_numa_policy import enforcement
 from nova_numa_policy import errors
+from nova_numa_policy import scope
 
 from agent import connection as connection_mod
 from agent import discovery
@@ -70,8 +71,10 @@ class LibvirtBackend(backend.Backend):
                  bridge_interfaces=None, physnet_numa_nodes=None,
                  clock=time.monotonic, page_mover=None,
                  pid_dir=guestproc.PID_DIR, rate_window=MIN_RATE_WINDOW,
-                 sleep=time.sleep):
+                 sleep=time.sleep, agent_scope=scope.Scope()):
         self._connection = connection
+        # Which guests are ours to manage (nova_numa_policy.scope).
+        self._scope = agent_scope
         self._root = root
         self._physnet_interfaces = physnet_interfaces or {}
         self._bridge_interfaces = bridge_interfaces or {}
@@ -165,7 +168,7 @@ class LibvirtBackend(backend.Backend):
         cached = self._facts.get(uuid)
         if cached is not None and cached[0] == xml:
             return cached[1]
-        facts = domxml.parse(xml)
+        facts = domxml.parse(xml, self._scope)
         self._facts[uuid] = (xml, facts)
         self._devices[uuid] = guestio.interface_devices(xml)
         return facts
@@ -257,7 +260,8 @@ class LibvirtBackend(backend.Backend):
             memory_mb=facts.memory_mb,
             memory_mode=facts.memory_mode,
             memory_nodes=facts.memory_nodes,
-            emulator_affinity=emulator)
+            emulator_affinity=emulator,
+            allowed_cpus=facts.allowed_cpus)
 
     def observe(self):
         topology = self.topology()

@@ -120,6 +120,10 @@ class InstanceState:
     memory_nodes: frozenset = frozenset()
     # The host CPUs the guest's emulator threads may run on.
     emulator_affinity: frozenset = frozenset()
+    # The host CPUs nova allows the guest (its <vcpu cpuset> as nova
+    # defined it); empty when nova set no bound. Nothing the agent
+    # writes may leave it (nova_numa_policy.scope).
+    allowed_cpus: frozenset = frozenset()
 
 
 @dataclasses.dataclass(frozen=True)

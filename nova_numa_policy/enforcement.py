@@ -13,6 +13,7 @@ import dataclasses
 
 from nova_numa_policy import backend
 from nova_numa_policy import policy
+from nova_numa_policy import scope
 
 MODE_STRICT = 'strict'
 MODE_INTERLEAVE = 'interleave'
@@ -386,11 +387,12 @@ def boot_tune(numa_policy, topology, usage=(), memory_mb=0,
 
 
 def _restrict(cpus, allowed_cpus):
-    """Keep to the CPUs nova allows guests on; never produce an empty set."""
-    if not allowed_cpus:
-        return cpus
-    restricted = cpus & frozenset(allowed_cpus)
-    return restricted or frozenset(allowed_cpus)
+    """Keep to the CPUs nova allows the guest; never produce an empty set.
+
+    One rule for the driver at boot and the agent at run time, so the two
+    never disagree on a guest's CPUs.
+    """
+    return scope.allowed(cpus, allowed_cpus) or frozenset(allowed_cpus)
 
 
 def live_nodeset_allowed(memory_mode):
@@ -452,7 +454,8 @@ def _enforce_home(instance, topology, usage, can_set_nodeset):
         actions.append(backend.SetNodeset(
             instance.uuid, f'home: bind memory to nodes {sorted(home)}',
             nodes=home))
-    cpus = cpus_of(topology, home)
+    # Inside what nova allows the guest, as the driver's boot placement.
+    cpus = _restrict(cpus_of(topology, home), instance.allowed_cpus)
     actions.extend(_pin_actions(
         instance, cpus, f'home: keep vCPUs on nodes {sorted(home)}'))
     return Enforcement(actions=tuple(actions))
@@ -479,7 +482,9 @@ def enforce(instance, topology, usage, can_set_nodeset=True):
 
 def undo(action, instance, topology):
     """The action that restores what ``action`` changed on ``instance``."""
-    everything = cpus_of(topology, {n.id for n in topology.nodes})
+    everything = scope.allowed(
+        cpus_of(topology, {n.id for n in topology.nodes}),
+        instance.allowed_cpus)
     reason = f'roll back: {action.reason}'
     if isinstance(action, backend.PinVcpu):
         before = (instance.vcpu_affinity[action.vcpu]

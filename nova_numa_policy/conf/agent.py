@@ -116,6 +116,55 @@ Related options:
 
 * The ``--dry-run`` command line flag sets this option.
 '''),
+    cfg.BoolOpt(
+        'manage_guests_without_policy',
+        default=False,
+        help='''
+Let the rebalancing loops move the vCPUs and pages of nova instances
+that asked for no ``hw:numa_policy`` (and that ``[numa_policy]
+default_policy`` did not cover when they booted).
+
+Off, such guests keep nova's own behaviour and the agent only counts
+their load; the report says why each is left alone.
+
+Possible values:
+
+* False (leave them alone) or True.
+
+Related options:
+
+* ``manage_foreign_domains``, ``manage_passthrough_guests``.
+'''),
+    cfg.BoolOpt(
+        'manage_foreign_domains',
+        default=False,
+        help='''
+Let the rebalancing loops move domains nova did not define (no nova
+instance metadata and no ``hw:numa_policy`` record in their XML).
+
+Possible values:
+
+* False (leave them alone) or True.
+
+Related options:
+
+* ``manage_guests_without_policy``.
+'''),
+    cfg.BoolOpt(
+        'manage_passthrough_guests',
+        default=False,
+        help='''
+Manage guests with a passthrough device (PCI ``<hostdev>``, an SR-IOV
+VF as ``<interface type='hostdev'>``, vDPA) like any other.
+
+Off, they are left where nova placed them: the device's NUMA node is
+fixed by the hardware, and nova's PCI NUMA affinity chose the guest's
+CPUs for it.
+
+Possible values:
+
+* False (leave them alone) or True.
+'''),
     cfg.IntOpt(
         'max_actions_per_period',
         default=64,

@@ -15,6 +15,8 @@ import dataclasses
 import numpy as np
 
 from nova_numa_policy.conf import loops as loops_conf
+from nova_numa_policy import policy
+from nova_numa_policy import scope
 
 
 class Strategy(abc.ABC):
@@ -84,8 +86,34 @@ def config_class(module, own_opts, options, **fixed):
 
 
 def managed(snapshot):
-    """The instances a loop may touch: those without a hands-off reason."""
+    """The instances a loop may touch: those without a hands-off reason.
+
+    Guests nobody asked us to manage carry one (:mod:`..scope`).
+    """
     return [i for i in snapshot.instances if not i.hands_off_reason]
+
+
+def vcpus_movable(inst):
+    """Whether a loop may choose where the guest's vCPUs run.
+
+    Under first-touch (and the ``+carrefour`` variant) and ``auto`` the
+    placement is the loops' to improve. ``home`` keeps vCPUs on the home
+    nodes (the policy's enforcement does) and ``interleave`` spreads them
+    with the memory: moving them would undo what the guest asked for.
+    """
+    spec = policy.POLICIES.get(inst.requested_policy)
+    if spec is None:
+        return inst.requested_policy is None  # managed by the operator's say
+    return spec.placement in (None, policy.Placement.FIRST_TOUCH)
+
+
+def node_cpus(topology, inst, node):
+    """The CPUs of ``node`` the guest may be pinned to: those nova allows.
+
+    Empty when nova allows the guest none of them: the node is not a
+    place for it.
+    """
+    return scope.allowed(topology.node(node).cpus, inst.allowed_cpus)
 
 
 def per_topology(build):

@@ -38,6 +38,7 @@ from nova_numa_policy import backend
 from nova_numa_policy.conf import base as conf_base
 from nova_numa_policy.loops import base
 from nova_numa_policy.loops import hysteresis
+from nova_numa_policy import scope
 
 
 _help = conf_base.help_text
@@ -146,11 +147,12 @@ def _pinned_by_other(topology, inst, vcpu, pin):
     """
     if vcpu >= len(inst.vcpu_affinity):
         return False
-    affinity = inst.vcpu_affinity[vcpu]
-    if not affinity or frozenset(affinity) >= _all_cpus(topology):
-        return False
-    return pin is None or affinity != frozenset(
-        topology.node(pin.value).cpus)
+    affinity = frozenset(inst.vcpu_affinity[vcpu])
+    if not affinity or affinity >= scope.allowed(_all_cpus(topology),
+                                                 inst.allowed_cpus):
+        return False  # free to run on every CPU nova allows it
+    return pin is None or affinity != base.node_cpus(topology, inst,
+                                                     pin.value)
 
 
 @base.per_topology
@@ -192,7 +194,7 @@ class Brm(base.Strategy):
                 counts[node] += 1
         dist = base.distance_matrix(topo) / 10.0
         actions = []
-        for inst in base.managed(snapshot):
+        for inst in filter(base.vcpus_movable, base.managed(snapshot)):
             nodes = base.vcpu_nodes(topo, inst)
             mem = base.memory_vector(topo, inst)
             mem = mem / mem.sum() if mem.sum() else mem
@@ -215,14 +217,15 @@ class Brm(base.Strategy):
                                         config.max_pin_count)
                 pins[key] = pin
                 vcpus[key] = dataclasses.replace(st, prob=0)
-                if pin.value != st.bias or not _free_cpu(topo, counts,
-                                                         st.bias):
+                cpus = base.node_cpus(topo, inst, st.bias)
+                if (pin.value != st.bias or not cpus
+                        or not _free_cpu(topo, counts, st.bias)):
                     continue
                 counts[node] -= 1
                 counts[st.bias] += 1
                 actions.append(backend.PinVcpu(
                     instance_uuid=inst.uuid, vcpu=v,
-                    cpus=frozenset(topo.node(st.bias).cpus),
+                    cpus=cpus,
                     reason=f'brm: penalty {st.unc[node]:.3f} on node '
                            f'{node} above node {st.bias}, probability '
                            f'{st.prob} drew {draw}'))

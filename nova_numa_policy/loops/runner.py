@@ -25,6 +25,7 @@ from nova_numa_policy import backend
 from nova_numa_policy.loops import base
 from nova_numa_policy.loops import enforce
 from nova_numa_policy.loops import guard as harm_guard
+from nova_numa_policy import scope
 
 LOG = logging.getLogger(__name__)
 LOOPS_NAMESPACE = 'nova_numa_policy.loops'
@@ -114,6 +115,13 @@ def _runs(decisions, atomic):
     return units
 
 
+def _leaves_allowed(action, allowed):
+    """Whether a pin would let a guest run outside its allowed CPUs."""
+    cpus = getattr(action, 'cpus', None)
+    return cpus is not None and scope.leaves_allowed(
+        cpus, allowed.get(action.instance_uuid, ()))
+
+
 class Runner:
     def __init__(self, backend_, strategies_, configs=None, budget=None,
                  dry_run=False, seed=0, guard=None):
@@ -173,6 +181,7 @@ class Runner:
             self.states = {s.name: s.forget(self.states[s.name], rebooted)
                            for s in self.strategies}
         check = _Check(self, snapshot)
+        allowed = {i.uuid: i.allowed_cpus for i in snapshot.instances}
         for s in self.strategies:
             proposed, self.states[s.name] = s.decide(
                 snapshot, self.states[s.name], self.configs[s.name])
@@ -181,6 +190,14 @@ class Runner:
                 if (action.instance_uuid in skip or not action.reason
                         or action.instance_uuid in check.claimed):
                     self.actions_dropped += 1
+                    continue
+                if _leaves_allowed(action, allowed):
+                    # Last line of do-no-harm: a strategy proposed CPUs
+                    # nova does not allow this guest. Never written.
+                    self.actions_refused += 1
+                    LOG.warning('%s: refused %s: outside the CPUs nova '
+                                'allows the guest (%s)', s.name, action,
+                                sorted(allowed[action.instance_uuid]))
                     continue
                 kept.append(action)
             if s.atomic_plans:

@@ -182,6 +182,7 @@ def _relief(topology, inst, io_intensive, current, counts, own, costs,
         return None
     vcpus = len(inst.vcpu_cpus)
     roomy = [k for k in range(len(topology.nodes)) if k != current
+             and base.node_cpus(topology, inst, k)
              and _has_room(topology, k, counts, own, vcpus, config)]
     if not roomy:
         return None
@@ -209,6 +210,8 @@ def _choose(topology, inst, io_intensive, nic, counts, config, share=1.0):
     costs = _costs(topology, inst, io_intensive, nic)
     vcpus = len(inst.vcpu_cpus)
     for node in _candidates(topology, inst, io_intensive, nic, costs):
+        if not base.node_cpus(topology, inst, node):
+            continue  # nova allows the guest none of its CPUs
         if not _has_room(topology, node, counts, own, vcpus, config):
             continue
         if current is not None and costs[node] >= costs[current]:
@@ -220,7 +223,7 @@ def _choose(topology, inst, io_intensive, nic, counts, config, share=1.0):
 
 
 def _pin(topology, inst, node, why):
-    cpus = frozenset(topology.node(node).cpus)
+    cpus = base.node_cpus(topology, inst, node)
     return [backend.PinVcpu(instance_uuid=inst.uuid, vcpu=v, cpus=cpus,
                             reason=f'vnuioa: {why}, node {node}')
             for v in range(len(inst.vcpu_cpus))
@@ -276,7 +279,10 @@ class Vnuioa(base.Strategy):
         counts = _load(topo, snapshot)
         pins = dict(state.get('pins', {}))
         actions = []
-        order = sorted(base.managed(snapshot), key=lambda i: -i.io_rate)
+        # Guests whose policy places their vCPUs (home, interleave) are
+        # not the loop's to move; they still count in the nodes' load.
+        order = sorted((i for i in base.managed(snapshot)
+                        if base.vcpus_movable(i)), key=lambda i: -i.io_rate)
         stacks = _stacks(topo, snapshot)
         for inst in order:
             io = io_intensive(inst, config.io_threshold_rps)

@@ -204,11 +204,14 @@ def write_policy(guest, resolved, plan):
     nova's XML and only gets our metadata element.
     """
     tune = plan.tune if plan is not None else None
+    # What nova allows the guest, recorded before the tune narrows it:
+    # the agent keeps its own pins inside it for the guest's lifetime.
+    allowed = frozenset(guest.cpuset or ())
     if tune is not None:
         apply_tune(guest, tune)
     record = metadata.PolicyRecord(
         resolved, tune.mode if tune else None,
-        tune.nodes if tune else frozenset())
+        tune.nodes if tune else frozenset(), allowed)
     guest.metadata.append(NumaPolicyMetadata(record))
     return tune
 

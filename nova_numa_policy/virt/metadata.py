@@ -33,6 +33,10 @@ class PolicyRecord:
     # The <numatune> memory mode and nodes written at boot, if any.
     mode: str | None = None
     nodes: frozenset = frozenset()
+    # The CPUs nova allowed the guest (its <vcpu cpuset>) before the
+    # driver narrowed it to the policy's nodes; empty: no bound. The
+    # agent keeps every pin inside it.
+    allowed_cpus: frozenset = frozenset()
 
 
 def _format_nodes(nodes):
@@ -55,6 +59,8 @@ def render(record):
     if record.mode:
         element.set('mode', record.mode)
         element.set('nodeset', _format_nodes(record.nodes))
+    if record.allowed_cpus:
+        element.set('allowed-cpus', _format_nodes(record.allowed_cpus))
     return ElementTree.tostring(element, encoding='unicode')
 
 
@@ -69,7 +75,8 @@ def parse_element(element):
     within = element.get('within-nova-topology') == 'true'
     resolved = dataclasses.replace(resolved, within_nova_topology=within)
     return PolicyRecord(resolved, element.get('mode'),
-                        _parse_nodes(element.get('nodeset') or ''))
+                        _parse_nodes(element.get('nodeset') or ''),
+                        _parse_nodes(element.get('allowed-cpus') or ''))
 
 
 def find_record(domain_root):
@@ -91,6 +98,12 @@ def _nova_pairs(domain_root, path, item):
             return {e.get('name'): (e.text or '')
                     for e in found.findall(f'{{{ns}}}{item}')}
     return None
+
+
+def is_nova_instance(domain_root):
+    """Whether nova's own instance metadata is in a parsed domain XML."""
+    return any(domain_root.find(f'./metadata/{{{ns}}}instance') is not None
+               for ns in NOVA_NAMESPACES)
 
 
 def find_nova_flavor_specs(domain_root):

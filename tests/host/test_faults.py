@@ -15,9 +15,10 @@ from tests.labhost import domains
 class MidPlanFaultTest(base.LabTestCase):
 
     def start(self, nodeset='0-1'):
-        guest = domains.nova_guest('instance-plan', 1, 128,
-                                   {policy.POLICY_KEY: 'first-touch'})
-        guest.cpuset = set(self.TOPOLOGY.node_cpus(0))
+        specs = {policy.POLICY_KEY: 'first-touch'}
+        guest = domains.kept_by_the_driver(
+            domains.nova_guest('instance-plan', 1, 128, specs), specs,
+            self.TOPOLOGY.node_cpus(0))
         xml = guest.to_xml().replace(
             '</vcpu>', "</vcpu><numatune><memory mode='restrictive' "
                        f"nodeset='{nodeset}'/></numatune>")

@@ -11,20 +11,26 @@ from tests.labhost import domains
 from tests.labhost import kernel
 
 MEMORY_MB = 128
+IO_SPECS = {policy.POLICY_KEY: 'first-touch',
+            policy.IO_INTENSITY_KEY: 'high'}
 
 
-class VnuioaPageMoveTest(base.LabTestCase):
+class _IoGuestOnNode0(base.LabTestCase):
     """An I/O-intensive guest on node 0, the NIC on node 1."""
+
+    nova_bound = False
 
     def start_on_node0(self):
         """vCPUs and memory on node 0; its nodeset still allows node 1."""
         # One vCPU: vNUIOA keeps a node's vCPUs to 80 % of its CPUs (two
         # here).
-        guest = domains.nova_guest(
-            'instance-io', 1, MEMORY_MB,
-            {policy.POLICY_KEY: 'first-touch',
-             policy.IO_INTENSITY_KEY: 'high'})
-        guest.cpuset = set(self.TOPOLOGY.node_cpus(0))
+        guest = domains.nova_guest('instance-io', 1, MEMORY_MB, IO_SPECS)
+        if self.nova_bound:
+            # nova's own bound: [compute] cpu_shared_set is node 0.
+            guest.cpuset = set(self.TOPOLOGY.node_cpus(0))
+        else:
+            domains.kept_by_the_driver(guest, IO_SPECS,
+                                       self.TOPOLOGY.node_cpus(0))
         xml = guest.to_xml().replace(
             '</vcpu>', "</vcpu><numatune><memory mode='restrictive' "
                        "nodeset='0-1'/></numatune>")
@@ -46,6 +52,10 @@ class VnuioaPageMoveTest(base.LabTestCase):
         self.lab.run(f'echo {int(on)} > /proc/sys/kernel/numa_balancing')
         self.addCleanup(self.lab.run,
                         'echo 1 > /proc/sys/kernel/numa_balancing')
+
+
+class VnuioaPageMoveTest(_IoGuestOnNode0):
+    """The driver kept the guest on node 0; nova allowed every CPU."""
 
     def test_the_loops_page_budget_bounds_what_the_kernel_moved(self):
         # Without the kernel's NUMA balancing every page is movable.
@@ -115,3 +125,23 @@ class VnuioaPageMoveTest(base.LabTestCase):
         self.assertLessEqual(view.ram.pages.get(1, 0),
                              moves.count(True) * budget)
         self.assertGreater(moves.count(True), 1)
+
+
+class NovaBoundTest(_IoGuestOnNode0):
+    """The same guest, but nova itself allows it only node 0's CPUs."""
+
+    nova_bound = True
+
+    def test_no_pin_leaves_the_cpus_nova_allows(self):
+        self.balancing(False)
+        self.pages_per_second = 1000
+        guest = self.start_on_node0()
+        (report,), (actions,), log = self.run_agent(
+            page_migration=True, loops=('vnuioa',))
+        # VnuioaPageMoveTest's guest, free of nova's bound, went to the
+        # NIC's node 1; this one has nowhere better it may go.
+        self.assertEqual([], [a for a in actions if a[2] == guest.uuid])
+        for thread in self.view(guest).vcpu_threads():
+            self.assertEqual(self.node_cpus(0), thread.cpus_allowed)
+        self.assertEqual({0}, {n for n, p in
+                               self.view(guest).ram.pages.items() if p})

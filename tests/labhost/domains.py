@@ -23,6 +23,7 @@ from nova_numa_policy import backend
 from nova_numa_policy import enforcement
 from nova_numa_policy import policy
 from nova_numa_policy.virt import driver
+from nova_numa_policy.virt import metadata
 
 LAB_FLAVOR = 'lab.numa'
 
@@ -68,6 +69,20 @@ def nova_guest(name, vcpus, memory_mb, extra_specs, uuid=None):
     guest.membacking.allocateimmediate = True
     guest.metadata.append(_nova_metadata(name, vcpus, memory_mb,
                                          extra_specs))
+    return guest
+
+
+def kept_by_the_driver(guest, extra_specs, cpus):
+    """``guest`` kept to ``cpus`` as the driver extension keeps a guest.
+
+    nova's own bound (its ``<vcpu cpuset>``, none here) goes into the
+    policy record first, as ``driver.write_policy`` does: the agent may
+    still move the guest anywhere nova allows.
+    """
+    record = metadata.PolicyRecord(policy.resolve(extra_specs),
+                                   allowed_cpus=frozenset(guest.cpuset or ()))
+    guest.metadata.append(driver.NumaPolicyMetadata(record))
+    guest.cpuset = set(cpus)
     return guest
 
 

@@ -12,6 +12,7 @@ from nova_numa_policy import enforcement
 from nova_numa_policy.lab.sim import model
 from nova_numa_policy.lab.sim import state as st
 from nova_numa_policy.lab.sim import workload as wl
+from nova_numa_policy import scope
 
 # Cost of migrating one 4 KiB page to the guest (copy, TLB shootdown,
 # fault on next touch): an order of magnitude of Linux move_pages(2), not a
@@ -256,7 +257,10 @@ class SimulatedBackend(backend.Backend):
                             result.vcpu_penalty[first:last])
         return backend.InstanceState(
             uuid=vm.uuid, requested_policy=vm.requested_policy,
-            hands_off_reason=vm.hands_off_reason,
+            # As the real backend: a guest that asked for nothing is not
+            # ours to manage.
+            hands_off_reason=vm.hands_off_reason or scope.unmanaged_reason(
+                scope.Scope(), requested=vm.requested_policy),
             memory_mb_per_node={n: int(round(per_node[n]))
                                 for n in range(self.host.n_nodes)
                                 if per_node[n] >= 0.5},
@@ -267,4 +271,5 @@ class SimulatedBackend(backend.Backend):
             accesses_per_node=accesses, vcpu_penalty=penalty,
             memory_mb=vm.memory_mb, memory_mode=mode,
             memory_nodes=nodes or vm.nodeset,
-            emulator_affinity=vm.emulator_cpus)
+            emulator_affinity=vm.emulator_cpus,
+            allowed_cpus=vm.allowed_cpus)

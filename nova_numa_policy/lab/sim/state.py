@@ -29,6 +29,8 @@ class SimVm:
     nic: str | None = None
     vcpu_time_ns: np.ndarray = None
     emulator_cpus: frozenset = frozenset()
+    # The CPUs nova allows the guest (its <vcpu cpuset>); empty: all.
+    allowed_cpus: frozenset = frozenset()
     pages_moved: int = 0
     vcpu_moves: int = 0
     pending_migration_pages: int = 0

@@ -39,6 +39,7 @@ import testtools
 from nova_numa_policy import backend
 from nova_numa_policy import errors
 from nova_numa_policy import policy
+from nova_numa_policy.virt import metadata
 
 from agent import libvirt_backend
 from agent import pagemover
@@ -66,6 +67,14 @@ QUIET = '77777777-7777-4777-8777-777777777777'
 WANDERER = '88888888-8888-4888-8888-888888888888'
 UNSEEN = '99999999-9999-4999-8999-999999999999'
 CARREFOUR = 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa'
+# The loops manage only guests that asked for a policy: the driver
+# extension's record, made when nova allowed every CPU (the tests then
+# narrow <vcpu cpuset> to where the guest booted, as the driver does).
+FIRST_TOUCH = metadata.render(metadata.PolicyRecord(
+    policy.resolve({policy.POLICY_KEY: 'first-touch'}),
+    allowed_cpus=frozenset(range(8))))
+# The same request read from nova's flavor metadata, with no record.
+NOVA_FIRST_TOUCH = {policy.POLICY_KEY: 'first-touch'}
 
 KERNEL_NODES = sysfs.node_ids('/')
 ONE_NODE_HOST = KERNEL_NODES in ([], [0])
@@ -161,8 +170,10 @@ class VnuioaScenario(LibvirtLoopsTest):
 
     def domains(self):
         io_guest = guest_files.with_interface(
-            host_fixtures.domain_xml(6, IO_GUEST, vcpus=2))
-        quiet = host_fixtures.domain_xml(7, QUIET, vcpus=1)
+            host_fixtures.domain_xml(6, IO_GUEST, vcpus=2,
+                                     policy=FIRST_TOUCH))
+        quiet = host_fixtures.domain_xml(7, QUIET, vcpus=1,
+                                         policy=FIRST_TOUCH)
         return [placed(io_guest, '0-3'), placed(quiet, '0-3')]
 
     def setUp(self):
@@ -225,6 +236,31 @@ class VnuioaTest(VnuioaScenario):
         self.assertTrue(NODE0.issuperset(self.running_on(IO_GUEST)))
 
 
+class NovaBoundTest(VnuioaScenario):
+    """The same guests, but nova confined them to node 0's CPUs.
+
+    ``<vcpu cpuset='0-3'>`` with no wider record is nova's own bound
+    (``[compute] cpu_shared_set``): node 1's CPUs may be dedicated to
+    pinned guests.
+    """
+
+    def domains(self):
+        io_guest = guest_files.with_interface(host_fixtures.domain_xml(
+            6, IO_GUEST, vcpus=2, nova_specs=NOVA_FIRST_TOUCH))
+        quiet = host_fixtures.domain_xml(7, QUIET, vcpus=1,
+                                         nova_specs=NOVA_FIRST_TOUCH)
+        return [placed(io_guest, '0-3'), placed(quiet, '0-3')]
+
+    def test_no_pin_leaves_the_cpus_nova_allows(self):
+        agent = self.vnuioa(pages_per_second=0)
+        periods = self.periods(agent, 3)
+        self.assertEqual([[], [], []], periods)
+        self.assertEqual([NODE0, NODE0], self.pinning(IO_GUEST))
+        self.assertEqual([NODE0], self.pinning(QUIET))
+        # VnuioaTest's guests differ only in the record saying nova
+        # allowed every CPU: there the I/O guest goes to node 1.
+
+
 class DryRunTest(VnuioaScenario):
 
     def test_the_same_decisions_change_nothing_visible_through_libvirt(self):
@@ -272,8 +308,10 @@ class BrmTest(LibvirtLoopsTest):
     """Two one-vCPU guests on node 1; only one's memory can be seen."""
 
     def domains(self):
-        return [host_fixtures.domain_xml(8, WANDERER, vcpus=1),
-                host_fixtures.domain_xml(9, UNSEEN, vcpus=1)]
+        return [host_fixtures.domain_xml(8, WANDERER, vcpus=1,
+                                         policy=FIRST_TOUCH),
+                host_fixtures.domain_xml(9, UNSEEN, vcpus=1,
+                                         policy=FIRST_TOUCH)]
 
     def test_a_vcpu_away_from_its_memory_is_pinned_to_the_memory_node(self):
         # Without uncore counters BRM's penalty is the NUMA distance from

@@ -1,0 +1,72 @@
+"""Which guests the agent may touch, and where: pure rules.
+
+First do no harm. The agent manages a guest only when someone asked it
+to: a nova instance whose flavor (or ``[numa_policy] default_policy`` at
+boot) gave it a ``hw:numa_policy``. A guest without one, a domain nova
+did not define and a guest with a passthrough device (PCI hostdev,
+SR-IOV VF, vDPA: its device's NUMA node is fixed by the hardware) are
+left alone unless an option of ``[numa_policy_agent]`` says otherwise.
+
+Where it does act, every CPU set it writes stays inside the CPUs nova
+allows that guest (``<vcpu cpuset>`` as nova defined it: its
+``cpu_shared_set`` or ``vcpu_pin_set``), so a guest nova confined to
+shared CPUs is never moved onto CPUs nova dedicates to pinned guests.
+"""
+
+import dataclasses
+
+NO_POLICY = 'no hw:numa_policy asked for this guest'
+NOT_NOVA = 'not a nova instance'
+PASSTHROUGH = ('has a passthrough device (PCI, SR-IOV VF or vDPA) whose '
+               'NUMA node the host fixes')
+
+
+@dataclasses.dataclass(frozen=True)
+class Scope:
+    """What the agent may manage beyond the guests that asked for it.
+
+    Every choice defaults to leaving the guest alone.
+    """
+
+    guests_without_policy: bool = False
+    foreign_domains: bool = False
+    passthrough_guests: bool = False
+
+    @classmethod
+    def from_conf(cls, group):
+        """The scope ``[numa_policy_agent]`` sets."""
+        return cls(guests_without_policy=group.manage_guests_without_policy,
+                   foreign_domains=group.manage_foreign_domains,
+                   passthrough_guests=group.manage_passthrough_guests)
+
+
+def unmanaged_reason(scope, *, requested, nova_defined=True,
+                     passthrough=False):
+    """Why a guest is out of the agent's scope, or None when it is in.
+
+    ``requested`` is its ``hw:numa_policy`` (None: none asked),
+    ``nova_defined`` whether nova (or the driver extension) defined the
+    domain, ``passthrough`` whether it has a passthrough device.
+    """
+    if not nova_defined and not scope.foreign_domains:
+        return NOT_NOVA
+    if passthrough and not scope.passthrough_guests:
+        return PASSTHROUGH
+    if requested is None and not scope.guests_without_policy:
+        return NO_POLICY
+    return None
+
+
+def allowed(cpus, allowed_cpus):
+    """``cpus`` cut to the CPUs nova allows a guest.
+
+    ``allowed_cpus`` empty means nova set no bound: every host CPU.
+    """
+    cpus = frozenset(cpus)
+    return cpus & frozenset(allowed_cpus) if allowed_cpus else cpus
+
+
+def leaves_allowed(cpus, allowed_cpus):
+    """Whether writing ``cpus`` would let a guest run outside nova's set."""
+    return bool(allowed_cpus) and not frozenset(cpus) <= frozenset(
+        allowed_cpus)
