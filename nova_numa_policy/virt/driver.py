@@ -1,7 +1,10 @@
 """nova's libvirt driver, plus the guest's NUMA memory policy at boot.
 
-Set ``[DEFAULT] compute_driver =
-nova_numa_policy.virt.driver.NumaPolicyLibvirtDriver`` on a compute node.
+On a compute node, run ``numa-policy-nova-driver-shim`` once and set
+``[DEFAULT] compute_driver = numa_policy.NumaPolicyLibvirtDriver``: nova
+loads ``nova.virt.<value>``, and the shim's module
+``nova/virt/numa_policy.py`` makes this class reachable there
+(:mod:`nova_numa_policy.virt.shim`).
 For an instance whose flavor has ``hw:numa_policy`` and no NUMA topology
 owned by nova, the domain XML nova generates gets the ``<numatune>`` the
 policy asks for (libvirt cannot change a running guest's memory mode), and

@@ -125,11 +125,22 @@ function echo_summary { _record echo_summary "$*"; }
 function warn { _record warn "${*:2}"; }
 function die { echo "die: ${*:2}" >&2; exit 1; }
 
+# The stack user does not exist here: its group is named after it.
+function id {
+    if [[ "$1" == -gn ]]; then
+        echo "$2"
+    else
+        command id "$@"
+    fi
+}
+
 # Directories are created for real under the test's temporary tree; the
 # harness runs unprivileged, so sudo just runs the command, and the owner
 # asked for is dropped.
 function sudo {
-    if [[ "$1" == install ]]; then
+    if [[ "$1" == chown || "$1" == chmod ]]; then
+        _record "sudo_$1" "${@:2}"
+    elif [[ "$1" == install ]]; then
         local -a args=()
         shift
         while [[ $# -gt 0 ]]; do

@@ -1,6 +1,8 @@
 """The shim that lets nova-compute load the driver extension."""
 
 import importlib.util
+import pathlib
+import re
 
 import fixtures
 import testtools
@@ -27,3 +29,25 @@ class ShimTest(testtools.TestCase):
         self.assertTrue(driver.supported(driver.nova_major()))
         self.assertFalse(driver.supported(driver.MIN_NOVA_MAJOR - 1))
         self.assertFalse(driver.supported(driver.MAX_NOVA_MAJOR + 1))
+
+
+class DocumentedValueTest(testtools.TestCase):
+    """Each place telling an operator what to set names the shim's value.
+
+    nova loads ``nova.virt.<value>``; only the shim's module exists there.
+    """
+
+    PLACES = ('doc/source/devstack.rst', 'doc/source/agent.rst',
+              'nova_numa_policy/virt/driver.py',
+              'nova_numa_policy/virt/shim.py', 'devstack/settings')
+
+    def test_every_documented_compute_driver_is_the_shims(self):
+        root = pathlib.Path(__file__).resolve().parents[3]
+        for place in self.PLACES:
+            text = ' '.join((root / place).read_text().split())
+            values = re.findall(
+                r'compute_driver\s*=\s*`*([A-Za-z_][\w.]*\w)', text)
+            values += re.findall(
+                r'COMPUTE_DRIVER:-([A-Za-z_][\w.]*\w)', text)
+            self.assertNotEqual([], values, place)
+            self.assertEqual({shim.COMPUTE_DRIVER}, set(values), place)

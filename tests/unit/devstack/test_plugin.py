@@ -6,17 +6,23 @@ touch the system or a service recorded in a log. These tests read the files
 back with oslo.config's own parser and check the recorded calls.
 """
 
+import logging
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 
+import fixtures
 from oslo_config import cfg
 import oslo_messaging.opts
 import testtools
 
 from nova_numa_policy.conf import opts as nnp_opts
 from nova_numa_policy.loops import options as loop_options
+
+from agent import cmd as agent_cmd
+from tests import fixtures as host_fixtures
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
@@ -241,28 +247,32 @@ class DriverExtensionTest(PluginTestCase):
         self.assertIn('VIRT_DRIVER=libvirt', warning[1])
 
 
+def load_project_conf(test, node):
+    """The file through the project's real options; unknown keys fail."""
+    conf = cfg.ConfigOpts()
+    for module in nnp_opts.GROUP_MODULES:
+        module.register_opts(conf)
+    loop_options.register_opts(conf)
+    for group, group_opts in oslo_messaging.opts.list_opts():
+        conf.register_opts(group_opts, group=group)
+    conf.register_opt(cfg.BoolOpt('debug'))
+    conf([], default_config_files=[node.conf])
+    ours = {group.name for group, _ in nnp_opts.list_opts()}
+    for section, values in node.project_conf().items():
+        if section == 'keystone_authtoken':
+            continue  # written by devstack's own helper (stubbed here)
+        known = conf if section == 'DEFAULT' else conf[section]
+        for key in values:
+            test.assertIn(key, known, f'[{section}] {key} is no option')
+        if section.startswith('numa_policy'):
+            test.assertIn(section, ours)
+    return conf
+
+
 class ProjectConfigTest(PluginTestCase):
 
     def _load(self, node):
-        """The file through the project's real options; unknown keys fail."""
-        conf = cfg.ConfigOpts()
-        for module in nnp_opts.GROUP_MODULES:
-            module.register_opts(conf)
-        loop_options.register_opts(conf)
-        for group, group_opts in oslo_messaging.opts.list_opts():
-            conf.register_opts(group_opts, group=group)
-        conf.register_opt(cfg.BoolOpt('debug'))
-        conf([], default_config_files=[node.conf])
-        ours = {group.name for group, _ in nnp_opts.list_opts()}
-        for section, values in node.project_conf().items():
-            if section == 'keystone_authtoken':
-                continue  # written by devstack's own helper (stubbed here)
-            known = conf if section == 'DEFAULT' else conf[section]
-            for key in values:
-                self.assertIn(key, known, f'[{section}] {key} is no option')
-            if section.startswith('numa_policy'):
-                self.assertIn(section, ours)
-        return conf
+        return load_project_conf(self, node)
 
     def test_all_in_one_configures_every_component(self):
         node = self.node()
@@ -314,6 +324,58 @@ class ProjectConfigTest(PluginTestCase):
             conf.numa_policy_collector.connection)
         self.assertEqual([], node.calls('recreate_database'))
         self.assertTrue(os.path.isdir(node.data_dir))
+
+
+class AgentStartupTest(PluginTestCase):
+    """The agent built from what devstack writes, on a two-node host.
+
+    libvirt's test driver and a sysfs tree stand in for the compute
+    node; the page mover asks this machine's kernel for move_pages(2).
+    The agent's startup log says which loops it started and skipped.
+    """
+
+    def started_loops(self, **overrides):
+        node = self.node(COMPUTE_ONLY, **overrides)
+        node.run('stack:post-config')
+        conf = load_project_conf(self, node)
+        tmp = self.useFixture(fixtures.TempDir()).path
+        root = host_fixtures.two_sockets_nic_on_node1(
+            os.path.join(tmp, 'root'))
+        uri = 'test://' + host_fixtures.write_host_xml(
+            os.path.join(tmp, 'host.xml'), [])
+        # Only the host differs from a devstack compute node. (Overrides
+        # live in the option group, shared by every ConfigOpts.)
+        for option, value in (('libvirt_uri', uri), ('sysfs_root', root)):
+            conf.set_override(option, value, group='numa_policy_agent')
+            self.addCleanup(conf.clear_override, option,
+                            group='numa_policy_agent')
+        log = self.useFixture(fixtures.FakeLogger(level=logging.INFO))
+        agent_cmd.build_agent(conf)
+        line = re.search(r'Rebalancing loops started: (.*); not started: '
+                         r'(.*)', log.output)
+        self.assertIsNotNone(line, log.output)
+        return (set(line.group(1).split(', ')),
+                set(line.group(2).split(', ')), log.output)
+
+    def test_every_loop_the_host_supports_starts(self):
+        started, skipped, log = self.started_loops()
+        self.assertEqual({'brm', 'vnuioa', 'auto'}, started, log)
+        # Carrefour needs memory access counters this backend has not.
+        self.assertEqual({'carrefour'}, skipped, log)
+        self.assertIn('loop carrefour not started: backend libvirt lacks '
+                      "['access-counters']", log)
+
+    def test_without_page_migration_the_page_moving_loops_stay_off(self):
+        started, skipped, log = self.started_loops(
+            NUMA_POLICY_AGENT_PAGE_MIGRATION='False')
+        self.assertEqual({'brm'}, started, log)
+        self.assertEqual({'carrefour', 'vnuioa', 'auto'}, skipped, log)
+
+    def test_the_privsep_daemon_gets_a_file_only_root_may_write(self):
+        node = self.node(COMPUTE_ONLY)
+        node.run('stack:post-config')
+        self.assertIn(('sudo_chown', 'root:stack', node.conf), node.calls())
+        self.assertIn(('sudo_chmod', '0640', node.conf), node.calls())
 
 
 class KeystoneTest(PluginTestCase):
