@@ -25,6 +25,7 @@ from nova_numa_policy import backend
 from nova_numa_policy.loops import base
 from nova_numa_policy.loops import enforce
 from nova_numa_policy.loops import guard as harm_guard
+from nova_numa_policy.loops import nodeids
 from nova_numa_policy import scope
 
 LOG = logging.getLogger(__name__)
@@ -171,7 +172,10 @@ class Runner:
 
         ``waiting``: guests to leave alone this period (an undo of an
         earlier plan is not finished). Returns (strategy, action) pairs.
+        The strategies and the guard see nodes numbered by position
+        (:mod:`.nodeids`); the actions returned name node ids.
         """
+        snapshot, ids = nodeids.dense(snapshot)
         skip = {i.uuid for i in snapshot.instances
                 if i.hands_off_reason} | set(waiting)
         self.guard_state = harm_guard.observe(snapshot, self.guard_state,
@@ -205,7 +209,10 @@ class Runner:
             else:
                 check.actions(s.name, kept)
         self.guard_state = check.guard_state
-        return check.admitted
+        if ids is None:
+            return check.admitted
+        return [(name, nodeids.to_ids(action, ids))
+                for name, action in check.admitted]
 
     def admitted(self, snapshot, waiting=frozenset()):
         """Decisions on ``snapshot`` trimmed to the period's budget.
