@@ -106,14 +106,16 @@ def _allowed_cpus(root):
     """nova's bound on the guest's CPUs: recorded at boot, else live.
 
     The driver extension records ``<vcpu cpuset>`` as nova wrote it
-    before narrowing it; a guest without that record (booted before the
-    extension, or without a policy) still has nova's own.
+    before narrowing it (empty: nova set none). A guest without that
+    record (booted before the extension or before it recorded this, or
+    without a policy) is held to its ``<vcpu cpuset>``: nova's own, or the
+    driver's narrower one, never wider than nova's.
     """
     try:
         record = metadata.find_record(root)
     except exception.NumaPolicyError:
         record = None
-    if record is not None and record.allowed_cpus:
+    if record is not None and record.allowed_cpus is not None:
         return record.allowed_cpus
     vcpu = root.find('./vcpu')
     return _libvirt_cpuset(vcpu.get('cpuset') if vcpu is not None else '')

@@ -34,9 +34,10 @@ class PolicyRecord:
     mode: str | None = None
     nodes: frozenset = frozenset()
     # The CPUs nova allowed the guest (its <vcpu cpuset>) before the
-    # driver narrowed it to the policy's nodes; empty: no bound. The
-    # agent keeps every pin inside it.
-    allowed_cpus: frozenset = frozenset()
+    # driver narrowed it to the policy's nodes; empty: nova set no bound;
+    # None: a record from before this was recorded. The agent keeps every
+    # pin inside it.
+    allowed_cpus: frozenset | None = None
 
 
 def _format_nodes(nodes):
@@ -59,7 +60,8 @@ def render(record):
     if record.mode:
         element.set('mode', record.mode)
         element.set('nodeset', _format_nodes(record.nodes))
-    if record.allowed_cpus:
+    if record.allowed_cpus is not None:
+        # Written even when empty: "no bound" is not "not recorded".
         element.set('allowed-cpus', _format_nodes(record.allowed_cpus))
     return ElementTree.tostring(element, encoding='unicode')
 
@@ -74,9 +76,10 @@ def parse_element(element):
         return None
     within = element.get('within-nova-topology') == 'true'
     resolved = dataclasses.replace(resolved, within_nova_topology=within)
+    allowed = element.get('allowed-cpus')
     return PolicyRecord(resolved, element.get('mode'),
                         _parse_nodes(element.get('nodeset') or ''),
-                        _parse_nodes(element.get('allowed-cpus') or ''))
+                        None if allowed is None else _parse_nodes(allowed))
 
 
 def find_record(domain_root):

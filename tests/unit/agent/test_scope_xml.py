@@ -2,10 +2,13 @@
 
 from xml.etree import ElementTree
 
+from nova.virt.libvirt import config as vconfig
 import testtools
 
+from nova_numa_policy import enforcement
 from nova_numa_policy import policy
 from nova_numa_policy import scope
+from nova_numa_policy.virt import driver
 from nova_numa_policy.virt import metadata
 
 from agent import domxml
@@ -97,6 +100,36 @@ class AllowedCpusTest(testtools.TestCase):
         xml = with_cpuset(host_fixtures.domain_xml(1, UUID, policy=record),
                           '0-3')
         self.assertEqual(frozenset(range(6)), parse(xml).allowed_cpus)
+
+    def test_a_record_of_no_bound_is_not_the_narrowed_cpuset(self):
+        # nova set no <vcpu cpuset>; the driver kept the guest on 0-3.
+        record = metadata.render(metadata.PolicyRecord(
+            policy.resolve(ASKED), allowed_cpus=frozenset()))
+        xml = with_cpuset(host_fixtures.domain_xml(1, UUID, policy=record),
+                          '0-3')
+        self.assertEqual(frozenset(), parse(xml).allowed_cpus)
+
+    def test_an_older_record_falls_back_to_the_cpuset(self):
+        # A record written before the bound was recorded: the cpuset may
+        # be the driver's narrowed one, which is never wider than nova's.
+        record = metadata.render(metadata.PolicyRecord(policy.resolve(ASKED)))
+        self.assertNotIn('allowed-cpus', record)
+        xml = with_cpuset(host_fixtures.domain_xml(1, UUID, policy=record),
+                          '0-3')
+        self.assertEqual(frozenset(range(4)), parse(xml).allowed_cpus)
+
+    def test_the_driver_records_novas_bound_before_narrowing_it(self):
+        for nova_cpuset, recorded in ((None, frozenset()),
+                                      ({0, 1, 2, 5}, {0, 1, 2, 5})):
+            guest = vconfig.LibvirtConfigGuest()
+            guest.cpuset = nova_cpuset
+            plan = enforcement.BootPlan(enforcement.MemoryTune(
+                mode='strict', nodes=frozenset({0}), cpus=frozenset({0, 1})))
+            driver.write_policy(guest, policy.resolve(ASKED), plan)
+            self.assertEqual({0, 1}, guest.cpuset)  # the driver narrowed it
+            written = metadata.render(guest.metadata[-1].record)
+            self.assertEqual(recorded, metadata.parse_element(
+                ElementTree.fromstring(written)).allowed_cpus)
 
     def test_the_record_round_trips_its_bound(self):
         record = metadata.PolicyRecord(policy.resolve(ASKED), 'strict',

@@ -30,11 +30,12 @@ class _Host:
 
 
 def _topology(ids):
-    nodes = tuple(backend.NodeInfo(
-        id=node_id, cpus=tuple(range(k * CPUS, (k + 1) * CPUS)),
-        memory_total_mb=16384,
-        distances=tuple(10 if j == k else 20 + 10 * abs(j - k)
-                        for j in range(len(ids))))
+    nodes = tuple(
+        backend.NodeInfo(
+            id=node_id, cpus=tuple(range(k * CPUS, (k + 1) * CPUS)),
+            memory_total_mb=16384,
+            distances=tuple(10 if j == k else 20 + 10 * abs(j - k)
+                            for j in range(len(ids))))
         for k, node_id in enumerate(ids))
     return backend.HostTopology(nodes=nodes, nics=(
         backend.NicInfo(name='eth0', numa_node=ids[3]),))
@@ -65,9 +66,9 @@ ALL = ('carrefour', 'brm', 'vnuioa', 'auto')
 def _decisions(ids, loops=ALL):
     topo = _topology(ids)
     snapshot = s.snapshot(_guests(ids), topo)
-    r = runner.Runner(_Host(), runner.strategies(loops),
-        configs={'brm': brm.Config(prob_step=100),
-                 'vnuioa': vnuioa.Config(max_pin_count=0)})
+    configs = {'brm': brm.Config(prob_step=100),
+               'vnuioa': vnuioa.Config(max_pin_count=0)}
+    r = runner.Runner(_Host(), runner.strategies(loops), configs=configs)
     return [r.decide(snapshot) for _ in range(3)]
 
 
