@@ -13,6 +13,7 @@ from nova_numa_policy.conf import scheduler as sched_conf
 from nova_numa_policy import policy
 from nova_numa_policy.scheduling import scoring
 from placement_filters import assessors
+from placement_filters import lifecycle
 from placement_filters import listener
 
 CONF = cfg.CONF
@@ -76,6 +77,17 @@ HOST_KEY = operator.attrgetter('host', 'nodename')
 
 def cache():
     return listener.RUNTIME.get_cache()
+
+
+def start_listening():
+    """Listen for reports now, for as long as the scheduler service runs.
+
+    Called as nova builds our plugins, inside its scheduler service: the
+    cache is warm by the first request, and the listener stops and
+    restarts with the service (:mod:`placement_filters.lifecycle`).
+    """
+    lifecycle.install()
+    cache()
 
 
 def now():

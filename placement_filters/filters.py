@@ -38,7 +38,7 @@ class _ReportFilter(filters.BaseHostFilter):
 
     def __init__(self):
         super().__init__()
-        base.cache()  # start listening before the first request
+        base.start_listening()
 
     def asks(self, assessor):
         """Whether the filter has anything to check for this request."""

@@ -116,16 +116,20 @@ class Runtime:
             self.cache = make_cache(self.conf)
             self.listener = None
             self.pid = os.getpid()
-            try:
-                self.listener = ReportListener.from_conf(self.conf, self.cache)
-            except Exception:
-                LOG.exception('Cannot listen for NUMA host reports; every '
-                              'host is treated as having no report')
-                return
-            # In the background: connecting may wait for the broker, and
-            # this runs on a scheduling request's path.
-            threading.Thread(target=self._run_listener, args=(
-                self.listener,), daemon=True).start()
+            self._listen()
+
+    def _listen(self):
+        """Start a listener on this process's cache (lock held)."""
+        try:
+            self.listener = ReportListener.from_conf(self.conf, self.cache)
+        except Exception:
+            LOG.exception('Cannot listen for NUMA host reports; every '
+                          'host is treated as having no report')
+            return
+        # In the background: connecting may wait for the broker, and
+        # this runs on a scheduling request's path.
+        threading.Thread(target=self._run_listener, args=(
+            self.listener,), daemon=True).start()
 
     @staticmethod
     def _run_listener(listener):
@@ -145,6 +149,19 @@ class Runtime:
             if self.listener is not None and self.pid == os.getpid():
                 self.listener.stop()
             self.pid = self.cache = self.listener = None
+
+    def restart(self):
+        """Listen anew on the same cache (nova's SIGHUP re-read options).
+
+        Nothing to do in a process that is not listening yet: its first
+        request starts the listener with the current options.
+        """
+        with self._lock:
+            if self.listener is None or self.pid != os.getpid():
+                return
+            self.listener.stop()
+            self.listener = None
+            self._listen()
 
     def _after_fork(self):
         # Start the child's own listener at once rather than on its first

@@ -83,7 +83,7 @@ class _ReportWeigher(weights.BaseHostWeigher):
         # multiplier, read once in weigh_objects for nova's per-host
         # weight_multiplier calls; None when every host weighs the same.
         self._request = threading.local()
-        base.cache()  # start listening before the first request
+        base.start_listening()
 
     def weighs(self, assessor):
         raise NotImplementedError()
@@ -155,7 +155,7 @@ class NumaWeigher(weights.BaseHostWeigher):
 
     def __init__(self):
         super().__init__()
-        base.cache()  # start listening before the first request
+        base.start_listening()
 
     def weight_multiplier(self, host_state):
         return 1.0  # the multipliers are applied in weigh_objects

@@ -1,0 +1,52 @@
+"""The report listener lives and dies with the scheduler service.
+
+nova offers a scheduler plugin no hook of its own for the service's
+stop or its SIGHUP. The scheduler manager has both, so they are wrapped
+once per process, the first time a plugin reads the report cache (nova
+builds its filters inside the scheduler service):
+
+* ``graceful_shutdown`` (run by every ``Service.stop``) stops the
+  listener first, so no oslo.messaging poller outlives the service;
+* ``reset`` (SIGHUP) listens anew, with the options re-read, on the
+  same cache: the hosts' last reports stay known meanwhile.
+"""
+
+import functools
+import threading
+
+from oslo_log import log as logging
+
+from placement_filters import listener
+
+LOG = logging.getLogger(__name__)
+_installed = threading.Lock()
+_done = []
+
+
+def _before(method, action):
+    @functools.wraps(method)
+    def wrapped(*args, **kwargs):
+        try:
+            action()
+        except Exception:  # never let ours stop nova's own shutdown
+            LOG.exception('NUMA report listener: %s failed',
+                          action.__name__)
+        return method(*args, **kwargs)
+    wrapped.numa_policy_wrapped = True
+    return wrapped
+
+
+def install(manager_class=None):
+    """Tie the listener to ``manager_class`` (nova's SchedulerManager)."""
+    with _installed:
+        if _done:
+            return
+        if manager_class is None:
+            from nova.scheduler import manager
+            manager_class = manager.SchedulerManager
+        for name, action in (('graceful_shutdown', listener.RUNTIME.stop),
+                             ('reset', listener.RUNTIME.restart)):
+            method = getattr(manager_class, name)
+            if not getattr(method, 'numa_policy_wrapped', False):
+                setattr(manager_class, name, _before(method, action))
+        _done.append(manager_class)
