@@ -88,7 +88,8 @@ def config_class(module, own_opts, options, **fixed):
 def managed(snapshot):
     """The instances a loop may touch: those without a hands-off reason.
 
-    Guests nobody asked us to manage carry one (:mod:`..scope`).
+    Guests nobody asked us to manage carry one
+    (:mod:`nova_numa_policy.scope`).
     """
     return [i for i in snapshot.instances if not i.hands_off_reason]
 
