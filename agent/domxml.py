@@ -51,7 +51,7 @@ def _hands_off(root, requested, agent_scope):
     out_of_scope = scope.unmanaged_reason(
         agent_scope, requested=requested,
         nova_defined=(metadata.is_nova_instance(root)
-                      or metadata.find_record(root) is not None),
+                      or metadata.has_record(root)),
         passthrough=any(root.find(p) is not None for p in _PASSTHROUGH))
     if out_of_scope:
         return out_of_scope

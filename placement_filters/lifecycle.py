@@ -12,15 +12,12 @@ builds its filters inside the scheduler service):
 """
 
 import functools
-import threading
 
 from oslo_log import log as logging
 
 from placement_filters import listener
 
 LOG = logging.getLogger(__name__)
-_installed = threading.Lock()
-_done = []
 
 
 def _before(method, action):
@@ -37,16 +34,16 @@ def _before(method, action):
 
 
 def install(manager_class=None):
-    """Tie the listener to ``manager_class`` (nova's SchedulerManager)."""
-    with _installed:
-        if _done:
-            return
-        if manager_class is None:
-            from nova.scheduler import manager
-            manager_class = manager.SchedulerManager
-        for name, action in (('graceful_shutdown', listener.RUNTIME.stop),
-                             ('reset', listener.RUNTIME.restart)):
-            method = getattr(manager_class, name)
-            if not getattr(method, 'numa_policy_wrapped', False):
-                setattr(manager_class, name, _before(method, action))
-        _done.append(manager_class)
+    """Tie the listener to ``manager_class`` (nova's SchedulerManager).
+
+    Idempotent: a method already wrapped is left as it is. nova builds
+    its filters and weighers in one thread, so no lock is needed.
+    """
+    if manager_class is None:
+        from nova.scheduler import manager
+        manager_class = manager.SchedulerManager
+    for name, action in (('graceful_shutdown', listener.RUNTIME.stop),
+                         ('reset', listener.RUNTIME.restart)):
+        method = getattr(manager_class, name)
+        if not getattr(method, 'numa_policy_wrapped', False):
+            setattr(manager_class, name, _before(method, action))

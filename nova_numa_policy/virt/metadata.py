@@ -82,9 +82,17 @@ def parse_element(element):
                         None if allowed is None else _parse_nodes(allowed))
 
 
+_RECORD_PATH = f'./metadata/{{{NAMESPACE}}}{ELEMENT}'
+
+
+def has_record(domain_root):
+    """Whether a parsed domain XML holds our element, valid or not."""
+    return domain_root.find(_RECORD_PATH) is not None
+
+
 def find_record(domain_root):
     """Our record in a parsed domain XML, or None."""
-    element = domain_root.find(f'./metadata/{{{NAMESPACE}}}{ELEMENT}')
+    element = domain_root.find(_RECORD_PATH)
     return None if element is None else parse_element(element)
 
 

@@ -65,6 +65,15 @@ class ManagementScopeTest(testtools.TestCase):
         facts = parse(host_fixtures.domain_xml(1, UUID, policy=record))
         self.assertIsNone(facts.hands_off_reason)
 
+    def test_an_unusable_record_alone_is_left_alone_not_raised(self):
+        # Our element with a value no longer valid, and no nova metadata:
+        # the driver defined it, but what it asks cannot be known.
+        record = (f'<numapolicy:policy xmlns:numapolicy="'
+                  f'{metadata.NAMESPACE}" value="no-such-policy"/>')
+        facts = parse(host_fixtures.domain_xml(1, UUID, policy=record))
+        self.assertIsNone(facts.requested)
+        self.assertEqual(scope.NO_POLICY, facts.hands_off_reason)
+
     def test_passthrough_devices_make_a_guest_hands_off(self):
         for device in (HOSTDEV, VF, VDPA):
             xml = with_devices(

@@ -36,7 +36,6 @@ class LifecycleTest(testtools.TestCase):
         self.useFixture(fixtures.MockPatchObject(
             listener.ReportListener, 'from_conf',
             lambda conf, cache: _Listener(self.made, self.fail_stop)))
-        self.useFixture(fixtures.MockPatchObject(lifecycle, '_done', []))
 
         class SchedulerManager:
             """nova's hooks, as the service calls them."""
@@ -82,7 +81,6 @@ class LifecycleTest(testtools.TestCase):
         self.assertEqual([], self.made)
 
     def test_installing_twice_wraps_once(self):
-        self.useFixture(fixtures.MockPatchObject(lifecycle, '_done', []))
         lifecycle.install(self.manager_class)
         for name in ('graceful_shutdown', 'reset'):
             wrapped = getattr(self.manager_class, name)
