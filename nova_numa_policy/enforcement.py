@@ -111,6 +111,20 @@ def select_home_nodes(topology, usage, memory_mb, near=frozenset(),
     return frozenset(n.id for n in topology.nodes)
 
 
+def allowed_nodes(topology, allowed_cpus):
+    """``topology`` with only the nodes holding CPUs nova allows the guest.
+
+    A home guest's memory belongs where its vCPUs may run. Unchanged when
+    nova sets no bound, or when no node holds an allowed CPU (a bound this
+    host's topology does not describe tells nothing about nodes).
+    """
+    kept = tuple(node for node in topology.nodes
+                 if scope.allowed(node.cpus, allowed_cpus))
+    if not allowed_cpus or not kept:
+        return topology
+    return dataclasses.replace(topology, nodes=kept)
+
+
 def cpus_of(topology, nodes):
     return frozenset(cpu for node in topology.nodes if node.id in nodes
                      for cpu in node.cpus)
@@ -209,9 +223,10 @@ def deal_vcpus(topology, nodes, vcpus, usage=(), placed=None,
     placed = placed or {}
     pins = {node.id: _restrict(cpus_of(topology, {node.id}), allowed_cpus)
             for node in topology.nodes if node.id in nodes}
+    # A node may hold no CPU at all where nova records only the CPUs it
+    # gives guests (a live migration's view of its destination).
     candidates = [node for node in topology.nodes if node.id in nodes
-                  and (not allowed_cpus
-                       or frozenset(node.cpus) & frozenset(allowed_cpus))]
+                  and scope.allowed(node.cpus, allowed_cpus)]
     if not candidates:
         return ()
     demand = {node.id: _demand(node, usage_by_node, placed)
@@ -334,7 +349,8 @@ def boot_plan(numa_policy, topology, usage=(), memory_mb=0,
                      f'interleave over {sorted(nodes)}: {kept}'
                      + _dealt_words(pins))
     if placement == policy.Placement.HOME:
-        nodes = select_home_nodes(topology, usage, memory_mb, near, vcpus)
+        nodes = select_home_nodes(allowed_nodes(topology, allowed_cpus),
+                                  usage, memory_mb, near, vcpus)
         return _plan(MemoryTune(
             MODE_STRICT, nodes,
             _restrict(cpus_of(topology, nodes), allowed_cpus)),
@@ -449,7 +465,9 @@ def _enforce_home(instance, topology, usage, can_set_nodeset):
         return Enforcement(blocked='this host cannot change a running '
                                    "guest's nodeset")
     else:
-        home = select_home_nodes(topology, usage, instance.memory_mb,
+        home = select_home_nodes(allowed_nodes(topology,
+                                               instance.allowed_cpus),
+                                 usage, instance.memory_mb,
                                  vcpus=len(instance.vcpu_affinity))
         actions.append(backend.SetNodeset(
             instance.uuid, f'home: bind memory to nodes {sorted(home)}',

@@ -15,9 +15,12 @@ The decision is :func:`nova_numa_policy.enforcement.boot_tune`; this module
 only adapts nova's objects to it.
 """
 
+import functools
 import logging
+from xml.etree import ElementTree
 
 from lxml import etree
+from nova import objects
 from nova import version as nova_version
 from nova.virt.libvirt import config as vconfig
 from nova.virt.libvirt import driver as libvirt_driver
@@ -29,6 +32,7 @@ from nova_numa_policy import enforcement
 from nova_numa_policy import exception
 from nova_numa_policy import policy
 from nova_numa_policy.virt import metadata
+from nova_numa_policy.virt import migration
 
 LOG = logging.getLogger(__name__)
 CONF = cfg.CONF
@@ -73,19 +77,49 @@ def _distances(node_id, ids):
                  for other in range(max(ids) + 1))
 
 
+def _topology(nodes, nics):
+    """HostTopology from (id, CPUs, memory in MiB) per node, and ``nics``."""
+    nodes = sorted(nodes)
+    ids = [node_id for node_id, _, _ in nodes]
+    return backend.HostTopology(nodes=tuple(
+        backend.NodeInfo(id=node_id, cpus=tuple(sorted(cpus)),
+                         memory_total_mb=memory_mb,
+                         distances=_distances(node_id, ids))
+        for node_id, cpus, memory_mb in nodes), nics=tuple(nics))
+
+
 def host_topology(caps, nics=()):
     """nova's host capabilities, and ``nics``, as our HostTopology."""
     topology = caps.host.topology
     if topology is None:
         return backend.HostTopology(nodes=())
-    cells = sorted(topology.cells, key=lambda c: c.id)
-    ids = [cell.id for cell in cells]
-    return backend.HostTopology(nodes=tuple(
-        backend.NodeInfo(id=cell.id,
-                         cpus=tuple(sorted(cpu.id for cpu in cell.cpus)),
-                         memory_total_mb=cell.memory // 1024,
-                         distances=_distances(cell.id, ids))
-        for cell in cells), nics=tuple(nics))
+    return _topology(((cell.id, [cpu.id for cpu in cell.cpus],
+                       cell.memory // 1024) for cell in topology.cells), nics)
+
+
+def recorded_topology(numa_topology):
+    """A compute node's NUMA cells as nova records them, as HostTopology.
+
+    What a live migration's source knows of its destination: each cell's
+    CPUs (shared and dedicated alike), memory, and the physnets nova's
+    ``[neutron_physnet_<name>] numa_nodes`` put there (a physnet on exactly
+    one cell is an uplink near it, as in :func:`physnet_nics`).
+    """
+    cells = list(numa_topology.cells) if numa_topology else []
+    homes = {}
+    for cell in cells:
+        network = _field(cell, 'network_metadata', None)
+        for physnet in (network.physnets if network else ()):
+            homes.setdefault(physnet, []).append(cell.id)
+    nics = [backend.NicInfo(name=physnet, numa_node=ids[0], physnet=physnet)
+            for physnet, ids in sorted(homes.items()) if len(ids) == 1]
+    return _topology(((cell.id, cell.cpuset | _field(cell, 'pcpuset', set()),
+                       cell.memory) for cell in cells), nics)
+
+
+def _field(obj, name, default):
+    """An ovo field, or ``default`` where an older record lacks it."""
+    return getattr(obj, name) if obj.obj_attr_is_set(name) else default
 
 
 def physnet_nics(conf):
@@ -219,6 +253,43 @@ def write_policy(guest, resolved, plan):
     return tune
 
 
+def destination_allowed(migrate_data, record):
+    """The CPUs nova allows the guest on a live migration's destination.
+
+    The destination sends its ``cpu_shared_set`` (empty: no bound), which
+    nova writes into ``<vcpu cpuset>``; every nova this extension supports
+    sends it. Without it nova keeps the source's bound, and so do we.
+    """
+    if 'dst_cpu_shared_set_info' in migrate_data:
+        return frozenset(migrate_data.dst_cpu_shared_set_info)
+    return record.allowed_cpus or frozenset()
+
+
+def _record_of(domain_xml):
+    try:
+        return metadata.find_record(ElementTree.fromstring(domain_xml))
+    except exception.NumaPolicyError:
+        # An unusable record: nova's XML travels as nova made it.
+        return None
+
+
+class _RetargetedGuest:
+    """nova's Guest, except that migrate() sends a retargeted XML."""
+
+    def __init__(self, guest, retarget):
+        self._guest = guest
+        self._retarget = retarget
+
+    def __getattr__(self, name):
+        return getattr(self._guest, name)
+
+    def migrate(self, *args, destination_xml=None, **kwargs):
+        if destination_xml:
+            destination_xml = self._retarget(destination_xml)
+        return self._guest.migrate(*args, destination_xml=destination_xml,
+                                   **kwargs)
+
+
 class NumaPolicyLibvirtDriver(libvirt_driver.LibvirtDriver):
 
     def __init__(self, virtapi, read_only=False):
@@ -279,3 +350,56 @@ class NumaPolicyLibvirtDriver(libvirt_driver.LibvirtDriver):
                  f'{tune.mode} on nodes {sorted(tune.nodes)}'
                  if tune and tune.mode else "left to the kernel's default",
                  why)
+
+    def _live_migration_operation(self, context, instance, dest,
+                                  block_migration, migrate_data, guest,
+                                  device_names):
+        # nova hands the XML it prepared for the destination to
+        # guest.migrate(); a guest of ours must carry a placement made
+        # for the destination instead of the source's (virt/migration.py).
+        if self._numa_policy_enabled:
+            guest = _RetargetedGuest(guest, functools.partial(
+                self._retarget_for, context, instance, dest, migrate_data))
+        return super()._live_migration_operation(
+            context, instance, dest, block_migration, migrate_data, guest,
+            device_names)
+
+    def _retarget_for(self, context, instance, dest, migrate_data,
+                      domain_xml):
+        record = _record_of(domain_xml)
+        if (record is None or record.policy.within_nova_topology
+                or instance.numa_topology is not None):
+            # No policy of ours, or nova's own NUMA live migration
+            # rewrites the placement.
+            return domain_xml
+        allowed = destination_allowed(migrate_data, record)
+        plan = enforcement.boot_plan(
+            record.policy, self._destination_topology(context, dest),
+            memory_mb=instance.flavor.memory_mb, allowed_cpus=allowed or None,
+            vcpus=instance.flavor.vcpus,
+            large_share=CONF.numa_policy.large_guest_share)
+        tune = plan.tune
+        LOG.info('Instance %s: live migration to %s: hw:numa_policy=%s, '
+                 'memory %s (%s)', instance.uuid, dest, record.policy.value,
+                 f'{tune.mode} on nodes {sorted(tune.nodes)}'
+                 if tune and tune.mode else "left to the kernel's default",
+                 plan.reason)
+        return migration.retarget(domain_xml, record, tune, allowed)
+
+    def _destination_topology(self, context, dest):
+        """The destination's NUMA cells as nova recorded them; may be empty.
+
+        Empty (a record without cells, or none readable) leaves the guest
+        to the kernel's default there: a placement made for a host we
+        cannot see could name nodes it does not have.
+        """
+        try:
+            node = objects.ComputeNode.get_first_node_by_host_for_old_compat(
+                context, dest)
+            cells = (objects.NUMATopology.obj_from_db_obj(node.numa_topology)
+                     if node.numa_topology else None)
+        except Exception as exc:  # nova's NotFound, or a conductor error
+            LOG.warning('NUMA topology of %s unavailable (%s); a migrating '
+                        "guest's placement is left to its kernel", dest, exc)
+            return backend.HostTopology(nodes=())
+        return recorded_topology(cells)

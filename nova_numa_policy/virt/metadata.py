@@ -40,8 +40,9 @@ class PolicyRecord:
     allowed_cpus: frozenset | None = None
 
 
-def _format_nodes(nodes):
-    return ','.join(str(n) for n in sorted(nodes))
+def format_ids(ids):
+    """Node or CPU ids as libvirt reads them: ``0,1,5``."""
+    return ','.join(str(n) for n in sorted(ids))
 
 
 def _parse_nodes(text):
@@ -59,10 +60,10 @@ def render(record):
     })
     if record.mode:
         element.set('mode', record.mode)
-        element.set('nodeset', _format_nodes(record.nodes))
+        element.set('nodeset', format_ids(record.nodes))
     if record.allowed_cpus is not None:
         # Written even when empty: "no bound" is not "not recorded".
-        element.set('allowed-cpus', _format_nodes(record.allowed_cpus))
+        element.set('allowed-cpus', format_ids(record.allowed_cpus))
     return ElementTree.tostring(element, encoding='unicode')
 
 

@@ -46,6 +46,35 @@ def _test_driver_domain(nova_xml):
     return ElementTree.tostring(kept, encoding='unicode')
 
 
+def use_driver_extension(test):
+    """nova-compute services ``test`` starts next load our driver.
+
+    What the shim file makes true on a compute node, without writing into
+    the shared nova installation: nova.virt.numa_policy is our driver
+    module (test_shim checks the file itself).
+    """
+    sys.modules[SHIM_MODULE] = numa_driver
+    test.addCleanup(sys.modules.pop, SHIM_MODULE, None)
+    test.flags(compute_driver=shim.COMPUTE_DRIVER)
+
+
+def record_defined_xml(test):
+    """Every domain XML nova-compute defines from now on, in a list.
+
+    As defined: fakelibvirt's XMLDesc() drops <numatune> and metadata.
+    """
+    defined = []
+    original = fakelibvirt.Connection.defineXML
+
+    def record(conn, xml):
+        defined.append(xml)
+        return original(conn, xml)
+
+    test.useFixture(fixtures.MonkeyPatch(
+        'nova.tests.fixtures.libvirt.Connection.defineXML', record))
+    return defined
+
+
 class DriverBootTestBase(libvirt_base.ServersTestBase):
     """nova's services with our driver; every defined XML is recorded."""
 
@@ -55,21 +84,8 @@ class DriverBootTestBase(libvirt_base.ServersTestBase):
 
     def setUp(self):
         super().setUp()
-        # What the shim file makes true on a compute node, without writing
-        # into the shared nova installation: nova.virt.numa_policy is our
-        # driver module (test_shim checks the file itself).
-        sys.modules[SHIM_MODULE] = numa_driver
-        self.addCleanup(sys.modules.pop, SHIM_MODULE, None)
-        self.flags(compute_driver=shim.COMPUTE_DRIVER)
-        self.defined = []
-        original = fakelibvirt.Connection.defineXML
-
-        def record(conn, xml):
-            self.defined.append(xml)
-            return original(conn, xml)
-
-        self.useFixture(fixtures.MonkeyPatch(
-            'nova.tests.fixtures.libvirt.Connection.defineXML', record))
+        use_driver_extension(self)
+        self.defined = record_defined_xml(self)
         self.start_compute(host_info=fakelibvirt.HostInfo(
             cpu_nodes=self.NODES, cpu_sockets=1, cpu_cores=2,
             cpu_threads=1, kB_mem=8 * 1024 * 1024))

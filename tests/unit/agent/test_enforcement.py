@@ -1,5 +1,7 @@
 """Boot-time and run-time decisions, table-driven over fixed topologies."""
 
+import dataclasses
+
 import testtools
 
 from nova_numa_policy import backend
@@ -81,11 +83,22 @@ class BootTuneTest(testtools.TestCase):
                                      allowed_cpus={2, 3, 4, 5})
         self.assertEqual(frozenset({4, 5}), tune.cpus)
 
-    def test_home_never_gets_an_empty_cpuset(self):
+    def test_home_goes_to_a_node_where_its_vcpus_may_run(self):
+        # Node 1 has more free memory, but nova allows only node 0's CPUs:
+        # memory there would be remote from every vCPU.
         tune = enforcement.boot_tune(resolved('home'), topology(),
                                      usage(1000, 6000), 512,
                                      allowed_cpus={0, 1})
-        self.assertEqual(frozenset({0, 1}), tune.cpus)
+        self.assertEqual((frozenset({0}), frozenset({0, 1})),
+                         (tune.nodes, tune.cpus))
+
+    def test_home_never_gets_an_empty_cpuset(self):
+        # A bound no node of this topology holds says nothing of nodes.
+        tune = enforcement.boot_tune(resolved('home'), topology(),
+                                     usage(1000, 6000), 512,
+                                     allowed_cpus={40, 41})
+        self.assertEqual((frozenset({1}), frozenset({40, 41})),
+                         (tune.nodes, tune.cpus))
 
 
 def ring(nodes=3, uniform=False):
@@ -209,6 +222,13 @@ class EnforceTest(testtools.TestCase):
                          self.kinds(plan))
         self.assertEqual(frozenset({1}), plan.actions[0].nodes)
         self.assertEqual(frozenset({4, 5, 6, 7}), plan.actions[1].cpus)
+
+    def test_home_binds_memory_where_nova_lets_its_vcpus_run(self):
+        bound = dataclasses.replace(instance('home'),
+                                    allowed_cpus=frozenset({1, 2}))
+        plan = enforcement.enforce(bound, topology(), usage(1000, 6000))
+        self.assertEqual((frozenset({0}), frozenset({1, 2})),
+                         (plan.actions[0].nodes, plan.actions[1].cpus))
 
     def test_home_already_bound_keeps_its_nodes(self):
         home = frozenset({0, 1, 2, 3})
