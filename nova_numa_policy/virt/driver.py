@@ -265,7 +265,22 @@ def destination_allowed(migrate_data, record):
     return record.allowed_cpus or frozenset()
 
 
-def _record_of(domain_xml):
+def retarget(domain_xml, record, topology, allowed, flavor):
+    """(the XML to send, the decision) for a destination of ``topology``.
+
+    ``record`` is the guest's policy record, ``allowed`` the CPUs nova
+    allows it there (:func:`destination_allowed`) and ``flavor`` its
+    flavor; the decision is the boot decision there, made without the
+    destination's free memory and load, which the source cannot see.
+    """
+    plan = enforcement.boot_plan(
+        record.policy, topology, memory_mb=flavor.memory_mb,
+        allowed_cpus=allowed or None, vcpus=flavor.vcpus,
+        large_share=CONF.numa_policy.large_guest_share)
+    return migration.retarget(domain_xml, record, plan.tune, allowed), plan
+
+
+def record_of(domain_xml):
     try:
         return metadata.find_record(ElementTree.fromstring(domain_xml))
     except exception.NumaPolicyError:
@@ -366,25 +381,22 @@ class NumaPolicyLibvirtDriver(libvirt_driver.LibvirtDriver):
 
     def _retarget_for(self, context, instance, dest, migrate_data,
                       domain_xml):
-        record = _record_of(domain_xml)
+        record = record_of(domain_xml)
         if (record is None or record.policy.within_nova_topology
                 or instance.numa_topology is not None):
             # No policy of ours, or nova's own NUMA live migration
             # rewrites the placement.
             return domain_xml
-        allowed = destination_allowed(migrate_data, record)
-        plan = enforcement.boot_plan(
-            record.policy, self._destination_topology(context, dest),
-            memory_mb=instance.flavor.memory_mb, allowed_cpus=allowed or None,
-            vcpus=instance.flavor.vcpus,
-            large_share=CONF.numa_policy.large_guest_share)
+        sent, plan = retarget(
+            domain_xml, record, self._destination_topology(context, dest),
+            destination_allowed(migrate_data, record), instance.flavor)
         tune = plan.tune
         LOG.info('Instance %s: live migration to %s: hw:numa_policy=%s, '
                  'memory %s (%s)', instance.uuid, dest, record.policy.value,
                  f'{tune.mode} on nodes {sorted(tune.nodes)}'
                  if tune and tune.mode else "left to the kernel's default",
                  plan.reason)
-        return migration.retarget(domain_xml, record, tune, allowed)
+        return sent
 
     def _destination_topology(self, context, dest):
         """The destination's NUMA cells as nova recorded them; may be empty.

@@ -14,14 +14,6 @@ from tests.labhost import kernel
 from tests.labhost import topology as topology_mod
 
 MEMORY_MB = 128
-# Interleaving page by page leaves each of two nodes close to half.
-INTERLEAVE_MIN_SHARE = 0.45
-
-
-# numa_maps' name for each <numatune> memory mode; restrictive sets no
-# memory policy (only the cgroup's cpuset.mems).
-KERNEL_MODE = {'strict': 'bind', 'interleave': 'interleave',
-               'preferred': 'prefer', 'restrictive': 'default'}
 
 
 class PolicyAtBootTest(base.LabTestCase):
@@ -34,44 +26,6 @@ class PolicyAtBootTest(base.LabTestCase):
         view = self.view(guest)
         self.assert_kernel_follows(view, guest.plan.tune)
         return guest, view, self.reported(report, guest)
-
-    def assert_kernel_follows(self, view, tune):
-        """The QEMU process's memory and threads are where ``tune`` says."""
-        everything = self.node_cpus(*range(self.TOPOLOGY.nodes))
-        mode, nodes = kernel.memory_policy(view.ram.policy)
-        bound_mems = {k: kernel.cpulist(v) for k, v in
-                      view.cpuset_mems.items() if v}
-        if tune is None or tune.mode is None:
-            self.assertEqual(('default', frozenset()), (mode, nodes))
-            self.assertEqual({}, bound_mems)
-        else:
-            self.assertEqual(KERNEL_MODE[tune.mode], mode)
-            if mode != 'default':
-                self.assertEqual(tune.nodes, nodes)
-            if tune.mode in ('strict', 'restrictive'):
-                self.assertEqual(1.0, kernel.share_on(view.ram.pages,
-                                                      tune.nodes))
-                # The emulator's and each vCPU's cgroup.
-                self.assertEqual({tune.nodes}, set(bound_mems.values()))
-                self.assertEqual(1 + len(view.vcpu_threads()),
-                                 len(bound_mems), view.cpuset_mems)
-            if tune.mode == 'interleave':
-                for node in tune.nodes:
-                    self.assertGreaterEqual(
-                        kernel.share_on(view.ram.pages, {node}),
-                        2 * INTERLEAVE_MIN_SHARE / len(tune.nodes),
-                        view.ram.pages)
-            if tune.mode == 'preferred':
-                # Preferred, not bound: nearly all of it, memory allowing.
-                self.assertGreater(kernel.share_on(view.ram.pages,
-                                                   tune.nodes), 0.95)
-        pins = tune.vcpu_pins if tune else ()
-        cpus = (tune.cpus if tune else None) or everything
-        for thread in view.vcpu_threads():
-            expected = pins[thread.vcpu] if pins else cpus
-            self.assertEqual(expected, thread.cpus_allowed, thread)
-        for thread in view.emulator_threads():
-            self.assertEqual(cpus, thread.cpus_allowed, thread)
 
     def test_first_touch_leaves_memory_to_the_kernel(self):
         guest, view, reported = self.boot('first-touch')

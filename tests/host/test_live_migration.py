@@ -1,0 +1,100 @@
+"""A live-migrated guest's arrival, with the lab host as the destination.
+
+nova's own fixtures prove which XML a live migration's source sends
+(tests/functional/agent/test_live_migration.py); here the lab host's
+libvirtd, QEMU and kernel receive it. The source is a host of four nodes
+of two CPUs each, where the driver extension defined the guest; the lab
+host has two nodes. The source's placement is refused here, and the
+placement the source makes for this host is what the kernel does.
+"""
+
+import types
+import uuid as uuid_mod
+from xml.etree import ElementTree
+
+from nova import objects
+
+from nova_numa_policy import backend
+from nova_numa_policy import enforcement
+from nova_numa_policy import policy
+from nova_numa_policy.virt import driver
+from nova_numa_policy.virt import metadata
+from tests.host import base
+from tests.labhost import domains
+from tests.labhost import machine
+
+# nova's compute node NUMA cells, as nova-compute registers them.
+objects.register_all()
+
+MEMORY_MB = 128
+FLAVOR = types.SimpleNamespace(vcpus=2, memory_mb=MEMORY_MB)
+SOURCE = backend.HostTopology(nodes=tuple(
+    backend.NodeInfo(id=n, cpus=(2 * n, 2 * n + 1), memory_total_mb=4096,
+                     distances=tuple(10 if o == n else 20 for o in range(4)))
+    for n in range(4)))
+# Nodes 0-2 busy on the source: a home guest went to node 3 there.
+SOURCE_USAGE = tuple(backend.NodeUsage(n, 0.9 if n < 3 else 0.0, 4000)
+                     for n in range(4))
+
+
+class ArrivalTest(base.LabTestCase):
+
+    def source_xml(self, value):
+        """(XML, boot plan) of a guest the source's driver defined."""
+        specs = {policy.POLICY_KEY: value}
+        guest = domains.nova_guest(f'instance-{uuid_mod.uuid4().hex[:8]}',
+                                   FLAVOR.vcpus, MEMORY_MB, specs)
+        resolved = policy.resolve(specs)
+        plan = enforcement.boot_plan(resolved, SOURCE, SOURCE_USAGE,
+                                     memory_mb=MEMORY_MB, vcpus=FLAVOR.vcpus)
+        driver.write_policy(guest, resolved, plan)
+        return guest.to_xml(), plan
+
+    def recorded_here(self):
+        """The lab host as nova records it in its compute node's cells."""
+        nic = self.TOPOLOGY.nic_node
+        return driver.recorded_topology(objects.NUMATopology(cells=[
+            objects.NUMACell(
+                id=n, cpuset=set(self.node_cpus(n)), pcpuset=set(),
+                memory=self.TOPOLOGY.memory_mb_per_node,
+                network_metadata=objects.NetworkMetadata(
+                    physnets={'physnet1'} if n == nic else set(),
+                    tunneled=False))
+            for n in range(self.TOPOLOGY.nodes)]))
+
+    def arrive(self, value):
+        """The guest started here from the XML its source sends."""
+        xml, _ = self.source_xml(value)
+        record = driver.record_of(xml)
+        sent, plan = driver.retarget(xml, record, self.recorded_here(),
+                                     frozenset(), FLAVOR)
+        return self.start_guest({}, xml=sent), plan
+
+    def test_the_sources_placement_does_not_start_here(self):
+        for value, nodes in (('interleave', {0, 1, 2, 3}), ('home', {3})):
+            xml, plan = self.source_xml(value)
+            self.assertEqual(frozenset(nodes), plan.tune.nodes)
+            error = self.assertRaises(machine.CallFailed, self.start_guest,
+                                      {}, xml=xml)
+            self.assertIn('NUMA node', str(error))
+
+    def test_interleave_arrives_interleaved_over_the_nodes_here(self):
+        guest, plan = self.arrive('interleave')
+        self.assertEqual(('interleave', frozenset({0, 1})),
+                         (plan.tune.mode, plan.tune.nodes))
+        self.assert_kernel_follows(self.view(guest), plan.tune)
+        self.assert_recorded(guest, plan)
+
+    def test_home_arrives_on_a_node_here(self):
+        guest, plan = self.arrive('home')
+        self.assertEqual('strict', plan.tune.mode)
+        self.assertEqual(1, len(plan.tune.nodes))
+        self.assert_kernel_follows(self.view(guest), plan.tune)
+        self.assert_recorded(guest, plan)
+
+    def assert_recorded(self, guest, plan):
+        """The running domain's record says what this host decided."""
+        live = self.lab.call('tests.labhost.inside:domain_xml', guest.name)
+        record = metadata.find_record(ElementTree.fromstring(live))
+        self.assertEqual((plan.tune.mode, plan.tune.nodes, frozenset()),
+                         (record.mode, record.nodes, record.allowed_cpus))
