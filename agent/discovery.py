@@ -1,49 +1,17 @@
 """Host topology and per-node usage: libvirt capabilities plus sysfs.
 
+The capabilities are read as the driver extension reads them
+(:mod:`nova_numa_policy.topology`); sysfs stands in where they list no
+nodes and gives the NICs.
+
 Parsing is pure (XML text or file contents in, backend values out); the
 only I/O is through :mod:`agent.sysfs` readers, which take a root path.
 """
 
-from xml.etree import ElementTree
-
 from nova_numa_policy import backend
+from nova_numa_policy import topology
 
 from agent import sysfs
-
-# SLIT defaults when the firmware gives no distances: local and remote.
-LOCAL_DISTANCE = 10
-REMOTE_DISTANCE = 20
-
-
-def _kib_to_mb(element):
-    if element is None or not (element.text or '').strip():
-        return 0
-    value = int(element.text)
-    unit = element.get('unit', 'KiB')
-    factor = {'KiB': 1, 'MiB': 1024, 'GiB': 1024 * 1024}.get(unit, 1)
-    return value * factor // 1024
-
-
-def nodes_from_capabilities(caps_xml):
-    """NodeInfo per <cell> of libvirt's host capabilities, by id."""
-    root = ElementTree.fromstring(caps_xml)
-    cells = root.findall('./host/topology/cells/cell')
-    ids = sorted(int(c.get('id')) for c in cells)
-    nodes = []
-    for cell in sorted(cells, key=lambda c: int(c.get('id'))):
-        node_id = int(cell.get('id'))
-        given = {int(s.get('id')): int(s.get('value'))
-                 for s in cell.findall('./distances/sibling')}
-        distances = tuple(
-            given.get(other, LOCAL_DISTANCE if other == node_id
-                      else REMOTE_DISTANCE) for other in ids)
-        cpus = tuple(sorted(int(c.get('id'))
-                            for c in cell.findall('./cpus/cpu')))
-        nodes.append(backend.NodeInfo(
-            id=node_id, cpus=cpus,
-            memory_total_mb=_kib_to_mb(cell.find('./memory')),
-            distances=distances))
-    return tuple(nodes)
 
 
 def infer_nic_node(nic, local_cpus, nodes):
@@ -57,32 +25,17 @@ def infer_nic_node(nic, local_cpus, nodes):
                            nic.bridge)
 
 
-def physnet_nics(physnet_numa_nodes, known_physnets):
-    """NicInfo for nova's [neutron_physnet_*] numa_nodes not yet covered.
-
-    Such a physnet names no interface; it is reported under its own name
-    when nova pins it to exactly one node (more nodes say nothing useful
-    about locality).
-    """
-    nics = []
-    for physnet, numa_nodes in sorted(physnet_numa_nodes.items()):
-        if physnet in known_physnets or len(numa_nodes) != 1:
-            continue
-        nics.append(backend.NicInfo(name=physnet, numa_node=numa_nodes[0],
-                                    physnet=physnet))
-    return tuple(nics)
-
-
 def discover(caps_xml, root, physnet_interfaces, bridge_interfaces,
              physnet_numa_nodes=None):
     """The host's HostTopology from libvirt capabilities and sysfs."""
-    nodes = nodes_from_capabilities(caps_xml) or sysfs.sysfs_topology(root)
+    nodes = (topology.nodes_from_capabilities(caps_xml)
+             or sysfs.sysfs_topology(root))
     nics = []
     for nic in sysfs.read_nics(root, physnet_interfaces, bridge_interfaces):
         nics.append(infer_nic_node(nic, sysfs.nic_local_cpus(root, nic.name),
                                    nodes))
     known = {nic.physnet for nic in nics if nic.physnet}
-    nics.extend(physnet_nics(physnet_numa_nodes or {}, known))
+    nics.extend(topology.physnet_nics(physnet_numa_nodes or {}, known))
     node_ids = {n.id for n in nodes}
     # A NIC on a node libvirt does not report (a memory-less node) would
     # make the report invalid; its locality is then unknown.

@@ -9,6 +9,7 @@ import os
 import re
 
 from nova_numa_policy import backend
+from nova_numa_policy import topology
 
 NODE_DIR = 'sys/devices/system/node'
 NET_DIR = 'sys/class/net'
@@ -73,21 +74,22 @@ def node_free_memory_mb(root):
 
 
 def sysfs_topology(root):
-    """Nodes from sysfs alone, for hosts whose libvirt reports no cells."""
-    nodes = []
+    """Nodes from sysfs alone, for hosts whose libvirt reports no cells.
+
+    A node's ``distance`` file lists its distance to every online node,
+    in id order; a row of another length is not trusted.
+    """
     ids = node_ids(root)
+    cells = []
     for node in ids:
         base = (NODE_DIR, f'node{node}')
-        fields = parse_meminfo(_read(root, *base, 'meminfo'))
-        distances = tuple(int(d) for d in
-                          (_read(root, *base, 'distance') or '').split())
-        nodes.append(backend.NodeInfo(
-            id=node,
-            cpus=tuple(sorted(parse_cpulist(_read(root, *base, 'cpulist')))),
-            memory_total_mb=fields.get('MemTotal', 0) // 1024,
-            distances=distances if len(distances) == len(ids)
-            else tuple(10 if n == node else 20 for n in ids)))
-    return tuple(nodes)
+        row = [int(d) for d in (_read(root, *base, 'distance') or '').split()]
+        cells.append((
+            node, parse_cpulist(_read(root, *base, 'cpulist')),
+            parse_meminfo(_read(root, *base, 'meminfo')).get('MemTotal', 0)
+            // 1024,
+            dict(zip(ids, row)) if len(row) == len(ids) else {}))
+    return topology.nodes(cells)
 
 
 def _int_or_none(text):

@@ -31,6 +31,7 @@ from nova_numa_policy.conf import policy as policy_conf
 from nova_numa_policy import enforcement
 from nova_numa_policy import exception
 from nova_numa_policy import policy
+from nova_numa_policy import topology
 from nova_numa_policy.virt import metadata
 from nova_numa_policy.virt import migration
 
@@ -43,8 +44,6 @@ policy_conf.register_opts(CONF)
 # is plain nova (a warning says so) rather than a guess.
 MIN_NOVA_MAJOR = 32
 MAX_NOVA_MAJOR = 34
-LOCAL_DISTANCE = 10
-REMOTE_DISTANCE = 20
 # getCellsFreeMemory answers in bytes.
 _BYTES_PER_MB = 1024 * 1024
 
@@ -69,32 +68,14 @@ class NumaPolicyMetadata(vconfig.LibvirtConfigObject):
         return etree.fromstring(metadata.render(self.record))
 
 
-def _distances(node_id, ids):
-    # nova's parsed capabilities drop libvirt's <distances>; the firmware
-    # defaults (10 local, 20 remote) order a node's NIC-near neighbours
-    # well enough on the two-socket hosts that matter most.
-    return tuple(LOCAL_DISTANCE if other == node_id else REMOTE_DISTANCE
-                 for other in range(max(ids) + 1))
+def host_topology(caps_xml, nics=()):
+    """libvirt's host capabilities XML, and ``nics``, as our HostTopology.
 
-
-def _topology(nodes, nics):
-    """HostTopology from (id, CPUs, memory in MiB) per node, and ``nics``."""
-    nodes = sorted(nodes)
-    ids = [node_id for node_id, _, _ in nodes]
-    return backend.HostTopology(nodes=tuple(
-        backend.NodeInfo(id=node_id, cpus=tuple(sorted(cpus)),
-                         memory_total_mb=memory_mb,
-                         distances=_distances(node_id, ids))
-        for node_id, cpus, memory_mb in nodes), nics=tuple(nics))
-
-
-def host_topology(caps, nics=()):
-    """nova's host capabilities, and ``nics``, as our HostTopology."""
-    topology = caps.host.topology
-    if topology is None:
-        return backend.HostTopology(nodes=())
-    return _topology(((cell.id, [cpu.id for cpu in cell.cpus],
-                       cell.memory // 1024) for cell in topology.cells), nics)
+    The raw XML, as the agent reads it: nova's parsed capabilities drop
+    the firmware's distances.
+    """
+    return backend.HostTopology(
+        nodes=topology.nodes_from_capabilities(caps_xml), nics=tuple(nics))
 
 
 def recorded_topology(numa_topology):
@@ -103,18 +84,20 @@ def recorded_topology(numa_topology):
     What a live migration's source knows of its destination: each cell's
     CPUs (shared and dedicated alike), memory, and the physnets nova's
     ``[neutron_physnet_<name>] numa_nodes`` put there (a physnet on exactly
-    one cell is an uplink near it, as in :func:`physnet_nics`).
+    one cell is an uplink near it, as in :func:`physnet_nics`). nova keeps
+    no distances; the SLIT defaults stand in.
     """
     cells = list(numa_topology.cells) if numa_topology else []
-    homes = {}
+    physnets = {}
     for cell in cells:
         network = _field(cell, 'network_metadata', None)
         for physnet in (network.physnets if network else ()):
-            homes.setdefault(physnet, []).append(cell.id)
-    nics = [backend.NicInfo(name=physnet, numa_node=ids[0], physnet=physnet)
-            for physnet, ids in sorted(homes.items()) if len(ids) == 1]
-    return _topology(((cell.id, cell.cpuset | _field(cell, 'pcpuset', set()),
-                       cell.memory) for cell in cells), nics)
+            physnets.setdefault(physnet, []).append(cell.id)
+    return backend.HostTopology(
+        nodes=topology.nodes(
+            (cell.id, cell.cpuset | _field(cell, 'pcpuset', set()),
+             cell.memory, {}) for cell in cells),
+        nics=topology.physnet_nics(physnets))
 
 
 def _field(obj, name, default):
@@ -125,29 +108,24 @@ def _field(obj, name, default):
 def physnet_nics(conf):
     """nova's ``[neutron_physnet_<name>] numa_nodes`` as NICs.
 
-    nova-compute registers those groups when it starts. A physnet on
-    exactly one node is an uplink near that node; one spread over more
-    nodes says nothing about locality.
+    nova-compute registers those groups when it starts.
     """
-    nics = []
+    physnets = {}
     for physnet in conf.neutron.physnets:
         try:
-            nodes = conf[f'neutron_physnet_{physnet}'].numa_nodes
+            physnets[physnet] = conf[f'neutron_physnet_{physnet}'].numa_nodes
         except (cfg.NoSuchOptError, cfg.NoSuchGroupError):
             continue
-        if len(nodes) == 1:
-            nics.append(backend.NicInfo(name=physnet, numa_node=nodes[0],
-                                        physnet=physnet))
-    return tuple(nics)
+    return topology.physnet_nics(physnets)
 
 
-def free_memory(conn, topology):
+def free_memory(conn, host):
     """NodeUsage with libvirt's free memory per node; () if unavailable.
 
     Without it every home guest would pick the same node; the agent later
     corrects what a stale or missing figure got wrong.
     """
-    ids = [n.id for n in topology.nodes]
+    ids = [n.id for n in host.nodes]
     if not ids:
         return ()
     try:
@@ -349,11 +327,10 @@ class NumaPolicyLibvirtDriver(libvirt_driver.LibvirtDriver):
         plan = None
         why = "nova's own NUMA topology or <numatune> is kept"
         if guest.numatune is None and instance.numa_topology is None:
-            topology = host_topology(self._host.get_capabilities(),
-                                     physnet_nics(CONF))
+            conn = self._host.get_connection()
+            host = host_topology(conn.getCapabilities(), physnet_nics(CONF))
             plan = enforcement.boot_plan(
-                resolved, topology,
-                usage=free_memory(self._host.get_connection(), topology),
+                resolved, host, usage=free_memory(conn, host),
                 memory_mb=instance.flavor.memory_mb,
                 allowed_cpus=guest.cpuset, vcpus=instance.flavor.vcpus,
                 instances=running_guests(self._host),

@@ -93,9 +93,7 @@ def physnet_nic(physnet, node):
 
 def host_topology(capabilities_xml, nics=()):
     """The topology the driver extension sees in libvirt's capabilities."""
-    caps = vconfig.LibvirtConfigCaps()
-    caps.parse_str(capabilities_xml)
-    return driver.host_topology(caps, nics)
+    return driver.host_topology(capabilities_xml, nics)
 
 
 def define_xml(name, vcpus, memory_mb, extra_specs, capabilities_xml,

@@ -18,9 +18,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGES = ('nova_numa_policy', 'agent', 'placement_filters')
 
 # Modules of the base: contracts and pure decisions.
-BASE_MODULES = ('exception', 'errors', 'policy', 'scope', 'backend',
-                'enforcement', 'execution', 'messaging', 'reporting',
-                'objects', 'loops', 'scheduling', 'api')
+BASE_MODULES = ('exception', 'errors', 'policy', 'scope', 'topology',
+                'backend', 'enforcement', 'execution', 'messaging',
+                'reporting', 'objects', 'loops', 'scheduling', 'api')
 CLIENT_MODULES = ('restclient', 'osc', 'dashboard', 'tempest_plugin')
 
 # Room -> rooms it may import (its own room always).

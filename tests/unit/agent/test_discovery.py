@@ -4,6 +4,8 @@ import fixtures
 import libvirt
 import testtools
 
+from nova_numa_policy import topology
+
 from agent import discovery
 from agent import sysfs
 from tests import fixtures as host_fixtures
@@ -114,7 +116,7 @@ class CapabilitiesTest(testtools.TestCase):
     def test_nodes_from_the_test_driver_capabilities(self):
         conn = libvirt.open('test:///default')
         self.addCleanup(conn.close)
-        nodes = discovery.nodes_from_capabilities(conn.getCapabilities())
+        nodes = topology.nodes_from_capabilities(conn.getCapabilities())
         self.assertEqual([0, 1], [n.id for n in nodes])
         self.assertEqual(tuple(range(8, 16)), nodes[1].cpus)
         self.assertEqual((2048, 4096), tuple(n.memory_total_mb
@@ -133,7 +135,7 @@ class CapabilitiesTest(testtools.TestCase):
                        <sibling id='1' value='10'/></distances>
             <cpus num='1'><cpu id='1'/></cpus></cell>
         </cells></topology></host></capabilities>"""
-        nodes = discovery.nodes_from_capabilities(caps)
+        nodes = topology.nodes_from_capabilities(caps)
         self.assertEqual([(10, 32), (32, 10)], [n.distances for n in nodes])
 
 
