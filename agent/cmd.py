@@ -15,6 +15,7 @@ from nova_numa_policy.objects import wire as report_wire
 from nova_numa_policy import scope
 
 from agent import connection
+from agent import domxml
 from agent import libvirt_backend
 from agent import notifier
 from agent import pagemover
@@ -60,6 +61,30 @@ def physnet_numa_nodes(conf):
     return result
 
 
+# nova's CPU options, as nova registers them (cpu specs such as 0-7,^2).
+_NOVA_CPU_OPTS = (('compute', cfg.StrOpt('cpu_shared_set')),
+                  ('compute', cfg.StrOpt('cpu_dedicated_set')),
+                  (None, cfg.StrOpt('vcpu_pin_set')))
+
+
+def cpu_partition(conf):
+    """nova's CPU options on this host, when nova.conf is read.
+
+    Registered here, as :func:`physnet_numa_nodes`'s options are.
+    """
+    values = []
+    for group, opt in _NOVA_CPU_OPTS:
+        try:
+            conf.register_opt(opt, group=group)
+        except cfg.DuplicateOptError:
+            pass  # nova's own, in a process that loaded nova
+        values.append(domxml.libvirt_cpuset(
+            (conf[group] if group else conf)[opt.dest]))
+    shared, dedicated, pin_set = values
+    return scope.CpuPartition(shared=shared, dedicated=dedicated,
+                              pin_set=pin_set)
+
+
 def build_agent(conf, sender=None, opener=None):
     """An Agent wired to libvirt and sysfs from ``conf``."""
     opts = conf.numa_policy_agent
@@ -78,7 +103,8 @@ def build_agent(conf, sender=None, opener=None):
         physnet_numa_nodes=physnet_numa_nodes(conf),
         page_mover=pagemover.PageMover() if opts.page_migration else None,
         pid_dir=opts.qemu_pid_dir.lstrip('/'),
-        agent_scope=scope.Scope.from_conf(opts))
+        agent_scope=scope.Scope.from_conf(opts),
+        cpu_partition=cpu_partition(conf))
     runner = rebalance.build_runner(
         host_backend, conf.numa_policy_loops, opts.period,
         dry_run=opts.dry_run, max_actions=opts.max_actions_per_period)

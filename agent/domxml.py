@@ -118,10 +118,10 @@ def _allowed_cpus(root):
     if record is not None and record.allowed_cpus is not None:
         return record.allowed_cpus
     vcpu = root.find('./vcpu')
-    return _libvirt_cpuset(vcpu.get('cpuset') if vcpu is not None else '')
+    return libvirt_cpuset(vcpu.get('cpuset') if vcpu is not None else '')
 
 
-def _libvirt_cpuset(text):
+def libvirt_cpuset(text):
     """libvirt's cpuset syntax: CPUs and ranges, ``^N`` excluding N."""
     parts = [p.strip() for p in (text or '').split(',')]
     excluded = [p[1:] for p in parts if p.startswith('^')]

@@ -71,10 +71,13 @@ class LibvirtBackend(backend.Backend):
                  bridge_interfaces=None, physnet_numa_nodes=None,
                  clock=time.monotonic, page_mover=None,
                  pid_dir=guestproc.PID_DIR, rate_window=MIN_RATE_WINDOW,
-                 sleep=time.sleep, agent_scope=scope.Scope()):
+                 sleep=time.sleep, agent_scope=scope.Scope(),
+                 cpu_partition=scope.CpuPartition()):
         self._connection = connection
-        # Which guests are ours to manage (nova_numa_policy.scope).
+        # Which guests are ours to manage (nova_numa_policy.scope), and
+        # the CPUs nova's configuration gives them on this host.
         self._scope = agent_scope
+        self._cpu_partition = cpu_partition
         self._root = root
         self._physnet_interfaces = physnet_interfaces or {}
         self._bridge_interfaces = bridge_interfaces or {}
@@ -238,7 +241,7 @@ class LibvirtBackend(backend.Backend):
                 LOG.debug('No first rate sample of a domain: %s', exc)
         self._sleep(self._rate_window)
 
-    def _instance(self, dom):
+    def _instance(self, dom, host_cpus):
         facts = self._domain_facts(dom)
         infos, maps = dom.vcpus()
         emulator = cpus_from_map(dom.emulatorPinInfo(
@@ -261,7 +264,7 @@ class LibvirtBackend(backend.Backend):
             memory_mode=facts.memory_mode,
             memory_nodes=facts.memory_nodes,
             emulator_affinity=emulator,
-            allowed_cpus=facts.allowed_cpus)
+            allowed_cpus=scope.bound(facts.allowed_cpus, host_cpus))
 
     def observe(self):
         topology = self.topology()
@@ -271,10 +274,12 @@ class LibvirtBackend(backend.Backend):
             libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE)
         if self._cpu_window is None:
             self._start_rate_windows(domains)
+        host_cpus = self._cpu_partition.floating(
+            cpu for node in topology.nodes for cpu in node.cpus)
         instances = []
         for dom in domains:
             try:
-                instances.append(self._instance(dom))
+                instances.append(self._instance(dom, host_cpus))
             except libvirt.libvirtError as exc:
                 error = _translate(self._connection, exc, 'observe')
                 if isinstance(error, errors.ConnectionLost):

@@ -9,8 +9,10 @@ left alone unless an option of ``[numa_policy_agent]`` says otherwise.
 
 Where it does act, every CPU set it writes stays inside the CPUs nova
 allows that guest (``<vcpu cpuset>`` as nova defined it: its
-``cpu_shared_set`` or ``vcpu_pin_set``), so a guest nova confined to
-shared CPUs is never moved onto CPUs nova dedicates to pinned guests.
+``cpu_shared_set`` or ``vcpu_pin_set``), and inside the CPUs nova's
+configuration gives such guests on the host now, so a guest nova
+confined to shared CPUs, or one defined before the host's CPUs were
+partitioned, is never moved onto CPUs nova dedicates to pinned guests.
 """
 
 import dataclasses
@@ -38,6 +40,50 @@ class Scope:
         return cls(guests_without_policy=group.manage_guests_without_policy,
                    foreign_domains=group.manage_foreign_domains,
                    passthrough_guests=group.manage_passthrough_guests)
+
+
+@dataclasses.dataclass(frozen=True)
+class CpuPartition:
+    """nova's CPU options on this host; empty sets are options not set.
+
+    ``shared`` is ``[compute] cpu_shared_set``, ``dedicated``
+    ``[compute] cpu_dedicated_set`` and ``pin_set`` the deprecated
+    ``[DEFAULT] vcpu_pin_set``.
+    """
+
+    shared: frozenset = frozenset()
+    dedicated: frozenset = frozenset()
+    pin_set: frozenset = frozenset()
+
+    def floating(self, host_cpus):
+        """The CPUs nova gives guests without dedicated CPUs; empty: all.
+
+        nova's own order: the shared set; else the legacy pin set; else
+        every host CPU not dedicated to pinned guests.
+        """
+        if self.shared:
+            return self.shared
+        if self.pin_set:
+            return self.pin_set
+        if self.dedicated:
+            return frozenset(host_cpus) - self.dedicated
+        return frozenset()
+
+
+def bound(guest_cpus, host_cpus):
+    """The CPUs a guest may use; empty: no bound.
+
+    ``guest_cpus`` is the bound nova gave the guest when it was defined,
+    ``host_cpus`` the one nova's configuration gives such guests now
+    (:meth:`CpuPartition.floating`). A guest defined before the host's
+    CPUs were partitioned keeps only what both allow; one whose whole
+    bound is now dedicated to pinned guests gets the host's, where nova
+    itself would put it at its next hard reboot.
+    """
+    guest_cpus, host_cpus = frozenset(guest_cpus), frozenset(host_cpus)
+    if not host_cpus:
+        return guest_cpus
+    return (guest_cpus & host_cpus) or host_cpus
 
 
 def unmanaged_reason(scope, *, requested, nova_defined=True,

@@ -39,6 +39,7 @@ import testtools
 from nova_numa_policy import backend
 from nova_numa_policy import errors
 from nova_numa_policy import policy
+from nova_numa_policy import scope
 from nova_numa_policy.virt import metadata
 
 from agent import libvirt_backend
@@ -259,6 +260,27 @@ class NovaBoundTest(VnuioaScenario):
         self.assertEqual([NODE0], self.pinning(QUIET))
         # VnuioaTest's guests differ only in the record saying nova
         # allowed every CPU: there the I/O guest goes to node 1.
+
+
+class HostPartitionTest(VnuioaScenario):
+    """VnuioaTest's guests, on a host nova has since partitioned.
+
+    Their records say nova set them no bound when they were defined; the
+    host's nova.conf now dedicates node 1's CPUs to pinned guests.
+    """
+
+    def setUp(self):
+        super().setUp()
+        self.backend = libvirt_backend.LibvirtBackend(
+            self.connection, root=self.root,
+            physnet_interfaces={'physnet1': 'ens2f0'},
+            page_mover=self.mover, rate_window=GAP / 2,
+            cpu_partition=scope.CpuPartition(dedicated=NODE1))
+
+    def test_no_pin_reaches_the_cpus_nova_now_dedicates(self):
+        agent = self.vnuioa(pages_per_second=0)
+        self.assertEqual([[], [], []], self.periods(agent, 3))
+        self.assertEqual([NODE0, NODE0], self.pinning(IO_GUEST))
 
 
 class DryRunTest(VnuioaScenario):

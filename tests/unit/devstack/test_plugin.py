@@ -78,6 +78,7 @@ class DevstackNode:
             'STACK_USER': 'stack',
             'REGION_NAME': 'RegionOne',
             'NOVA_CONF': self.nova_conf,
+            'NOVA_CPU_CONF': os.path.join(root, 'nova-cpu.conf'),
             'TEMPEST_CONFIG': self.tempest_conf,
             'LIBVIRT_GROUP': 'libvirt',
             'HORIZON_DIR': self.horizon_dir,
@@ -410,7 +411,8 @@ class ServicesTest(PluginTestCase):
                 f'{node.bin_dir}/numa-policy-collector {command}',),
             'numa-policy-api': (f'{node.bin_dir}/numa-policy-api {command}',),
             'numa-policy-agent': (
-                f'{node.bin_dir}/numa-policy-agent {command}', 'libvirt'),
+                f'{node.bin_dir}/numa-policy-agent --config-file '
+                f'{node.env["NOVA_CPU_CONF"]} {command}', 'libvirt'),
         }, node.started())
         self.assertEqual(
             [('wait_for_service', '60', 'http://192.0.2.10:8799')],
