@@ -15,6 +15,7 @@ from nova_numa_policy.objects import wire as report_wire
 from nova_numa_policy import scope
 
 from agent import connection
+from agent import discovery
 from agent import domxml
 from agent import libvirt_backend
 from agent import notifier
@@ -85,6 +86,21 @@ def cpu_partition(conf):
                               pin_set=pin_set)
 
 
+_NOVA_DEVICE_SPEC = cfg.MultiStrOpt(
+    'device_spec', default=[],
+    deprecated_opts=[cfg.DeprecatedOpt('passthrough_whitelist',
+                                       group='pci')])
+
+
+def device_specs(conf):
+    """nova's ``[pci] device_spec`` values, when nova.conf is read."""
+    try:
+        conf.register_opt(_NOVA_DEVICE_SPEC, group='pci')
+    except cfg.DuplicateOptError:
+        pass  # nova's own, in a process that loaded nova
+    return list(conf.pci.device_spec)
+
+
 def build_agent(conf, sender=None, opener=None):
     """An Agent wired to libvirt and sysfs from ``conf``."""
     opts = conf.numa_policy_agent
@@ -104,7 +120,9 @@ def build_agent(conf, sender=None, opener=None):
         page_mover=pagemover.PageMover() if opts.page_migration else None,
         pid_dir=opts.qemu_pid_dir.lstrip('/'),
         agent_scope=scope.Scope.from_conf(opts),
-        cpu_partition=cpu_partition(conf))
+        cpu_partition=cpu_partition(conf),
+        uplinks_file=conf.numa_policy.uplinks_file or None,
+        sriov=discovery.sriov_uplinks(device_specs(conf)))
     runner = rebalance.build_runner(
         host_backend, conf.numa_policy_loops, opts.period,
         dry_run=opts.dry_run, max_actions=opts.max_actions_per_period)

@@ -8,10 +8,38 @@ Parsing is pure (XML text or file contents in, backend values out); the
 only I/O is through :mod:`agent.sysfs` readers, which take a root path.
 """
 
+import json
+import logging
+import os
+import tempfile
+
 from nova_numa_policy import backend
 from nova_numa_policy import topology
 
 from agent import sysfs
+
+LOG = logging.getLogger(__name__)
+
+
+def write_uplinks(path, nics):
+    """Hand the uplinks to the driver extension; False if it cannot.
+
+    Written whole or not at all (a temporary file renamed over the old
+    one), so nova-compute never reads half a list.
+    """
+    directory = os.path.dirname(path) or '.'
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix='.uplinks-')
+        with os.fdopen(fd, 'w') as f:
+            f.write(topology.render_uplinks(nics))
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except OSError as exc:
+        LOG.warning('Cannot write the uplinks for the driver extension to '
+                    '%s (%s): it falls back to nova\'s physnet options',
+                    path, exc)
+        return False
+    return True
 
 
 def infer_nic_node(nic, local_cpus, nodes):
@@ -25,13 +53,56 @@ def infer_nic_node(nic, local_cpus, nodes):
                            nic.bridge)
 
 
+def sriov_uplinks(device_specs):
+    """``(physnet, devname or PCI address)`` from nova's ``[pci] device_spec``.
+
+    Each value is a JSON object, or a list of them; those naming a
+    ``physical_network`` and a ``devname`` or an exact ``address`` (no
+    wildcard) are SR-IOV physical functions whose VFs carry that physnet.
+    Anything else (other devices, patterns, bad JSON) says nothing about
+    an uplink and is skipped.
+    """
+    found = []
+    for text in device_specs:
+        try:
+            specs = json.loads(text)
+        except ValueError:
+            continue
+        for spec in specs if isinstance(specs, list) else [specs]:
+            if not isinstance(spec, dict):
+                continue
+            physnet = spec.get('physical_network')
+            device = spec.get('devname') or spec.get('address')
+            if (isinstance(physnet, str) and isinstance(device, str)
+                    and not any(c in device for c in '*[]')):
+                found.append((physnet, device))
+    return found
+
+
+def _sriov_interfaces(root, sriov):
+    """``(physnet, interface)`` for each SR-IOV uplink that exists."""
+    pairs = []
+    for physnet, device in sriov:
+        names = (sysfs.pci_netdevs(root, device) if ':' in device
+                 else [device])
+        pairs.extend((physnet, name) for name in names)
+    return pairs
+
+
 def discover(caps_xml, root, physnet_interfaces, bridge_interfaces,
-             physnet_numa_nodes=None):
-    """The host's HostTopology from libvirt capabilities and sysfs."""
+             physnet_numa_nodes=None, sriov=()):
+    """The host's HostTopology from libvirt capabilities and sysfs.
+
+    The uplinks: the operator's interfaces first, then the SR-IOV
+    physical functions of nova's device specs (``sriov``, from
+    :func:`sriov_uplinks`), then nova's physnet NUMA nodes for physnets
+    still without an interface.
+    """
     nodes = (topology.nodes_from_capabilities(caps_xml)
              or sysfs.sysfs_topology(root))
     nics = []
-    for nic in sysfs.read_nics(root, physnet_interfaces, bridge_interfaces):
+    for nic in sysfs.read_nics(root, physnet_interfaces, bridge_interfaces,
+                               _sriov_interfaces(root, sriov)):
         nics.append(infer_nic_node(nic, sysfs.nic_local_cpus(root, nic.name),
                                    nodes))
     known = {nic.physnet for nic in nics if nic.physnet}

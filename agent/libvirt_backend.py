@@ -72,12 +72,17 @@ class LibvirtBackend(backend.Backend):
                  clock=time.monotonic, page_mover=None,
                  pid_dir=guestproc.PID_DIR, rate_window=MIN_RATE_WINDOW,
                  sleep=time.sleep, agent_scope=scope.Scope(),
-                 cpu_partition=scope.CpuPartition()):
+                 cpu_partition=scope.CpuPartition(), uplinks_file=None,
+                 sriov=()):
         self._connection = connection
         # Which guests are ours to manage (nova_numa_policy.scope), and
         # the CPUs nova's configuration gives them on this host.
         self._scope = agent_scope
         self._cpu_partition = cpu_partition
+        # Where the driver extension reads the uplinks found here.
+        self._uplinks_file = uplinks_file
+        # nova's SR-IOV physical functions and their physnets.
+        self._sriov = tuple(sriov)
         self._root = root
         self._physnet_interfaces = physnet_interfaces or {}
         self._bridge_interfaces = bridge_interfaces or {}
@@ -146,8 +151,12 @@ class LibvirtBackend(backend.Backend):
             caps = self._call('getCapabilities', conn.getCapabilities)
             self._topology = discovery.discover(
                 caps, self._root, self._physnet_interfaces,
-                self._bridge_interfaces, self._physnet_numa_nodes)
+                self._bridge_interfaces, self._physnet_numa_nodes,
+                self._sriov)
             self._topology_generation = self._connection.generation
+            if self._uplinks_file:
+                discovery.write_uplinks(self._uplinks_file,
+                                        self._topology.nics)
         return self._topology
 
     def hostname(self):

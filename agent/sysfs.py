@@ -13,6 +13,7 @@ from nova_numa_policy import topology
 
 NODE_DIR = 'sys/devices/system/node'
 NET_DIR = 'sys/class/net'
+PCI_DIR = 'sys/bus/pci/devices'
 _MEMINFO_LINE = re.compile(r'^(?:Node \d+ )?(\w+):\s+(\d+)')
 
 
@@ -170,11 +171,30 @@ def nic_local_cpus(root, name):
     return parse_cpulist(_device_attribute(root, name, 'local_cpulist'))
 
 
-def read_nics(root, physnet_interfaces, bridge_interfaces):
-    """NicInfo for each configured uplink that exists, sorted by name."""
+def pci_netdevs(root, address):
+    """The interfaces of the PCI function at ``address`` (a PF's own)."""
+    try:
+        return sorted(os.listdir(os.path.join(root, PCI_DIR, address,
+                                              'net')))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def read_nics(root, physnet_interfaces, bridge_interfaces, found=()):
+    """NicInfo for each uplink that exists, sorted by name.
+
+    ``physnet_interfaces`` and ``bridge_interfaces`` are the operator's;
+    ``found`` are ``(physnet, interface)`` pairs discovered elsewhere
+    (nova's SR-IOV device specs), used where the operator named neither
+    the physnet nor the interface.
+    """
     by_name = {}
     for physnet, name in sorted(physnet_interfaces.items()):
         by_name.setdefault(name, {})['physnet'] = physnet
+    named = set(physnet_interfaces)
+    for physnet, name in sorted(found):
+        if physnet not in named and name not in by_name:
+            by_name[name] = {'physnet': physnet}
     for bridge, name in sorted(bridge_interfaces.items()):
         by_name.setdefault(name, {})['bridge'] = bridge
     nics = []

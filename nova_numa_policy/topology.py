@@ -6,9 +6,14 @@ node's CPUs, memory and distances mean the same on both sides. A
 distance row is in the order of the topology's nodes (by id), never
 indexed by id: hosts number nodes as their firmware does (0, 1, 8, 9).
 
-Pure: XML text and plain values in, backend values out.
+The host's uplinks have one source too: the agent discovers them, and
+hands them to the driver extension as the text :func:`render_uplinks`
+writes and :func:`parse_uplinks` reads.
+
+Pure: XML or JSON text and plain values in, backend values out.
 """
 
+import json
 from xml.etree import ElementTree
 
 from nova_numa_policy import backend
@@ -67,3 +72,37 @@ def physnet_nics(physnet_numa_nodes, known_physnets=()):
                         physnet=physnet)
         for physnet, numa_nodes in sorted(physnet_numa_nodes.items())
         if physnet not in known_physnets and len(numa_nodes) == 1)
+
+
+_UPLINK_FIELDS = {'name': str, 'numa_node': int, 'speed_mbps': int,
+                  'physnet': str, 'bridge': str}
+
+
+def render_uplinks(nics):
+    """The uplinks as JSON text, one object per NIC."""
+    return json.dumps([{field: getattr(nic, field)
+                        for field in _UPLINK_FIELDS} for nic in nics],
+                      indent=1, sort_keys=True)
+
+
+def parse_uplinks(text):
+    """The uplinks :func:`render_uplinks` wrote; ValueError if malformed.
+
+    Every field but ``name`` may be null; nothing else is accepted, so a
+    damaged file is refused whole rather than half believed.
+    """
+    entries = json.loads(text)
+    if not isinstance(entries, list):
+        raise ValueError('uplinks: not a list')
+    nics = []
+    for entry in entries:
+        if not isinstance(entry, dict) or set(entry) != set(_UPLINK_FIELDS):
+            raise ValueError(f'uplinks: bad entry {entry!r}')
+        for field, kind in _UPLINK_FIELDS.items():
+            value = entry[field]
+            if (value is None and field != 'name') or (
+                    isinstance(value, kind) and not isinstance(value, bool)):
+                continue
+            raise ValueError(f'uplinks: bad {field} in {entry!r}')
+        nics.append(backend.NicInfo(**entry))
+    return tuple(nics)

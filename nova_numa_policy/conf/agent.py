@@ -82,9 +82,14 @@ Possible values:
 
 Related options:
 
+* nova's ``[pci] device_spec`` entries with a ``physical_network`` and
+  a ``devname`` or an exact ``address`` (SR-IOV physical functions) add
+  their interfaces, for physnets and interfaces not listed here.
 * nova's ``[neutron_physnet_<name>] numa_nodes`` is read too when set,
-  for physnets whose uplink is not listed here.
+  for physnets whose uplink is still unknown.
 * ``bridge_interfaces``.
+* ``[numa_policy] uplinks_file``: where the uplinks found go for the
+  libvirt driver extension.
 '''),
     cfg.DictOpt(
         'bridge_interfaces',

@@ -63,6 +63,29 @@ Related options:
 
 * ``[numa_policy] default_policy``
 '''),
+    cfg.StrOpt(
+        'uplinks_file',
+        default='/var/lib/nova/numa-policy-uplinks.json',
+        help='''
+Where the agent writes the host's network uplinks and their NUMA nodes,
+for the libvirt driver extension to read at boot.
+
+One source of NIC locality for the scheduler (the agent's report), the
+rebalancing loops (the agent's topology) and the driver extension (this
+file): the agent writes what it discovered each time it reads the
+host's topology. Without the file (no agent yet, or unreadable) the
+driver extension reads nova's ``[neutron_physnet_<name>] numa_nodes``
+and says so in its log.
+
+Possible values:
+
+* A path both nova-compute and the agent can reach; the agent must be
+  able to write its directory. Empty: neither writes nor reads it.
+
+Related options:
+
+* ``[numa_policy_agent] physnet_interfaces``, ``bridge_interfaces``
+'''),
 ]
 
 

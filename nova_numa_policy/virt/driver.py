@@ -119,6 +119,27 @@ def physnet_nics(conf):
     return topology.physnet_nics(physnets)
 
 
+def uplinks(conf):
+    """The host's uplinks as the agent found them, else nova's physnets.
+
+    The agent's list (``[numa_policy] uplinks_file``) is what the
+    scheduler saw in its report, so a guest that passed the NIC filter
+    boots near the NIC the filter counted; nova's own physnet options are
+    the fallback until the agent has written it.
+    """
+    path = conf.numa_policy.uplinks_file
+    if path:
+        try:
+            with open(path) as f:
+                return topology.parse_uplinks(f.read())
+        except FileNotFoundError:
+            LOG.debug('No uplinks from the agent at %s yet', path)
+        except (OSError, ValueError) as exc:
+            LOG.warning('Uplinks at %s unusable (%s); using nova\'s physnet '
+                        'options', path, exc)
+    return physnet_nics(conf)
+
+
 def free_memory(conn, host):
     """NodeUsage with libvirt's free memory per node; () if unavailable.
 
@@ -328,7 +349,7 @@ class NumaPolicyLibvirtDriver(libvirt_driver.LibvirtDriver):
         why = "nova's own NUMA topology or <numatune> is kept"
         if guest.numatune is None and instance.numa_topology is None:
             conn = self._host.get_connection()
-            host = host_topology(conn.getCapabilities(), physnet_nics(CONF))
+            host = host_topology(conn.getCapabilities(), uplinks(CONF))
             plan = enforcement.boot_plan(
                 resolved, host, usage=free_memory(conn, host),
                 memory_mb=instance.flavor.memory_mb,

@@ -31,7 +31,12 @@ page_migration = {page_migration}
 dry_run = {dry_run}
 [numa_policy_loops]
 enabled_loops = {loops}
+[numa_policy]
+uplinks_file = {uplinks_file}
 """
+
+# Where the agent hands its uplinks to the driver extension (lab tmpfs).
+UPLINKS_FILE = '/tmp/numa-policy-uplinks.json'
 
 
 # The privsep daemon as QEMU's user and group (doc/source/agent.rst).
@@ -162,7 +167,8 @@ class LabTestCase(testtools.TestCase):
                      loops=(), interfaces='physnet1:eth0'):
         return AGENT_CONFIG.format(
             page_migration=page_migration, dry_run=dry_run,
-            loops=','.join(loops), interfaces=interfaces)
+            loops=','.join(loops), interfaces=interfaces,
+            uplinks_file=UPLINKS_FILE)
 
     def run_agent(self, periods=1, pause=0.0, user='nova', **options):
         """Periods of the real agent in the lab host, as ``user``.

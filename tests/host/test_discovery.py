@@ -1,5 +1,6 @@
 """Discovery on a real kernel: nodes, distances, CPUs, the NIC's node."""
 
+from nova_numa_policy import topology
 from tests.host import base
 from tests.labhost import kernel
 from tests.labhost import topology as topology_mod
@@ -41,6 +42,11 @@ class DiscoveryTest(base.LabTestCase):
         self.assertEqual([('eth0', self.TOPOLOGY.nic_node, 'physnet1')],
                          [(n.name, n.numa_node, n.physnet)
                           for n in report.nics])
+        # The same list, handed over to the driver extension.
+        self.assertEqual(
+            [('eth0', self.TOPOLOGY.nic_node, 'physnet1')],
+            [(n.name, n.numa_node, n.physnet) for n in
+             topology.parse_uplinks(self.lab.read(base.UPLINKS_FILE))])
 
     def test_a_bridge_over_the_nic_is_on_the_nics_node(self):
         self.lab.run('ip link add br-lab type bridge && '

@@ -22,6 +22,7 @@ from nova_numa_policy.virt import metadata
 from nova_numa_policy.virt import shim
 
 from agent import connection
+from agent import discovery
 from agent import libvirt_backend
 from agent import service
 from tests import fixtures as host_fixtures
@@ -86,6 +87,11 @@ class DriverBootTestBase(libvirt_base.ServersTestBase):
         super().setUp()
         use_driver_extension(self)
         self.defined = record_defined_xml(self)
+        # Where this test's agent would hand over its uplinks: nothing
+        # there yet, whatever this machine holds in /var/lib/nova.
+        self.uplinks_file = os.path.join(
+            self.useFixture(fixtures.TempDir()).path, 'uplinks.json')
+        self.flags(uplinks_file=self.uplinks_file, group='numa_policy')
         self.start_compute(host_info=fakelibvirt.HostInfo(
             cpu_nodes=self.NODES, cpu_sockets=1, cpu_cores=2,
             cpu_threads=1, kB_mem=8 * 1024 * 1024))
@@ -176,6 +182,23 @@ class DriverExtensionBootTest(DriverBootTestBase):
         self._create_server(flavor_id=first, networks='none')
         memory = ElementTree.fromstring(self.defined[-1]).find(
             './numatune/memory')
+        self.assertEqual(('preferred', '1'),
+                         (memory.get('mode'), memory.get('nodeset')))
+
+    def test_the_nic_the_agent_found_is_the_one_the_guest_boots_near(self):
+        # nova's physnet option says node 0; the agent found physnet1's
+        # interface on node 1 and reported that to the scheduler.
+        self.flags(physnets=['physnet1'], group='neutron')
+        nova_neutron_conf.register_dynamic_opts(numa_driver.CONF)
+        self.flags(numa_nodes=[0], group='neutron_physnet_physnet1')
+        root = host_fixtures.two_sockets_nic_on_node1(
+            self.useFixture(fixtures.TempDir()).path)
+        found = discovery.discover('<capabilities/>', root,
+                                   {'physnet1': 'ens2f0'}, {}).nics
+        self.assertTrue(discovery.write_uplinks(self.uplinks_file, found))
+        _, xml = self.boot({'hw:numa_policy': 'first-touch',
+                            'hw:numa_nic_locality': 'required'}, vcpus=1)
+        memory = ElementTree.fromstring(xml).find('./numatune/memory')
         self.assertEqual(('preferred', '1'),
                          (memory.get('mode'), memory.get('nodeset')))
 

@@ -79,6 +79,7 @@ class DevstackNode:
             'REGION_NAME': 'RegionOne',
             'NOVA_CONF': self.nova_conf,
             'NOVA_CPU_CONF': os.path.join(root, 'nova-cpu.conf'),
+            'NOVA_STATE_PATH': os.path.join(root, 'data', 'nova'),
             'TEMPEST_CONFIG': self.tempest_conf,
             'LIBVIRT_GROUP': 'libvirt',
             'HORIZON_DIR': self.horizon_dir,
@@ -188,6 +189,16 @@ class NovaConfigTest(PluginTestCase):
             'numa_policy_reports']['topic'])
         self.assertEqual(['reports_x'], node.project_conf()[
             'numa_policy_reports']['topic'])
+
+    def test_uplinks_handed_over_in_novas_state_directory(self):
+        # In nova.conf, so nova-compute (the driver extension) and the
+        # agent (which reads nova-cpu.conf first) name the same file.
+        node = self.node()
+        node.run('stack:post-config')
+        self.assertEqual(
+            [os.path.join(node.env['NOVA_STATE_PATH'],
+                          'numa-policy-uplinks.json')],
+            read_ini(node.nova_conf)['numa_policy']['uplinks_file'])
 
 
 def nova_default(option):
@@ -350,6 +361,11 @@ class AgentStartupTest(PluginTestCase):
             conf.set_override(option, value, group='numa_policy_agent')
             self.addCleanup(conf.clear_override, option,
                             group='numa_policy_agent')
+        # nova.conf's, which the agent reads first (not loaded here).
+        conf.set_override('uplinks_file', os.path.join(tmp, 'uplinks.json'),
+                          group='numa_policy')
+        self.addCleanup(conf.clear_override, 'uplinks_file',
+                        group='numa_policy')
         log = self.useFixture(fixtures.FakeLogger(level=logging.INFO))
         agent_cmd.build_agent(conf)
         line = re.search(r'Rebalancing loops started: (.*); not started: '

@@ -1,0 +1,119 @@
+"""One source of NIC locality: the agent's discovery, handed to the driver.
+
+The agent finds the uplinks (the operator's interfaces, nova's SR-IOV
+device specs, nova's physnet NUMA nodes) and writes them where the
+driver extension reads them at boot; the scheduler sees the same list in
+the agent's report.
+"""
+
+import json
+import logging
+import os
+
+import fixtures
+from oslo_config import cfg
+import testtools
+
+from nova_numa_policy import backend
+from nova_numa_policy.conf import policy as policy_conf
+from nova_numa_policy import topology
+from nova_numa_policy.virt import driver
+
+from agent import discovery
+from tests import fixtures as host_fixtures
+
+NIC = backend.NicInfo('ens2f0', 1, 25000, 'physnet1', None)
+
+
+class UplinksTextTest(testtools.TestCase):
+
+    def test_what_is_written_is_read(self):
+        nics = (NIC, backend.NicInfo('physnet2', 0, physnet='physnet2'),
+                backend.NicInfo('br-ex', None, bridge='br-ex'))
+        self.assertEqual(nics, topology.parse_uplinks(
+            topology.render_uplinks(nics)))
+
+    def test_a_damaged_file_is_refused_whole(self):
+        good = json.loads(topology.render_uplinks([NIC]))[0]
+        for damaged in ('', '{}', '[1]', json.dumps([{**good, 'x': 1}]),
+                        json.dumps([{**good, 'numa_node': '1'}]),
+                        json.dumps([{**good, 'numa_node': True}]),
+                        json.dumps([{**good, 'name': None}])):
+            self.assertRaises(ValueError, topology.parse_uplinks, damaged)
+
+
+class SriovDeviceSpecTest(testtools.TestCase):
+
+    def test_physical_functions_with_a_physnet(self):
+        specs = [
+            '{"devname": "ens5f0", "physical_network": "physnet2"}',
+            '[{"address": "0000:81:00.1", "physical_network": "physnet3"},'
+            ' {"vendor_id": "8086", "product_id": "154d"}]',
+            # A pattern names no one function; bad JSON names nothing.
+            '{"address": "0000:82:*.*", "physical_network": "physnet4"}',
+            'not json',
+            '{"devname": "ens6f0"}',
+        ]
+        self.assertEqual([('physnet2', 'ens5f0'),
+                          ('physnet3', '0000:81:00.1')],
+                         discovery.sriov_uplinks(specs))
+
+    def test_discovered_by_name_or_address_the_operator_winning(self):
+        root = self.useFixture(fixtures.TempDir()).path
+        host_fixtures.two_sockets_nic_on_node1(root)
+        host_fixtures.write_nic(root, 'ens5f0', 0, '0-3')
+        host_fixtures.write_nic(root, 'ens5f1', 1, '4-7')
+        os.makedirs(os.path.join(root, 'sys/bus/pci/devices/0000:81:00.1/'
+                                       'net/ens5f1'))
+        nics = discovery.discover(
+            '<capabilities/>', root, {'physnet1': 'ens2f0'}, {},
+            sriov=[('physnet2', 'ens5f0'), ('physnet3', '0000:81:00.1'),
+                   ('physnet1', 'ens5f0')]).nics
+        self.assertEqual({('ens2f0', 'physnet1', 1), ('ens5f0', 'physnet2', 0),
+                          ('ens5f1', 'physnet3', 1)},
+                         {(n.name, n.physnet, n.numa_node) for n in nics})
+
+
+class HandOverTest(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.dir = self.useFixture(fixtures.TempDir()).path
+        self.path = os.path.join(self.dir, 'uplinks.json')
+        self.conf = cfg.ConfigOpts()
+        policy_conf.register_opts(self.conf)
+        self.conf.register_opt(cfg.ListOpt('physnets', default=[]),
+                               group='neutron')
+        self.conf([])
+        self.conf.set_override('uplinks_file', self.path,
+                               group='numa_policy')
+        self.addCleanup(self.conf.clear_override, 'uplinks_file',
+                        group='numa_policy')
+        self.log = self.useFixture(fixtures.FakeLogger(level=logging.DEBUG))
+
+    def test_the_driver_reads_what_the_agent_wrote(self):
+        self.assertTrue(discovery.write_uplinks(self.path, [NIC]))
+        self.assertEqual((NIC,), driver.uplinks(self.conf))
+        self.assertEqual(['uplinks.json'], os.listdir(self.dir))
+
+    def test_without_the_file_novas_physnets_stand_in(self):
+        self.conf.set_override('physnets', ['physnet9'], group='neutron')
+        self.addCleanup(self.conf.clear_override, 'physnets',
+                        group='neutron')
+        self.conf.register_opt(cfg.ListOpt('numa_nodes', default=[],
+                                           item_type=cfg.types.Integer()),
+                               group='neutron_physnet_physnet9')
+        self.conf.set_override('numa_nodes', [0],
+                               group='neutron_physnet_physnet9')
+        self.assertEqual((('physnet9', 0),), tuple(
+            (n.physnet, n.numa_node) for n in driver.uplinks(self.conf)))
+        with open(self.path, 'w') as f:
+            f.write('[{"name": 1}]')
+        self.assertEqual(('physnet9',), tuple(
+            n.physnet for n in driver.uplinks(self.conf)))
+        self.assertIn('unusable', self.log.output)
+
+    def test_an_unwritable_directory_is_a_warning_not_a_crash(self):
+        path = os.path.join(self.dir, 'missing', 'uplinks.json')
+        self.assertFalse(discovery.write_uplinks(path, [NIC]))
+        self.assertIn('Cannot write the uplinks', self.log.output)
