@@ -19,6 +19,7 @@ from agent import discovery
 from agent import domxml
 from agent import libvirt_backend
 from agent import notifier
+from agent import ovs
 from agent import pagemover
 from agent import rebalance
 from agent import service
@@ -101,6 +102,30 @@ def device_specs(conf):
     return list(conf.pci.device_spec)
 
 
+_NEUTRON_OVS_MAPPINGS = cfg.ListOpt('bridge_mappings', default=[])
+
+
+def uplink_finder(conf):
+    """What finds uplinks beyond the operator's: SR-IOV and OVS.
+
+    nova's SR-IOV device specs are read once; OVSDB is asked each time
+    the agent reads the host's topology (ports come and go). The ML2/OVS
+    agent's ``[ovs] bridge_mappings`` is read when neutron's file is on
+    the command line.
+    """
+    sriov = discovery.sriov_uplinks(device_specs(conf))
+    db = conf.numa_policy_agent.ovs_db
+    if not db:
+        return lambda: sriov
+    try:
+        conf.register_opt(_NEUTRON_OVS_MAPPINGS, group='ovs')
+    except cfg.DuplicateOptError:
+        pass
+    reader = ovs.OvsdbUplinks(db, ovs.parse_mappings(
+        ','.join(conf.ovs.bridge_mappings)))
+    return lambda: sriov + reader.uplinks()
+
+
 def build_agent(conf, sender=None, opener=None):
     """An Agent wired to libvirt and sysfs from ``conf``."""
     opts = conf.numa_policy_agent
@@ -122,7 +147,7 @@ def build_agent(conf, sender=None, opener=None):
         agent_scope=scope.Scope.from_conf(opts),
         cpu_partition=cpu_partition(conf),
         uplinks_file=conf.numa_policy.uplinks_file or None,
-        sriov=discovery.sriov_uplinks(device_specs(conf)))
+        find_uplinks=uplink_finder(conf))
     runner = rebalance.build_runner(
         host_backend, conf.numa_policy_loops, opts.period,
         dry_run=opts.dry_run, max_actions=opts.max_actions_per_period)

@@ -79,30 +79,37 @@ def sriov_uplinks(device_specs):
     return found
 
 
-def _sriov_interfaces(root, sriov):
-    """``(physnet, interface)`` for each SR-IOV uplink that exists."""
+def _interfaces(root, found):
+    """``(physnet, interface)`` for each found uplink that is a device.
+
+    A PCI address stands for its function's interfaces; OVS lists patch
+    and internal ports beside the physical ones, which have no device
+    (or, for a kernel bond, lower interfaces) and say nothing of a node.
+    """
     pairs = []
-    for physnet, device in sriov:
+    for physnet, device in found:
         names = (sysfs.pci_netdevs(root, device) if ':' in device
                  else [device])
-        pairs.extend((physnet, name) for name in names)
+        pairs.extend((physnet, name) for name in names
+                     if sysfs.is_physical(root, name))
     return pairs
 
 
 def discover(caps_xml, root, physnet_interfaces, bridge_interfaces,
-             physnet_numa_nodes=None, sriov=()):
+             physnet_numa_nodes=None, found=()):
     """The host's HostTopology from libvirt capabilities and sysfs.
 
-    The uplinks: the operator's interfaces first, then the SR-IOV
-    physical functions of nova's device specs (``sriov``, from
-    :func:`sriov_uplinks`), then nova's physnet NUMA nodes for physnets
-    still without an interface.
+    The uplinks: the operator's interfaces first, then those ``found``
+    (``(physnet, interface or PCI address)``: nova's SR-IOV physical
+    functions from :func:`sriov_uplinks`, OVS bridges' ports from
+    :mod:`agent.ovs`), then nova's physnet NUMA nodes for physnets still
+    without an interface.
     """
     nodes = (topology.nodes_from_capabilities(caps_xml)
              or sysfs.sysfs_topology(root))
     nics = []
     for nic in sysfs.read_nics(root, physnet_interfaces, bridge_interfaces,
-                               _sriov_interfaces(root, sriov)):
+                               _interfaces(root, found)):
         nics.append(infer_nic_node(nic, sysfs.nic_local_cpus(root, nic.name),
                                    nodes))
     known = {nic.physnet for nic in nics if nic.physnet}

@@ -73,7 +73,7 @@ class LibvirtBackend(backend.Backend):
                  pid_dir=guestproc.PID_DIR, rate_window=MIN_RATE_WINDOW,
                  sleep=time.sleep, agent_scope=scope.Scope(),
                  cpu_partition=scope.CpuPartition(), uplinks_file=None,
-                 sriov=()):
+                 find_uplinks=None):
         self._connection = connection
         # Which guests are ours to manage (nova_numa_policy.scope), and
         # the CPUs nova's configuration gives them on this host.
@@ -81,8 +81,9 @@ class LibvirtBackend(backend.Backend):
         self._cpu_partition = cpu_partition
         # Where the driver extension reads the uplinks found here.
         self._uplinks_file = uplinks_file
-        # nova's SR-IOV physical functions and their physnets.
-        self._sriov = tuple(sriov)
+        # Uplinks found beyond the operator's: (physnet, interface) pairs
+        # from nova's SR-IOV device specs and OVSDB, asked at each read.
+        self._find_uplinks = find_uplinks or (lambda: ())
         self._root = root
         self._physnet_interfaces = physnet_interfaces or {}
         self._bridge_interfaces = bridge_interfaces or {}
@@ -152,7 +153,7 @@ class LibvirtBackend(backend.Backend):
             self._topology = discovery.discover(
                 caps, self._root, self._physnet_interfaces,
                 self._bridge_interfaces, self._physnet_numa_nodes,
-                self._sriov)
+                self._find_uplinks())
             self._topology_generation = self._connection.generation
             if self._uplinks_file:
                 discovery.write_uplinks(self._uplinks_file,

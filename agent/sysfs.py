@@ -180,6 +180,12 @@ def pci_netdevs(root, address):
         return []
 
 
+def is_physical(root, name):
+    """Whether interface ``name`` is a device, or sits on interfaces."""
+    return (os.path.exists(os.path.join(root, NET_DIR, name, 'device'))
+            or bool(_lower_interfaces(root, name)))
+
+
 def read_nics(root, physnet_interfaces, bridge_interfaces, found=()):
     """NicInfo for each uplink that exists, sorted by name.
 

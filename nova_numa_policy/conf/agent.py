@@ -105,6 +105,29 @@ Related options:
 
 * ``physnet_interfaces``.
 '''),
+    cfg.StrOpt(
+        'ovs_db',
+        default='unix:/run/openvswitch/db.sock',
+        help='''
+The Open vSwitch database the agent asks which interfaces carry each
+physnet.
+
+Read only (``ovs-vsctl`` queries), each time the agent reads the host's
+topology: OVN's ``ovn-bridge-mappings`` (in this database) and, when
+neutron's ML2/OVS agent configuration is on the command line, its
+``[ovs] bridge_mappings`` name the bridge of each physnet; the bridge's
+physical interfaces are its uplinks. Without ``ovs-vsctl`` or access to
+the database the agent says so once per read and goes on without.
+
+Possible values:
+
+* An OVSDB remote such as ``unix:/run/openvswitch/db.sock`` or
+  ``tcp:127.0.0.1:6640``; empty: do not ask.
+
+Related options:
+
+* ``physnet_interfaces`` wins for the physnets it names.
+'''),
     cfg.BoolOpt(
         'dry_run',
         default=False,

@@ -20,6 +20,7 @@ from nova_numa_policy import topology
 from nova_numa_policy.virt import driver
 
 from agent import discovery
+from agent import ovs
 from tests import fixtures as host_fixtures
 
 NIC = backend.NicInfo('ens2f0', 1, 25000, 'physnet1', None)
@@ -67,11 +68,21 @@ class SriovDeviceSpecTest(testtools.TestCase):
                                        'net/ens5f1'))
         nics = discovery.discover(
             '<capabilities/>', root, {'physnet1': 'ens2f0'}, {},
-            sriov=[('physnet2', 'ens5f0'), ('physnet3', '0000:81:00.1'),
+            found=[('physnet2', 'ens5f0'), ('physnet3', '0000:81:00.1'),
                    ('physnet1', 'ens5f0')]).nics
         self.assertEqual({('ens2f0', 'physnet1', 1), ('ens5f0', 'physnet2', 0),
                           ('ens5f1', 'physnet3', 1)},
                          {(n.name, n.physnet, n.numa_node) for n in nics})
+
+
+class OvsMappingsTest(testtools.TestCase):
+
+    def test_as_ovsdb_and_neutron_write_them(self):
+        self.assertEqual({'physnet1': 'br-ex', 'physnet2': 'br-vlan'},
+                         ovs.parse_mappings(
+                             '"physnet1:br-ex, physnet2:br-vlan"\n'))
+        self.assertEqual({}, ovs.parse_mappings(''))
+        self.assertEqual({}, ovs.parse_mappings('physnet1'))
 
 
 class HandOverTest(testtools.TestCase):
