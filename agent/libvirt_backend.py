@@ -6,8 +6,9 @@ again later" (ConnectionLost), "forget it" (DomainGone) and "cannot here"
 (NotEnforceable) apart.
 
 Per guest it also reads its qemu process (found by :mod:`agent.guestproc`):
-memory per node from ``numa_maps`` and, with a page mover
-(:class:`agent.pagemover.PageMover`), moves its pages.
+memory per node from ``numa_maps``, the kernel's sampled accesses of its
+vCPU threads where NUMA balancing runs (:mod:`agent.numafaults`) and,
+with a page mover (:class:`agent.pagemover.PageMover`), moves its pages.
 """
 
 import logging
@@ -18,6 +19,7 @@ import libvirt
 from nova_numa_policy import backend
 from nova_numa_policy import enforcement
 from nova_numa_policy import errors
+from nova_numa_policy import locality
 from nova_numa_policy import scope
 
 from agent import connection as connection_mod
@@ -25,6 +27,7 @@ from agent import discovery
 from agent import domxml
 from agent import guestio
 from agent import guestproc
+from agent import numafaults
 from agent import numamaps
 from agent import sysfs
 
@@ -106,6 +109,9 @@ class LibvirtBackend(backend.Backend):
         self._pid_dir = pid_dir
         self._can_move_pages = None
         self._numa_maps_warned = False
+        # (pid, {tid: vCPU}) per uuid: a guest's vCPU threads, listed
+        # again when its process or its vCPU count changes.
+        self._vcpu_threads = {}
 
     def _conn(self):
         return self._connection.get()
@@ -122,7 +128,23 @@ class LibvirtBackend(backend.Backend):
             caps.add(backend.CAP_LIVE_NODESET)
         if self.page_migration_supported():
             caps.add(backend.CAP_PAGE_MIGRATION)
+        if self.locality_signal():
+            caps.add(backend.CAP_ACCESS_COUNTERS)
         return frozenset(caps)
+
+    def locality_signal(self):
+        """Hinting faults, while the kernel's NUMA balancing samples.
+
+        Read at each call: an operator may turn ``kernel.numa_balancing``
+        on or off while the agent runs. A host of one node has nothing
+        to sample.
+        """
+        if len(self.topology().nodes) < 2:
+            return None
+        mode = numafaults.balancing_mode(self._root)
+        if numafaults.samples_locality(mode):
+            return locality.SIGNAL_HINTING_FAULTS
+        return None
 
     def page_migration_supported(self):
         """A page mover is configured and the kernel has move_pages(2)."""
@@ -196,8 +218,7 @@ class LibvirtBackend(backend.Backend):
             return self._page_mover.numa_maps(pid)
         return numamaps.read(self._root, pid)
 
-    def _memory_per_node(self, dom, uuid):
-        pid = self._pid(dom, uuid)
+    def _memory_per_node(self, pid, uuid):
         if pid is None:
             return {}
         try:
@@ -211,6 +232,36 @@ class LibvirtBackend(backend.Backend):
             log('No numa_maps for %s (pid %s): %s', uuid, pid, exc)
             return {}
         return numamaps.memory_mb_from_text(text)
+
+    def _vcpu_faults(self, pid, uuid, vcpu_count):
+        """{vCPU: {node: sampled faults}} of the guest's vCPU threads."""
+        if pid is None:
+            return {}
+        cached = self._vcpu_threads.get(uuid)
+        if cached is None or cached[0] != pid or len(cached[1]) != vcpu_count:
+            cached = (pid, numafaults.vcpu_threads(self._root, pid))
+            self._vcpu_threads[uuid] = cached
+        threads = numafaults.read(self._root, pid, cached[1])
+        if len(threads) != len(cached[1]):
+            # A thread went (vCPU unplug, process restart): list again.
+            self._vcpu_threads.pop(uuid, None)
+        return {t.vcpu: t.per_node for t in threads}
+
+    def _sampled(self, pid, uuid, topology, vcpu_cpus):
+        """The guest's accesses per node and vCPU penalties, sampled."""
+        by_vcpu = self._vcpu_faults(pid, uuid, len(vcpu_cpus))
+        known = {n.id for n in topology.nodes}
+        accesses = {node: count for node, count in
+                    numafaults.add(numafaults.ThreadFaults(v, f)
+                                   for v, f in by_vcpu.items()).items()
+                    if node in known}
+        if not accesses:
+            # Nothing sampled: memory under an explicit policy (bound,
+            # interleaved, preferred) is never scanned, and an idle
+            # guest faults on nothing. Not measured, rather than zero.
+            return None, None
+        return accesses, locality.vcpu_penalties(topology, vcpu_cpus,
+                                                 by_vcpu)
 
     def _packets_sent(self, dom, uuid):
         total = 0
@@ -251,12 +302,18 @@ class LibvirtBackend(backend.Backend):
                 LOG.debug('No first rate sample of a domain: %s', exc)
         self._sleep(self._rate_window)
 
-    def _instance(self, dom, host_cpus):
+    def _instance(self, dom, host_cpus, topology, signal):
         facts = self._domain_facts(dom)
         infos, maps = dom.vcpus()
         emulator = cpus_from_map(dom.emulatorPinInfo(
             libvirt.VIR_DOMAIN_AFFECT_LIVE) or ())
-        memory = self._memory_per_node(dom, facts.uuid)
+        pid = self._pid(dom, facts.uuid)
+        memory = self._memory_per_node(pid, facts.uuid)
+        vcpu_cpus = tuple(info[3] for info in infos)
+        accesses = penalties = None
+        if signal == locality.SIGNAL_HINTING_FAULTS:
+            accesses, penalties = self._sampled(pid, facts.uuid, topology,
+                                                vcpu_cpus)
         io_rate = self._io_rate(dom, facts.uuid)
         return backend.InstanceState(
             uuid=facts.uuid,
@@ -265,11 +322,14 @@ class LibvirtBackend(backend.Backend):
             io_intensity=(facts.requested.io_intensity.value
                           if facts.requested else None),
             hands_off_reason=facts.hands_off_reason,
-            vcpu_cpus=tuple(info[3] for info in infos),
+            vcpu_cpus=vcpu_cpus,
             vcpu_affinity=tuple(cpus_from_map(m) for m in maps),
             vcpu_time_ns=tuple(info[2] for info in infos),
             memory_mb_per_node=memory,
             io_rate=io_rate,
+            accesses_per_node=accesses,
+            access_signal=signal if accesses is not None else None,
+            vcpu_penalty=penalties,
             memory_mb=facts.memory_mb,
             memory_mode=facts.memory_mode,
             memory_nodes=facts.memory_nodes,
@@ -286,10 +346,12 @@ class LibvirtBackend(backend.Backend):
             self._start_rate_windows(domains)
         host_cpus = self._cpu_partition.floating(
             cpu for node in topology.nodes for cpu in node.cpus)
+        signal = self.locality_signal()
         instances = []
         for dom in domains:
             try:
-                instances.append(self._instance(dom, host_cpus))
+                instances.append(self._instance(dom, host_cpus, topology,
+                                                signal))
             except libvirt.libvirtError as exc:
                 error = _translate(self._connection, exc, 'observe')
                 if isinstance(error, errors.ConnectionLost):
@@ -301,6 +363,8 @@ class LibvirtBackend(backend.Backend):
         self._facts = {u: f for u, f in self._facts.items() if u in live}
         self._devices = {u: d for u, d in self._devices.items() if u in live}
         self._packets = {u: p for u, p in self._packets.items() if u in live}
+        self._vcpu_threads = {u: t for u, t in self._vcpu_threads.items()
+                              if u in live}
         return backend.HostSnapshot(
             topology=topology, usage=self._usage(topology),
             instances=tuple(instances), taken_at=self._clock())

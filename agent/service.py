@@ -135,7 +135,9 @@ class Agent:
             self.period, self.backend.capabilities(),
             active_loops=rebalance.active_loops(self.runner),
             auto_choices=self.runner.auto_choices(),
-            boot_id=self.boot_id, endings=self.endings)
+            boot_id=self.boot_id, endings=self.endings,
+            locality_signal=self.backend.locality_signal(),
+            class_bounds=self.runner.configs.get('auto'))
 
     def report(self, report):
         """Hand the report to the sender when it is due; never blocks."""

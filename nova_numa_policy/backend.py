@@ -16,6 +16,8 @@ CAP_VCPU_PINNING = 'vcpu-pinning'
 CAP_EMULATOR_PINNING = 'emulator-pinning'
 CAP_LIVE_NODESET = 'live-nodeset'
 CAP_PAGE_MIGRATION = 'page-migration'
+# Memory accesses per node are measured, by counters or by sampling
+# (Backend.locality_signal says which).
 CAP_ACCESS_COUNTERS = 'access-counters'
 CAPABILITIES = (CAP_VCPU_PINNING, CAP_EMULATOR_PINNING, CAP_LIVE_NODESET,
                 CAP_PAGE_MIGRATION, CAP_ACCESS_COUNTERS)
@@ -104,11 +106,15 @@ class InstanceState:
     # is network-bound whatever its rate; 'auto' (or None) leaves it to
     # the measured rate.
     io_intensity: str | None = None
-    # Memory accesses per node over the last period when the host has
-    # access counters ({node id: count}); None when it has not.
+    # Memory accesses per node over the last period when the host
+    # measures them ({node id: count}); None when it does not.
     accesses_per_node: dict | None = None
+    # Which signal (nova_numa_policy.locality.SIGNALS) those accesses
+    # come from: counts, or samples whose distribution alone is meant.
+    access_signal: str | None = None
     # Uncore penalty of each vCPU (stall time per unit of work, seed 001
-    # §3) over the last period when the host has counters; None when not.
+    # §3) over the last period when the host measures it; None when not,
+    # or None for a vCPU the signal did not sample.
     vcpu_penalty: tuple | None = None
     # The guest's configured memory size.
     memory_mb: int = 0
@@ -176,6 +182,14 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def capabilities(self):
         """Return the frozenset of CAP_* values this backend supports."""
+
+    def locality_signal(self):
+        """The memory-locality signal this host measures, or None.
+
+        One of :data:`nova_numa_policy.locality.SIGNALS`; a backend that
+        has one also has ``CAP_ACCESS_COUNTERS``.
+        """
+        return None
 
     @abc.abstractmethod
     def topology(self):

@@ -130,6 +130,11 @@ class NumaPolicy:
     def auto(self):
         return self.spec.auto
 
+    @property
+    def needs_locality_signal(self):
+        """Carrefour and auto decide from measured accesses per node."""
+        return self.spec.carrefour or self.spec.auto
+
 
 # The only value compatible with a NUMA topology nova owns: nova's strict
 # per-cell binding already allocates every page on the guest cell's node.

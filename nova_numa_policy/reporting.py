@@ -6,6 +6,7 @@ import pbr.version
 
 from nova_numa_policy import backend
 from nova_numa_policy import enforcement
+from nova_numa_policy.loops import auto
 from nova_numa_policy.objects import report as report_obj
 from nova_numa_policy import policy
 
@@ -26,11 +27,17 @@ def agent_version():
         return 'unknown'
 
 
+# Seed 000 Table 1 class of a measured access imbalance, by the policy
+# auto picks for it.
+_ACCESS_CLASS = {auto.FIRST_TOUCH: 'low', auto.FT_CARREFOUR: 'moderate',
+                 auto.IL_CARREFOUR: 'high'}
+
+
 def enforceable_policies(capabilities):
     values = list(_BOOT_POLICIES)
-    # Carrefour and auto decide from memory access counters and act by
-    # moving pages (nova_numa_policy/loops): moving pages alone is not
-    # enough to enforce them.
+    # Carrefour and auto decide from measured accesses per node (counted
+    # or sampled) and act by moving pages (nova_numa_policy/loops):
+    # moving pages alone is not enough to enforce them.
     if {backend.CAP_PAGE_MIGRATION,
             backend.CAP_ACCESS_COUNTERS} <= set(capabilities):
         values += ['first-touch+carrefour', 'interleave+carrefour', 'auto']
@@ -73,7 +80,20 @@ def applied_policy(instance, topology, active_loops=(), auto_choice=None):
     return placement
 
 
-def _instance(instance, topology, active_loops, auto_choices, endings):
+def access_class(instance, topology, bounds):
+    """The guest's measured access class; None where nothing was measured.
+
+    ``bounds``: the auto loop's Config (its ``low`` and ``high``). Memory
+    per node never stands in here: the report says what was measured.
+    """
+    if not instance.accesses_per_node or not instance.vcpu_cpus:
+        return None
+    return _ACCESS_CLASS[auto.classify(
+        auto.measured_imbalance(topology, instance), bounds)]
+
+
+def _instance(instance, topology, active_loops, auto_choices, endings,
+              bounds):
     known = {str(n.id) for n in topology.nodes}
     return report_obj.NumaInstanceReport(
         uuid=instance.uuid,
@@ -86,21 +106,25 @@ def _instance(instance, topology, active_loops, auto_choices, endings):
         vcpu_cpus=[c if c is not None else -1 for c in instance.vcpu_cpus],
         io_rate=float(instance.io_rate),
         io_intensive=False,
-        access_class=None,
+        access_class=access_class(instance, topology, bounds),
         enforcement=endings.get(instance.uuid))
 
 
 def build_report(snapshot, host, hypervisor_hostname, seq, period,
                  capabilities, now=None, active_loops=(), auto_choices=None,
-                 boot_id=None, endings=None):
+                 boot_id=None, endings=None, locality_signal=None,
+                 class_bounds=None):
     """The period's HostReport.
 
     ``active_loops``: the loops acting this period; ``auto_choices``:
     {uuid: the policy the auto loop chose}; ``boot_id``: the agent
     process's (its ``seq`` counts from 1 again); ``endings``: {uuid: how
-    the period's plan for it ended}.
+    the period's plan for it ended}; ``locality_signal``: what the host
+    measures of locality (``Backend.locality_signal``);
+    ``class_bounds``: the auto loop's Config, its class thresholds.
     """
     auto_choices = auto_choices or {}
+    bounds = class_bounds or auto.Config()
     endings = endings or {}
     usage = {u.node_id: u for u in snapshot.usage}
     topology = snapshot.topology
@@ -115,8 +139,9 @@ def build_report(snapshot, host, hypervisor_hostname, seq, period,
             physnet=n.physnet, bridge=n.bridge)
             for n in topology.nics[:report_obj.MAX_NICS]],
         instances=[_instance(i, topology, active_loops, auto_choices,
-                             endings) for i in instances],
-        enforceable_policies=enforceable_policies(capabilities))
+                             endings, bounds) for i in instances],
+        enforceable_policies=enforceable_policies(capabilities),
+        locality_signal=locality_signal)
 
 
 def summary(report):

@@ -42,6 +42,7 @@ def make_report(node_count=2, **fields):
             name='ens1f0', numa_node=node_count - 1, speed_mbps=25000,
             physnet='physnet1', bridge=None)],
         instances=[make_instance()],
-        enforceable_policies=['first-touch', 'interleave', 'home'])
+        enforceable_policies=['first-touch', 'interleave', 'home'],
+        locality_signal=None)
     values.update(fields)
     return report_obj.NumaHostReport(**values)

@@ -6,6 +6,11 @@ first-touch, up to ``high`` (130 %) first-touch + Carrefour, above it
 interleave + Carrefour. Without access counters memory per node stands
 in for accesses (a first-touch guest's memory follows its allocators).
 
+Where the signal comes from the kernel's own balancing (hinting faults)
+the kernel pulls pages back toward the vCPUs that touch them, so memory
+spread by page moves would not stay spread: the class is still measured
+and reported, but the choice stops at first-touch + Carrefour.
+
 Against flapping: a new class must win ``max_pin_count`` + 1 periods in a
 row (seed 004 pin count); classes only move up between revisits, because
 interleaving or Carrefour lowers the imbalance they were chosen for; every
@@ -20,6 +25,7 @@ from oslo_config import cfg
 from nova_numa_policy import backend
 from nova_numa_policy.conf import base as conf_base
 from nova_numa_policy.conf import loops as loops_conf
+from nova_numa_policy import locality
 from nova_numa_policy.loops import base
 from nova_numa_policy.loops import carrefour
 from nova_numa_policy.loops import hysteresis
@@ -173,6 +179,9 @@ class Auto(base.Strategy):
                 done.discard(uuid)
                 age[uuid] = 0
             proposed = classify(measured_imbalance(topo, inst), config)
+            if (proposed == IL_CARREFOUR
+                    and locality.kernel_balances(inst.access_signal)):
+                proposed = FT_CARREFOUR
             choice[uuid] = _next_choice(choice.get(uuid), proposed, config)
             policy = choice[uuid].value
             mine = _act(topo, inst, policy, uuid in done, config)

@@ -16,8 +16,11 @@ Adaptations, each for a stated reason:
   to the guest's memory and sibling vCPUs (NUMA distances of the host);
   estimates are refreshed every ``reset_periods``, the seed's periodic
   reset that forces re-exploration;
-* without hardware counters (no ``vcpu_penalty``) the sample itself is
-  that distance proxy at the current node;
+* without a measured penalty (no ``vcpu_penalty``, or none for this
+  vCPU: the kernel sampled none of its accesses) the sample itself is
+  that distance proxy at the current node; from hinting faults the
+  measured penalty is the distance its sampled accesses travel
+  (:func:`nova_numa_policy.locality.remote_penalty`);
 * load balancing overrides: a move to a node with no free CPU is skipped;
 * the destination goes through the pin count (seed 004) like every
   affinity change;
@@ -108,8 +111,10 @@ def _proxies(dist, mem, nodes):
 
 
 def _sample(inst, vcpu, proxy, node):
-    if inst.vcpu_penalty is not None and vcpu < len(inst.vcpu_penalty):
-        return float(inst.vcpu_penalty[vcpu])
+    measured = inst.vcpu_penalty
+    if (measured is not None and vcpu < len(measured)
+            and measured[vcpu] is not None):
+        return float(measured[vcpu])
     return float(proxy[node])
 
 

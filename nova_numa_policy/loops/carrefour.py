@@ -15,6 +15,13 @@ Per guest, from its accesses per node over the last period:
 
 Defaults are the published Carrefour thresholds: 50 memory accesses per
 microsecond, 35 % controller imbalance, 80 % local accesses.
+
+On a sampled signal (the kernel's hinting faults) the shares are read
+from the samples and step 1 asks for ``carrefour_min_samples`` samples
+instead of a rate. Those samples flow only while the kernel balances
+memory itself, pulling each page toward the thread that touches it: step
+2 would be undone, so it is held back there and only step 3, the
+kernel's own direction in batches, acts.
 """
 
 import numpy as np
@@ -22,6 +29,7 @@ from oslo_config import cfg
 
 from nova_numa_policy import backend
 from nova_numa_policy.conf import base as conf_base
+from nova_numa_policy import locality
 from nova_numa_policy.loops import base
 
 PAGES_PER_MB = 256
@@ -51,11 +59,21 @@ OPTS = [
         help=_help('Memory accesses per microsecond below which a guest is '
                    'not memory-bound and Carrefour leaves it alone.',
                    'A non-negative rate.')),
+    cfg.IntOpt(
+        'carrefour_min_samples', default=256, min=1,
+        help=_help('Sampled accesses (the kernel\'s NUMA hinting faults, in '
+                   'pages) below which Carrefour leaves a guest alone: too '
+                   'few samples say nothing of where its accesses go. '
+                   'Used instead of ``carrefour_min_accesses_per_us`` on '
+                   'hosts whose signal is sampled.',
+                   'A positive count.',
+                   '``carrefour_min_accesses_per_us``.')),
 ]
 
 Config = base.config_class(
     __name__, OPTS,
     {'min_accesses_per_us': 'carrefour_min_accesses_per_us',
+     'min_samples': 'carrefour_min_samples',
      'mc_imbalance': 'carrefour_mc_imbalance',
      'min_local_ratio': 'carrefour_min_local_ratio'},
     # Pages one guest may move per period (256 MB of 4 KiB pages).
@@ -117,18 +135,26 @@ def _migrate(inst, acc, mem, vnodes, config, ratio):
     return actions
 
 
+def memory_bound(acc, signal, config):
+    """Step 1: enough accesses (or samples of them) to act on."""
+    if locality.is_sampled(signal):
+        return acc.sum() >= config.min_samples
+    return acc.sum() / (config.period_s * 1e6) >= config.min_accesses_per_us
+
+
 def decide_instance(topology, inst, config):
     """The Carrefour actions for one guest; [] when it needs none."""
     acc = base.access_vector(topology, inst)
     if acc is None or not inst.vcpu_cpus:
         return []
-    if acc.sum() / (config.period_s * 1e6) < config.min_accesses_per_us:
+    if not memory_bound(acc, inst.access_signal, config):
         return []
     mem = base.memory_vector(topology, inst)
     vnodes = np.array(base.vcpu_nodes(topology, inst), int)
     nodes = sorted(set(vnodes.tolist()) | set(np.flatnonzero(mem > 0)))
     imb = base.imbalance(acc[nodes])
-    if imb > config.mc_imbalance:
+    if (imb > config.mc_imbalance
+            and not locality.kernel_balances(inst.access_signal)):
         return _interleave(inst, acc, mem, nodes, vnodes.tolist(), config,
                            imb)
     ratio = local_ratio(vnodes, acc)

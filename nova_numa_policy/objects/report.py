@@ -18,6 +18,7 @@ import datetime
 from oslo_versionedobjects import fields
 
 from nova_numa_policy.conf import reports as reports_conf
+from nova_numa_policy import locality
 from nova_numa_policy.objects import base
 from nova_numa_policy import policy
 
@@ -52,6 +53,7 @@ APPLIED_POLICY_VALUES = tuple(
     value for value, spec in policy.POLICIES.items() if not spec.auto
 ) + (APPLIED_NONE,)
 ACCESS_CLASSES = ('low', 'moderate', 'high')
+LOCALITY_SIGNALS = locality.SIGNALS
 # How an agent's plan for an instance ended (execution.ENDINGS).
 ENFORCEMENT_ENDINGS = ('applied', 'rolled back', 'undo pending',
                        'roll back abandoned', 'gone', 'dry run')
@@ -134,7 +136,8 @@ class NumaHostReport(base.NumaPolicyObject):
 
     # Version 1.0: initial version
     # Version 1.1: boot_id; NumaInstanceReport 1.1
-    VERSION = '1.1'
+    # Version 1.2: locality_signal
+    VERSION = '1.2'
 
     fields = {
         'host': fields.StringField(),
@@ -153,6 +156,9 @@ class NumaHostReport(base.NumaPolicyObject):
         'instances': fields.ListOfObjectsField('NumaInstanceReport'),
         # hw:numa_policy values this host's agent can make true.
         'enforceable_policies': fields.ListOfStringsField(),
+        # The memory-locality signal the host measures (one of
+        # LOCALITY_SIGNALS), None when it measures none.
+        'locality_signal': fields.StringField(nullable=True),
     }
 
     # The version of each child class that a given report version carries.
@@ -163,8 +169,8 @@ class NumaHostReport(base.NumaPolicyObject):
     }
 
     DEFAULTS = {'nics': [], 'instances': [], 'enforceable_policies': [],
-                'boot_id': None}
-    ADDED_IN = {'boot_id': '1.1'}
+                'boot_id': None, 'locality_signal': None}
+    ADDED_IN = {'boot_id': '1.1', 'locality_signal': '1.2'}
 
     CHILDREN = {'numa_nodes': NumaNodeReport, 'nics': NumaNicReport,
                 'instances': NumaInstanceReport}

@@ -215,6 +215,9 @@ def check_host(data):
     unknown = set(data['enforceable_policies']).difference(
         policy.POLICIES)
     _require(not unknown, 'unknown enforceable policies %s', sorted(unknown))
+    signal = data.get('locality_signal')
+    _require(signal is None or signal in schema.LOCALITY_SIGNALS,
+             'unknown locality signal %.40r', signal)
 
 
 def _check_node(node, node_count):

@@ -24,6 +24,7 @@ import statistics
 import typing
 
 from nova_numa_policy import exception
+from nova_numa_policy import locality
 from nova_numa_policy import policy as numa_policy
 from nova_numa_policy.scheduling import summary as summary_mod
 
@@ -155,6 +156,21 @@ def _fit_numbers(verdict):
     return numbers
 
 
+def _enforce_numbers(request, summary):
+    numbers = {'enforceable': sorted(summary.enforceable)}
+    if request.policy.needs_locality_signal:
+        numbers['locality_signal'] = summary.locality_signal
+    return numbers
+
+
+def _cannot_enforce(request, summary):
+    words = f'agent cannot enforce {request.policy.value}'
+    if request.policy.needs_locality_signal and not summary.locality_signal:
+        words += (': the host measures no memory locality; '
+                  f'{locality.HOW_TO_MEASURE}')
+    return words
+
+
 _REASONS = {
     'not-asked': 'the request does not ask for this',
     'nova-owns': "nova owns the guest's NUMA topology; "
@@ -164,8 +180,7 @@ _REASONS = {
     'no-report-neutral': 'no fresh report; neutral',
     'refused': lambda v: v.request.error,
     'enforces': lambda v: f'agent enforces {v.request.policy.value}',
-    'cannot-enforce':
-        lambda v: f'agent cannot enforce {v.request.policy.value}',
+    'cannot-enforce': lambda v: _cannot_enforce(v.request, v.summary),
     'no-nic-node': 'no NUMA node is local to the uplink',
     'no-nic-memory': 'no NIC-local node has the free memory',
     'nic-over': 'every NIC-local node would be over the load threshold',
@@ -175,8 +190,7 @@ _REASONS = {
     'fits': 'a node holds the instance',
 }
 _NUMBERS = {
-    'cannot-enforce':
-        lambda v: {'enforceable': sorted(v.summary.enforceable)},
+    'cannot-enforce': lambda v: _enforce_numbers(v.request, v.summary),
     'no-nic-node': lambda v: {'physnets': sorted(v.request.physnets)},
     'no-nic-memory': _fit_numbers, 'nic-over': _fit_numbers,
     'nic-fits': _fit_numbers, 'no-memory': _fit_numbers,

@@ -39,6 +39,9 @@ class HostSummary:
     largest_node_mb: int
     # The agent process that sent it (None from agents before 1.1).
     boot_id: str | None = None
+    # What the host measures of memory locality (None: nothing, or an
+    # agent before report 1.2).
+    locality_signal: str | None = None
     # Derived answers about this summary, filled by the scheduler plugins
     # (placement_filters/assessors.py). Not part of the value: a new
     # report brings a new summary with an empty memo, and
@@ -123,7 +126,8 @@ def summarize(data, io_rate):
         enforceable=frozenset(data['enforceable_policies']),
         largest_node_cpus=max(node.cpus for node in nodes),
         largest_node_mb=max(node.total_mb for node in nodes),
-        boot_id=data['boot_id'])
+        boot_id=data['boot_id'],
+        locality_signal=data['locality_signal'])
 
 
 def projected_load(node, vcpus):

@@ -19,8 +19,9 @@ PACKAGES = ('nova_numa_policy', 'agent', 'placement_filters')
 
 # Modules of the base: contracts and pure decisions.
 BASE_MODULES = ('exception', 'errors', 'policy', 'scope', 'topology',
-                'backend', 'enforcement', 'execution', 'messaging',
-                'reporting', 'objects', 'loops', 'scheduling', 'api')
+                'locality', 'backend', 'enforcement', 'execution',
+                'messaging', 'reporting', 'objects', 'loops', 'scheduling',
+                'api')
 CLIENT_MODULES = ('restclient', 'osc', 'dashboard', 'tempest_plugin')
 
 # Room -> rooms it may import (its own room always).

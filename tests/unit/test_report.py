@@ -21,7 +21,7 @@ VERSION = 'nova_numa_policy_object.version'
 # The fingerprint of every object: a change to an object's fields without
 # a version bump fails here, so no report silently changes on the wire.
 OBJECT_FINGERPRINTS = {
-    'NumaHostReport': '1.1-be08b6ca94036490f7db54736742acf5',
+    'NumaHostReport': '1.2-ac795b0dcdd759af7be0765c56cb006e',
     'NumaNodeReport': '1.0-f78e3f67dd4a4d3fbba359d03bf22c11',
     'NumaNicReport': '1.0-35807ac8be78b380438ee8177f88e6ed',
     'NumaInstanceReport': '1.1-49fbfcef3ecb7debd228c2c7ff5f3d2c',
@@ -29,9 +29,9 @@ OBJECT_FINGERPRINTS = {
 
 
 class FutureHostReport(report_obj.NumaHostReport):
-    """What a newer agent would send: version 1.2 with one more field."""
+    """What a newer agent would send: version 1.3 with one more field."""
 
-    VERSION = '1.2'
+    VERSION = '1.3'
     fields = dict(report_obj.NumaHostReport.fields,
                   power_watts=fields.IntegerField())
     DEFAULTS = dict(report_obj.NumaHostReport.DEFAULTS, power_watts=0)
@@ -42,7 +42,7 @@ class FutureHostReport(report_obj.NumaHostReport):
 
     def obj_make_compatible(self, primitive, target_version):
         super().obj_make_compatible(primitive, target_version)
-        if target_version in ('1.0', '1.1'):
+        if target_version in ('1.0', '1.1', '1.2'):
             primitive.pop('power_watts', None)
 
 
@@ -104,7 +104,7 @@ class VersionCompatibilityTest(testtools.TestCase):
 
     def test_current_consumer_reads_a_newer_minor_report(self):
         primitive = report_wire.dump_report(_future_report())
-        self.assertEqual('1.2', primitive[VERSION])
+        self.assertEqual('1.3', primitive[VERSION])
         back = report_wire.load_report(primitive)
         self.assertIsInstance(back, report_obj.NumaHostReport)
         self.assertNotIn('power_watts', back.fields)
@@ -149,6 +149,21 @@ class VersionCompatibilityTest(testtools.TestCase):
         back = report_wire.load_report(primitive)
         self.assertIsNone(back.boot_id)
         self.assertIsNone(back.instances[0].enforcement)
+
+    def test_pinned_to_1_1_the_report_loses_its_locality_signal(self):
+        report = report_factory.make_report(locality_signal='hinting-faults')
+        primitive = report_wire.dump_report(report, target_version='1.1')
+        self.assertNotIn('locality_signal', primitive[DATA])
+        self.assertIsNone(report_wire.load_report(primitive).locality_signal)
+        self.assertEqual('hinting-faults', report_wire.load_report(
+            report_wire.dump_report(report)).locality_signal)
+
+    def test_an_unknown_locality_signal_is_malformed(self):
+        primitive = report_wire.dump_report(report_factory.make_report())
+        primitive[DATA]['locality_signal'] = 'crystal-ball'
+        exc = self.assertRaises(exception.MalformedReport,
+                                report_wire.load_report, primitive)
+        self.assertIn('locality signal', str(exc))
 
     def test_newer_nested_object_drops_its_new_fields(self):
         primitive = report_wire.dump_report(report_factory.make_report())

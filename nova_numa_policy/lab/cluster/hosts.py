@@ -74,6 +74,7 @@ def summary(host):
     report = reporting.build_report(
         host.observe(), host=host.name, hypervisor_hostname=host.name,
         seq=host.seq, period=host.period_s,
-        capabilities=host.capabilities(), now=sim_time(host.now))
+        capabilities=host.capabilities(), now=sim_time(host.now),
+        locality_signal=host.locality_signal())
     data = report_wire.load_report_data(report_wire.dump_report(report))
     return summary_mod.summarize(data, IO_INTENSIVE_RATE)

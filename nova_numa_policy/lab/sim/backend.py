@@ -12,6 +12,7 @@ from nova_numa_policy import enforcement
 from nova_numa_policy.lab.sim import model
 from nova_numa_policy.lab.sim import state as st
 from nova_numa_policy.lab.sim import workload as wl
+from nova_numa_policy import locality
 from nova_numa_policy import scope
 
 # Cost of migrating one 4 KiB page to the guest (copy, TLB shootdown,
@@ -74,6 +75,9 @@ class SimulatedBackend(backend.Backend):
         if self.access_counters:
             caps.add(backend.CAP_ACCESS_COUNTERS)
         return frozenset(caps)
+
+    def locality_signal(self):
+        return locality.SIGNAL_COUNTERS if self.access_counters else None
 
     def topology(self):
         return self.host.to_topology()
@@ -269,6 +273,7 @@ class SimulatedBackend(backend.Backend):
             vcpu_time_ns=tuple(int(x) for x in vm.vcpu_time_ns),
             io_rate=float(result.vm_io_rate[index]),
             accesses_per_node=accesses, vcpu_penalty=penalty,
+            access_signal=self.locality_signal(),
             memory_mb=vm.memory_mb, memory_mode=mode,
             memory_nodes=nodes or vm.nodeset,
             emulator_affinity=vm.emulator_cpus,

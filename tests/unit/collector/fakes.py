@@ -25,7 +25,9 @@ def make_instance(uuid=UUID_A, requested='interleave', applied='interleave',
 
 
 def make_report(host='compute-1', seq=1, generated_at=None, instances=None,
-                free_mb=(30000, 31000)):
+                free_mb=(30000, 31000),
+                enforceable=('first-touch', 'interleave'),
+                locality_signal=None):
     nodes = [
         report_obj.NumaNodeReport(
             id=node, cpus=list(range(node * 8, node * 8 + 8)),
@@ -42,7 +44,8 @@ def make_report(host='compute-1', seq=1, generated_at=None, instances=None,
                                        speed_mbps=25000, physnet='physnet1',
                                        bridge=None)],
         instances=[make_instance()] if instances is None else instances,
-        enforceable_policies=['first-touch', 'interleave'])
+        enforceable_policies=list(enforceable),
+        locality_signal=locality_signal)
 
 
 def make_payload(**kwargs):

@@ -1,6 +1,7 @@
 """Factories for hand-written snapshots (a 2-node and a 4-node host)."""
 
 from nova_numa_policy import backend
+from nova_numa_policy import locality
 
 
 def topology(nodes=2, cpus=4, nic_node=0):
@@ -16,7 +17,7 @@ def topology(nodes=2, cpus=4, nic_node=0):
 
 def instance(uuid='vm', cpus=(0,), mem=None, acc=None, policy='auto',
              io_rate=0.0, penalty=None, hands_off=None, affinity=None,
-             cputime_s=0):
+             cputime_s=0, signal=None):
     """A guest; ``cputime_s`` is each vCPU's CPU time (a reboot lowers it)."""
     everything = frozenset(range(64))
     return backend.InstanceState(
@@ -24,6 +25,8 @@ def instance(uuid='vm', cpus=(0,), mem=None, acc=None, policy='auto',
         memory_mb_per_node=mem or {}, vcpu_cpus=tuple(cpus),
         vcpu_affinity=affinity or tuple(everything for _ in cpus),
         io_rate=io_rate, accesses_per_node=acc, vcpu_penalty=penalty,
+        access_signal=signal if signal or acc is None
+        else locality.SIGNAL_COUNTERS,
         vcpu_time_ns=tuple(int(cputime_s * 1e9) for _ in cpus))
 
 

@@ -1,5 +1,6 @@
 import testtools
 
+from nova_numa_policy import locality
 from nova_numa_policy.loops import auto
 from tests.unit.loops import snapshots as s
 
@@ -53,3 +54,31 @@ class AutoDecideTest(testtools.TestCase):
         actions, state = auto.Auto().decide(snap, auto.Auto().initial_state(),
                                             auto.Config())
         self.assertEqual(([], {}), (actions, state['choice']))
+
+
+class KernelBalancedSignalTest(testtools.TestCase):
+    """A class measured from hinting faults, with the kernel balancing."""
+
+    def _choose(self, signal, periods=4):
+        topo = s.topology(nodes=4)
+        strategy = auto.Auto()
+        state = strategy.initial_state()
+        # Every sampled access on node 0, vCPUs on all four nodes: an
+        # imbalance of 173 %, interleave + Carrefour's class.
+        inst = s.instance(cpus=(0, 4, 8, 12), mem={0: 1024},
+                          acc={0: 4000}, signal=signal)
+        for _ in range(periods):
+            actions, state = strategy.decide(s.snapshot([inst], topo),
+                                             state, auto.Config())
+        return state['choice']['vm'].value, actions
+
+    def test_counted_accesses_interleave(self):
+        choice, actions = self._choose(locality.SIGNAL_COUNTERS)
+        self.assertEqual(auto.IL_CARREFOUR, choice)
+        self.assertTrue(actions)
+        self.assertIn('interleaving', actions[0].reason)
+
+    def test_sampled_by_the_balancing_kernel_the_choice_stops_below(self):
+        choice, actions = self._choose(locality.SIGNAL_HINTING_FAULTS)
+        self.assertEqual(auto.FT_CARREFOUR, choice)
+        self.assertFalse([a for a in actions if 'interleav' in a.reason])

@@ -1,6 +1,7 @@
 import testtools
 
 from nova_numa_policy import backend
+from nova_numa_policy import locality
 from nova_numa_policy.loops import carrefour
 from tests.unit.loops import snapshots as s
 
@@ -55,3 +56,39 @@ class CarrefourDecideTest(testtools.TestCase):
         inst = s.instance(cpus=(0, 4), mem={0: 1024}, acc=None)
         self.assertEqual([], carrefour.decide_instance(
             s.topology(), inst, carrefour.Config()))
+
+
+class SampledSignalTest(testtools.TestCase):
+    """Hinting faults: shares from samples, and the kernel balancing too."""
+
+    def decide(self, cpus, mem, acc, **config):
+        inst = s.instance(cpus=cpus, mem=mem, acc=acc,
+                          signal=locality.SIGNAL_HINTING_FAULTS)
+        return carrefour.decide_instance(s.topology(), inst,
+                                         carrefour.Config(**config))
+
+    def test_enough_samples_act_however_low_their_rate(self):
+        # 600 samples in 5 s is far below 50 accesses per microsecond:
+        # as counters it would be an idle guest.
+        actions = self.decide((0, 1), {0: 512, 1: 512}, {0: 100, 1: 500})
+        self.assertEqual([(1, 0)], [(a.source_node, a.target_node)
+                                    for a in actions])
+        self.assertIn('migrate', actions[0].reason)
+
+    def test_too_few_samples_say_nothing(self):
+        self.assertEqual([], self.decide((0, 1), {0: 512, 1: 512},
+                                         {0: 10, 1: 50}))
+        self.assertTrue(self.decide((0, 1), {0: 512, 1: 512},
+                                    {0: 10, 1: 50}, min_samples=60))
+
+    def test_spreading_is_left_out_where_the_kernel_balances(self):
+        # As counters, this imbalance spreads hot pages (CASES above);
+        # with the kernel pulling pages back to their accessors it would
+        # not stay spread.
+        self.assertEqual([], self.decide((0, 4), {0: 1024},
+                                         {0: 2000, 1: 100}))
+        counted = carrefour.decide_instance(
+            s.topology(), s.instance(cpus=(0, 4), mem={0: 1024},
+                                     acc={0: 2 * BUSY, 1: BUSY // 10}),
+            carrefour.Config())
+        self.assertIn('interleave', counted[0].reason)

@@ -103,6 +103,24 @@ class ExplainTest(testtools.TestCase):
              'numbers': {'enforceable': ['first-touch', 'interleave']}},
             verdict)
 
+    def test_carrefour_needs_a_host_that_measures_locality(self):
+        self.api.storage.store_report(fakes.make_report(
+            host='compute-4', generated_at=_recent(5),
+            enforceable=('first-touch', 'interleave', 'home',
+                         'first-touch+carrefour', 'interleave+carrefour',
+                         'auto'),
+            locality_signal='hinting-faults'), _recent(4))
+        hosts = self._hosts(_path(
+            specs={'hw:numa_policy': 'first-touch+carrefour'}))
+        blind = self._filter(hosts['compute-1'], 'NumaPolicyFilter')
+        self.assertFalse(blind['passed'])
+        self.assertIsNone(blind['numbers']['locality_signal'])
+        self.assertIn('the host measures no memory locality',
+                      blind['reason'])
+        self.assertIn('kernel.numa_balancing=1', blind['reason'])
+        self.assertTrue(self._filter(hosts['compute-4'],
+                                     'NumaPolicyFilter')['passed'])
+
     def test_a_stale_host_fails_in_strict_mode_and_passes_permissive(self):
         path = _path(specs={'hw:numa_policy': 'interleave'})
         stale = self._hosts(path)['compute-2']

@@ -4,6 +4,7 @@ import testtools
 from nova_numa_policy import backend
 from nova_numa_policy.lab.sim import backend as sim_backend
 from nova_numa_policy.lab.sim import scenarios
+from nova_numa_policy import locality
 
 
 def _sim(name='master-slave', seed=0, **kwargs):
@@ -19,6 +20,16 @@ class SimulatedBackendTest(testtools.TestCase):
         self.assertEqual(frozenset(backend.CAPABILITIES), sim.capabilities())
         self.assertNotIn(backend.CAP_ACCESS_COUNTERS,
                          _sim(access_counters=False).capabilities())
+
+    def test_names_its_signal_and_marks_each_guests_accesses(self):
+        sim = _sim()
+        self.assertEqual(locality.SIGNAL_COUNTERS, sim.locality_signal())
+        self.assertEqual({locality.SIGNAL_COUNTERS},
+                         {i.access_signal for i in sim.observe().instances})
+        blind = _sim(access_counters=False)
+        self.assertIsNone(blind.locality_signal())
+        self.assertEqual({None},
+                         {i.access_signal for i in blind.observe().instances})
 
     def test_observe_reports_memory_and_vcpus(self):
         snap = _sim().observe()
