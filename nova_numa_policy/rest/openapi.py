@@ -107,6 +107,10 @@ SCHEMAS['HostExplanation'] = _object({
     'host': _NAME, 'hypervisor_hostname': {'type': 'string'},
     'report_age': dict(_NUMBER_OR_NULL, description='Seconds since the '
                        'latest report was generated.'),
+    'locality_signal': {'type': 'string', 'nullable': True,
+                        'description': 'The memory-locality signal the '
+                        'host measures (access-counters, hinting-faults); '
+                        'null when none. Carrefour and auto need one.'},
     'passed': {'type': 'boolean',
                'description': 'Whether the host passes every filter.'},
     'filters': {'type': 'array', 'items': _ref('FilterVerdict')},

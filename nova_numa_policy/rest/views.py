@@ -131,6 +131,7 @@ def host_explanation(explanation):
         'host': explanation.host,
         'hypervisor_hostname': explanation.nodename,
         'report_age': explanation.report_age,
+        'locality_signal': explanation.locality_signal,
         'passed': explanation.passed,
         'filters': [_verdict(name, verdict)
                     for name, verdict in explanation.verdicts.items()],

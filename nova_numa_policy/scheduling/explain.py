@@ -25,6 +25,9 @@ class HostExplanation:
     host: str
     nodename: str
     report_age: float | None  # seconds; None: no report at all
+    # The memory-locality signal the host's report names (None: none,
+    # or no report).
+    locality_signal: str | None
     verdicts: dict  # filter name -> scoring.Verdict
     # weigher name -> raw weight as the weigher computes it, or None
     # when the weigher gives every host the same weight for this request.
@@ -61,6 +64,8 @@ def explain(flavor, snapshot, settings, now, hosts=(), physnets=(),
             host=key[0], nodename=key[1],
             report_age=None if summary is None
             else now - summary.generated_at,
+            locality_signal=None if summary is None
+            else summary.locality_signal,
             verdicts={name: fn(request, summary, settings, now)
                       for name, fn in FILTERS},
             weights={name: weights[name][i] for name, _ in WEIGHERS})

@@ -37,13 +37,18 @@ def _cgroup_dir(pid):
 
 
 def kernel_view(pid):
-    """numa_maps, each thread's name and status, the cgroups' cpuset.mems."""
+    """numa_maps, each thread's texts, the cgroups' cpuset.mems.
+
+    A thread's texts are its name, status and sched (its NUMA hinting
+    faults).
+    """
     threads = {}
     for task in glob.glob(f'/proc/{pid}/task/*'):
         comm, status = _read(f'{task}/comm'), _read(f'{task}/status')
         if comm is not None and status is not None:
-            threads[os.path.basename(task)] = {'comm': comm,
-                                               'status': status}
+            threads[os.path.basename(task)] = {
+                'comm': comm, 'status': status,
+                'sched': _read(f'{task}/sched') or ''}
     mems, effective = {}, {}
     group = _cgroup_dir(pid)
     if group is not None:
@@ -58,6 +63,19 @@ def kernel_view(pid):
     return {'pid': pid, 'numa_maps': _read(f'/proc/{pid}/numa_maps') or '',
             'threads': threads, 'cpuset_mems': mems,
             'cpuset_mems_effective': effective}
+
+
+def vmstat():
+    """/proc/vmstat as {name: value}."""
+    return {name: int(value) for name, value in
+            (line.split() for line in _read('/proc/vmstat').splitlines())}
+
+
+def write_file(path, data_hex):
+    """Write bytes (in hex) to a file anyone may use in the lab host."""
+    with open(path, 'wb') as f:
+        f.write(bytes.fromhex(data_hex))
+    os.chmod(path, 0o666)
 
 
 def capabilities():

@@ -13,6 +13,10 @@ import re
 _NODE_PAGES = re.compile(r'\bN(\d+)=(\d+)\b')
 # QEMU names a vCPU thread "CPU <n>/<accelerator>" (TCG or KVM).
 _VCPU_THREAD = re.compile(r'^CPU (\d+)/\w+$')
+# A thread's sched file: one line per node when NUMA balancing runs.
+_NUMA_FAULTS = re.compile(
+    r'^numa_faults node=(\d+) task_private=(\d+) task_shared=(\d+)', re.M)
+_PAGES_MIGRATED = re.compile(r'^numa_pages_migrated\s*:\s*(\d+)', re.M)
 
 
 def cpulist(text):
@@ -53,11 +57,29 @@ def guest_ram(numa_maps):
     return max(mappings(numa_maps), key=lambda m: m.total)
 
 
+def hinting_faults(sched):
+    """{memory node: faults} of a thread's sched text (private + shared)."""
+    faults = {}
+    for node, private, shared in _NUMA_FAULTS.findall(sched):
+        faults[int(node)] = faults.get(int(node), 0) + int(private) + int(
+            shared)
+    return faults
+
+
+def pages_migrated(sched):
+    """Pages the kernel's NUMA balancing migrated for the thread."""
+    match = _PAGES_MIGRATED.search(sched)
+    return int(match.group(1)) if match else 0
+
+
 @dataclasses.dataclass(frozen=True)
 class Thread:
     tid: int
     name: str
     cpus_allowed: frozenset
+    # What the kernel's NUMA balancing sampled and did for the thread.
+    faults: dict = dataclasses.field(default_factory=dict)
+    pages_migrated: int = 0
 
     @property
     def vcpu(self):
@@ -104,7 +126,9 @@ def guest_view(raw):
     """A GuestView from :func:`tests.labhost.inside.kernel_view`'s texts."""
     threads = tuple(
         Thread(int(tid), t['comm'].strip(),
-               cpulist(status_field(t['status'], 'Cpus_allowed_list')))
+               cpulist(status_field(t['status'], 'Cpus_allowed_list')),
+               hinting_faults(t.get('sched', '')),
+               pages_migrated(t.get('sched', '')))
         for tid, t in sorted(raw['threads'].items(), key=lambda i: int(i[0])))
     return GuestView(pid=raw['pid'], numa_maps=raw['numa_maps'],
                      threads=threads,

@@ -8,11 +8,12 @@ from osc_lib import exceptions
 
 from nova_numa_policy.osc.v1 import common
 
-FIELDS = ('host', 'passed', 'failures', 'weights', 'report_age')
+FIELDS = ('host', 'passed', 'failures', 'weights', 'report_age',
+          'locality_signal')
 LONG_FIELDS = FIELDS + ('filters',)
 HEADERS = {'host': 'Host', 'passed': 'Passed', 'failures': 'Failed Filters',
            'weights': 'Weights', 'report_age': 'Report Age (s)',
-           'filters': 'Filters'}
+           'locality_signal': 'Locality Signal', 'filters': 'Filters'}
 
 
 def _verdict_text(verdict):

@@ -120,6 +120,12 @@ class ExplainTest(testtools.TestCase):
         self.assertIn('kernel.numa_balancing=1', blind['reason'])
         self.assertTrue(self._filter(hosts['compute-4'],
                                      'NumaPolicyFilter')['passed'])
+        # Each host says which signal it has, refused or not.
+        self.assertEqual({'compute-1': None, 'compute-2': None,
+                          'compute-3': None,
+                          'compute-4': 'hinting-faults'},
+                         {name: host['locality_signal']
+                          for name, host in hosts.items()})
 
     def test_a_stale_host_fails_in_strict_mode_and_passes_permissive(self):
         path = _path(specs={'hw:numa_policy': 'interleave'})

@@ -1,0 +1,197 @@
+"""Measured locality on a real kernel: the hinting-fault signal and its use.
+
+The guest is a real QEMU domain whose only vCPU runs a boot sector that
+writes its low memory (64 KiB to 576 KiB) in a loop, for ever: the
+kernel's NUMA balancing samples those writes as hinting faults of the
+vCPU thread. Its vCPU runs on node 0; its memory is placed on node 1 at
+start (a restrictive nodeset of node 1).
+
+The lab host's nodes are emulated and equally fast: these tests prove
+what the kernel samples and what the agent does with it, not any gain.
+"""
+
+import time
+
+from nova_numa_policy import policy
+from tests.host import base
+from tests.labhost import domains
+from tests.labhost import kernel
+
+MEMORY_MB = 128
+BOOT_IMAGE = '/tmp/lab-memory-writer.img'
+# 16-bit code, loaded by the firmware at 0x7c00:
+#       cli
+# top:  mov ax, 0x1000          ; first segment: 64 KiB
+# next: mov es, ax
+#       xor di, di
+#       mov cx, 0x8000          ; 32 Ki words: the whole 64 KiB segment
+#       rep stosw
+#       add ax, 0x1000
+#       cmp ax, 0x9000          ; up to 576 KiB
+#       jb next
+#       jmp top
+WRITER = bytes.fromhex('fab800108ec031ffb90080f3ab0500103d009072efebea')
+BOOT_SECTOR = WRITER + bytes(510 - len(WRITER)) + b'\x55\xaa'
+DISK = ("<devices><disk type='file' device='disk'>"
+        "<driver name='qemu' type='raw'/>"
+        f"<source file='{BOOT_IMAGE}'/><target dev='sda' bus='sata'/>"
+        "</disk></devices>")
+# Samples the tests wait for before they judge anything.
+ENOUGH_SAMPLES = 64
+SAMPLING_TIMEOUT = 240
+
+
+def sampled_nodes(thread):
+    return {node for node, faults in thread.faults.items() if faults}
+
+
+class _MemoryWriterTest(base.LabTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.lab.call('tests.labhost.inside:write_file', BOOT_IMAGE,
+                      BOOT_SECTOR.hex())
+        self.balancing(True)
+
+    def balancing(self, on):
+        self.lab.run(f'echo {int(on)} > /proc/sys/kernel/numa_balancing')
+        self.addCleanup(self.lab.run,
+                        'echo 1 > /proc/sys/kernel/numa_balancing')
+
+    def start_writer(self, policy_value='first-touch+carrefour',
+                     mode='restrictive'):
+        """The writer, its vCPU kept to node 0, its memory on node 1."""
+        specs = {policy.POLICY_KEY: policy_value}
+        guest = domains.kept_by_the_driver(
+            domains.nova_guest('instance-writer', 1, MEMORY_MB, specs),
+            specs, self.TOPOLOGY.node_cpus(0))
+        xml = guest.to_xml().replace(
+            '</vcpu>', f"</vcpu><numatune><memory mode='{mode}' "
+                       "nodeset='1'/></numatune>").replace(
+            '</os>', "<boot dev='hd'/></os>").replace(
+            '</domain>', DISK + '</domain>')
+        return self.start_guest({}, xml=xml)
+
+    def allow_node0(self, guest):
+        """Widen the nodeset to both nodes: nothing moves by itself."""
+        self.lab.run(f'virsh -c qemu:///system numatune {guest.name} '
+                     f'--nodeset 0-1 --live')
+
+    def vcpu(self, guest):
+        (thread,) = self.view(guest).vcpu_threads()
+        return thread
+
+    def wait_for(self, guest, done, what, timeout=SAMPLING_TIMEOUT):
+        """Poll the vCPU thread until ``done(thread)``; the last thread."""
+        deadline = time.monotonic() + timeout
+        while True:
+            thread = self.vcpu(guest)
+            if done(thread):
+                return thread
+            if time.monotonic() > deadline:
+                self.fail(f'{what} within {timeout} s: {thread}')
+            time.sleep(2)
+
+    def sampled(self, guest):
+        return self.wait_for(
+            guest, lambda t: sum(t.faults.values()) >= ENOUGH_SAMPLES,
+            f'{ENOUGH_SAMPLES} hinting faults of the vCPU thread')
+
+    def agent_config(self, **options):
+        # Appended to [numa_policy_loops], the base configuration's last
+        # section: act in the first period, on the lab's samples.
+        return (super().agent_config(**options)
+                + 'hysteresis_pin_count = 0\n'
+                  'pages_per_second = 20000\n'
+                  f'carrefour_min_samples = {ENOUGH_SAMPLES}\n'
+                  + base.PRIVILEGED)
+
+
+class HintingFaultSignalTest(_MemoryWriterTest):
+
+    def test_the_kernel_samples_remote_accesses_and_the_agent_reads_them(
+            self):
+        guest = self.start_writer()
+        thread = self.sampled(guest)
+        # What the kernel says: every sample is of node 1's memory, by a
+        # thread only allowed on node 0.
+        self.assertEqual(self.node_cpus(0), thread.cpus_allowed)
+        self.assertEqual({1}, sampled_nodes(thread), thread)
+        # Dry run: the decision, without the kernel being asked to move.
+        (report,), (actions,), log = self.run_agent(
+            page_migration=True, dry_run=True, loops=('carrefour',))
+        self.assertEqual('hinting-faults', report.locality_signal)
+        for value in ('first-touch+carrefour', 'interleave+carrefour',
+                      'auto'):
+            self.assertIn(value, report.enforceable_policies)
+        reported = self.reported(report, guest)
+        # One node sampled among the guest's two (vCPU on 0, memory on
+        # 1): an imbalance of 100 %, the moderate class.
+        self.assertEqual('moderate', reported.access_class)
+        moves = [a for a in actions if a[:3] == ['carrefour', 'MovePages',
+                                                 guest.uuid]]
+        self.assertTrue(moves, actions)
+        self.assertIn('carrefour migrate: local accesses 0 %', log)
+        self.assertEqual({1}, {n for n, p in self.view(guest).ram.pages.items()
+                               if p})
+
+    def test_without_the_kernels_balancing_there_is_no_signal(self):
+        self.balancing(False)
+        guest = self.start_writer()
+        time.sleep(10)
+        self.assertEqual(set(), sampled_nodes(self.vcpu(guest)))
+        (report,), _, log = self.run_agent(page_migration=True,
+                                           loops=('carrefour',))
+        self.assertIsNone(report.locality_signal)
+        self.assertNotIn('first-touch+carrefour',
+                         report.enforceable_policies)
+        self.assertIsNone(self.reported(report, guest).access_class)
+        self.assertIn("loop carrefour not started: backend libvirt lacks "
+                      "['access-counters']", log)
+
+
+class CarrefourOnHintingFaultsTest(_MemoryWriterTest):
+
+    def test_carrefour_moves_the_memory_and_the_local_share_rises(self):
+        guest = self.start_writer()
+        self.sampled(guest)
+        self.allow_node0(guest)
+        before = self.view(guest).ram.pages
+        self.assertEqual({1}, {n for n, p in before.items() if p})
+        (report,), (actions,), log = self.run_agent(
+            page_migration=True, loops=('carrefour',))
+        self.assertIn(['carrefour', 'MovePages', guest.uuid],
+                      [a[:3] for a in actions])
+        after = self.view(guest).ram.pages
+        # The kernel's own balancing moves only pages the guest touches
+        # (under 1 % of its RAM): the rest moved because Carrefour asked.
+        self.assertGreater(kernel.share_on(after, {0}), 0.9, after)
+        # And what the kernel samples now is mostly local.
+        self.wait_for(
+            guest, lambda t: t.faults.get(0, 0) > t.faults.get(1, 0),
+            'the vCPU thread sampling more local than remote memory')
+
+
+class CoexistenceTest(_MemoryWriterTest):
+    """What the kernel's balancing does on its own, beside the agent."""
+
+    def test_it_pulls_touched_pages_to_their_thread_and_nothing_else(self):
+        guest = self.start_writer(policy_value='first-touch')
+        self.sampled(guest)
+        self.allow_node0(guest)
+        thread = self.wait_for(guest, lambda t: t.pages_migrated > 0,
+                               'the kernel migrating a page')
+        ram = self.view(guest).ram.pages
+        # The written pages follow their writer: spreading them over
+        # nodes by hand would be undone. The untouched rest stays.
+        self.assertGreater(ram.get(0, 0), 0, ram)
+        self.assertLess(kernel.share_on(ram, {0}), 0.1, ram)
+        self.assertGreater(thread.pages_migrated, 0)
+
+    def test_it_never_samples_nor_moves_memory_under_a_bound_policy(self):
+        guest = self.start_writer(policy_value='home', mode='strict')
+        time.sleep(30)
+        self.assertEqual(set(), sampled_nodes(self.vcpu(guest)))
+        self.assertEqual(0, self.vcpu(guest).pages_migrated)
+        self.assertEqual({1}, {n for n, p in self.view(guest).ram.pages.items()
+                               if p})
