@@ -137,7 +137,9 @@ class Agent:
             auto_choices=self.runner.auto_choices(),
             boot_id=self.boot_id, endings=self.endings,
             locality_signal=self.backend.locality_signal(),
-            class_bounds=self.runner.configs.get('auto'))
+            class_bounds=self.runner.configs.get('auto'),
+            io_threshold=getattr(self.runner.configs.get('vnuioa'),
+                                 'io_threshold_rps', None))
 
     def report(self, report):
         """Hand the report to the sender when it is due; never blocks."""

@@ -7,6 +7,7 @@ import pbr.version
 from nova_numa_policy import backend
 from nova_numa_policy import enforcement
 from nova_numa_policy.loops import auto
+from nova_numa_policy.loops import vnuioa
 from nova_numa_policy.objects import report as report_obj
 from nova_numa_policy import policy
 
@@ -93,7 +94,7 @@ def access_class(instance, topology, bounds):
 
 
 def _instance(instance, topology, active_loops, auto_choices, endings,
-              bounds):
+              bounds, io_threshold):
     known = {str(n.id) for n in topology.nodes}
     return report_obj.NumaInstanceReport(
         uuid=instance.uuid,
@@ -105,7 +106,7 @@ def _instance(instance, topology, active_loops, auto_choices, endings,
                             if str(k) in known},
         vcpu_cpus=[c if c is not None else -1 for c in instance.vcpu_cpus],
         io_rate=float(instance.io_rate),
-        io_intensive=False,
+        io_intensive=vnuioa.io_intensive(instance, io_threshold),
         access_class=access_class(instance, topology, bounds),
         enforcement=endings.get(instance.uuid))
 
@@ -113,7 +114,7 @@ def _instance(instance, topology, active_loops, auto_choices, endings,
 def build_report(snapshot, host, hypervisor_hostname, seq, period,
                  capabilities, now=None, active_loops=(), auto_choices=None,
                  boot_id=None, endings=None, locality_signal=None,
-                 class_bounds=None):
+                 class_bounds=None, io_threshold=None):
     """The period's HostReport.
 
     ``active_loops``: the loops acting this period; ``auto_choices``:
@@ -121,10 +122,14 @@ def build_report(snapshot, host, hypervisor_hostname, seq, period,
     process's (its ``seq`` counts from 1 again); ``endings``: {uuid: how
     the period's plan for it ended}; ``locality_signal``: what the host
     measures of locality (``Backend.locality_signal``);
-    ``class_bounds``: the auto loop's Config, its class thresholds.
+    ``class_bounds``: the auto loop's Config, its class thresholds;
+    ``io_threshold``: the rate from which a guest is I/O intensive (as
+    vNUIOA judges it; its flavor's ``hw:numa_io_intensity`` prevails).
     """
     auto_choices = auto_choices or {}
     bounds = class_bounds or auto.Config()
+    if io_threshold is None:
+        io_threshold = vnuioa.Config().io_threshold_rps
     endings = endings or {}
     usage = {u.node_id: u for u in snapshot.usage}
     topology = snapshot.topology
@@ -139,7 +144,8 @@ def build_report(snapshot, host, hypervisor_hostname, seq, period,
             physnet=n.physnet, bridge=n.bridge)
             for n in topology.nics[:report_obj.MAX_NICS]],
         instances=[_instance(i, topology, active_loops, auto_choices,
-                             endings, bounds) for i in instances],
+                             endings, bounds, io_threshold)
+                   for i in instances],
         enforceable_policies=enforceable_policies(capabilities),
         locality_signal=locality_signal)
 

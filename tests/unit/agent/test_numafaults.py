@@ -202,3 +202,30 @@ class BackendSignalTest(base.TestDriverHostTest):
         self.assertEqual('low', classes[base.HOME_FROM_NOVA])
         # Guests without a qemu the agent could read are not classed.
         self.assertIsNone(classes[base.NO_POLICY])
+
+
+class ReportedIoTest(testtools.TestCase):
+    """io_intensive in the report: vNUIOA's rule, the flavor first."""
+
+    def report(self, **instance):
+        inst = backend.InstanceState(uuid=base.HOME_FROM_NOVA,
+                                     requested_policy='first-touch',
+                                     **instance)
+        topology = backend.HostTopology(nodes=(
+            backend.NodeInfo(0, (0, 1), 1024, (10, 21)),
+            backend.NodeInfo(1, (2, 3), 1024, (21, 10))))
+        snapshot = backend.HostSnapshot(topology, (), (inst,), 0.0)
+        (reported,) = reporting.build_report(
+            snapshot, 'h', 'h', 1, 5.0, frozenset(),
+            io_threshold=500.0).instances
+        return reported
+
+    def test_measured_rate_against_the_threshold(self):
+        self.assertTrue(self.report(io_rate=800.0).io_intensive)
+        self.assertFalse(self.report(io_rate=20.0).io_intensive)
+
+    def test_the_flavors_word_prevails(self):
+        self.assertTrue(self.report(io_rate=0.0,
+                                    io_intensity='high').io_intensive)
+        self.assertFalse(self.report(io_rate=9000.0,
+                                     io_intensity='low').io_intensive)
