@@ -56,6 +56,8 @@ def parse_sched(text, vcpu=None):
     made. A kernel without NUMA balancing prints no ``numa_faults`` line:
     the result is then empty.
     """
+    # The NUMA lines end the file: skip the scheduler's own figures.
+    text = text[max(text.find('numa_pages_migrated'), 0):]
     per_node = {}
     for node, private, shared in _FAULTS.findall(text):
         count = int(private) + int(shared)

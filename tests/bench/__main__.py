@@ -7,7 +7,8 @@ targets are met. With no names, all of them run.
 import importlib
 import sys
 
-BENCHMARKS = ('scheduler', 'agent', 'pagemove', 'labhost', 'loops', 'cluster')
+BENCHMARKS = ('scheduler', 'agent', 'signals', 'pagemove', 'labhost', 'loops',
+              'cluster')
 
 
 def main(argv):
