@@ -89,6 +89,9 @@ class DevstackNode:
             'NUMA_POLICY_CONF_DIR': self.conf_dir,
             'NUMA_POLICY_TEST_CALL_LOG': self.call_log,
             'NUMA_POLICY_TEST_BIN_DIR': self.bin_dir,
+            # No kernel files unless a test gives a tree of its own.
+            'NUMA_POLICY_PROC_DIR': os.path.join(root, 'host', 'proc'),
+            'NUMA_POLICY_SYSFS_DIR': os.path.join(root, 'host', 'sys'),
         }
         self.env.update(overrides)
 
@@ -346,13 +349,23 @@ class AgentStartupTest(PluginTestCase):
     The agent's startup log says which loops it started and skipped.
     """
 
-    def started_loops(self, **overrides):
-        node = self.node(COMPUTE_ONLY, **overrides)
-        node.run('stack:post-config')
-        conf = load_project_conf(self, node)
+    def started_loops(self, balancing='0', **overrides):
+        """The loops started on a host whose sysctl is ``balancing``.
+
+        None: a kernel without NUMA balancing.
+        """
         tmp = self.useFixture(fixtures.TempDir()).path
         root = host_fixtures.two_sockets_nic_on_node1(
             os.path.join(tmp, 'root'))
+        if balancing is not None:
+            host_fixtures.write_sysctl(root, 'kernel/numa_balancing',
+                                       balancing)
+        node = self.node(COMPUTE_ONLY,
+                         NUMA_POLICY_PROC_DIR=os.path.join(root, 'proc'),
+                         NUMA_POLICY_SYSFS_DIR=os.path.join(root, 'sys'),
+                         **overrides)
+        self.stack_output = node.run('stack:post-config').stdout
+        conf = load_project_conf(self, node)
         uri = 'test://' + host_fixtures.write_host_xml(
             os.path.join(tmp, 'host.xml'), [])
         # Only the host differs from a devstack compute node. (Overrides
@@ -375,18 +388,33 @@ class AgentStartupTest(PluginTestCase):
                 set(line.group(2).split(', ')), log.output)
 
     def test_every_loop_the_host_supports_starts(self):
-        started, skipped, log = self.started_loops()
+        # The kernel's NUMA balancing was off: stack turns it on, and the
+        # agent then has its locality signal.
+        started, skipped, log = self.started_loops(balancing='0')
+        self.assertEqual({'brm', 'vnuioa', 'auto', 'carrefour'}, started, log)
+        self.assertEqual({'none'}, skipped, log)
+        self.assertIn('turned on kernel.numa_balancing', self.stack_output)
+
+    def test_a_kernel_without_numa_balancing_runs_no_carrefour(self):
+        started, skipped, log = self.started_loops(balancing=None)
         self.assertEqual({'brm', 'vnuioa', 'auto'}, started, log)
-        # Carrefour needs memory access counters this backend has not.
         self.assertEqual({'carrefour'}, skipped, log)
         self.assertIn('loop carrefour not started: backend libvirt lacks '
                       "['access-counters']", log)
+        self.assertIn('this kernel has no NUMA balancing', self.stack_output)
+
+    def test_left_as_it_is_when_the_operator_says_so(self):
+        started, skipped, log = self.started_loops(
+            balancing='0', NUMA_POLICY_NUMA_BALANCING='False')
+        self.assertEqual({'carrefour'}, skipped, log)
 
     def test_without_page_migration_the_page_moving_loops_stay_off(self):
         started, skipped, log = self.started_loops(
             NUMA_POLICY_AGENT_PAGE_MIGRATION='False')
         self.assertEqual({'brm'}, started, log)
         self.assertEqual({'carrefour', 'vnuioa', 'auto'}, skipped, log)
+        # The signal alone starts nothing that moves pages.
+        self.assertIn('turned on kernel.numa_balancing', self.stack_output)
 
     def test_the_privsep_daemon_gets_a_file_only_root_may_write(self):
         node = self.node(COMPUTE_ONLY)
