@@ -19,6 +19,8 @@ from tests.labhost import kernel
 from tests.labhost import machine
 from tests.labhost import topology as topology_mod
 
+# Tests append options of [numa_policy_loops] to it: that section must
+# stay the last.
 AGENT_CONFIG = """\
 [DEFAULT]
 debug = true
@@ -29,10 +31,10 @@ period = 5
 physnet_interfaces = {interfaces}
 page_migration = {page_migration}
 dry_run = {dry_run}
-[numa_policy_loops]
-enabled_loops = {loops}
 [numa_policy]
 uplinks_file = {uplinks_file}
+[numa_policy_loops]
+enabled_loops = {loops}
 """
 
 # Where the agent hands its uplinks to the driver extension (lab tmpfs).

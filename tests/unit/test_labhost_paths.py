@@ -34,3 +34,23 @@ class ScratchPathsTest(testtools.TestCase):
         self.addCleanup(os.rmdir, home)
         self.assertIn(home, machine.reopened_directories(
             [os.path.join(home, 'venv', 'bin', 'python')]))
+
+
+class AgentConfigTest(testtools.TestCase):
+    """The host tier's agent configuration, as its tests extend it."""
+
+    def test_options_appended_by_tests_land_in_the_loops_section(self):
+        # test_loops and test_locality append loop thresholds to it; in
+        # another section the agent would silently run on the defaults.
+        from oslo_config import cfg
+
+        from tests.host import base
+        text = base.LabTestCase.agent_config(
+            None, loops=('carrefour',)) + 'pages_per_second = 1000\n'
+        sections = {}
+        with tempfile.NamedTemporaryFile('w', suffix='.conf') as f:
+            f.write(text)
+            f.flush()
+            cfg.ConfigParser(f.name, sections).parse()
+        self.assertEqual(['1000'],
+                         sections['numa_policy_loops']['pages_per_second'])
