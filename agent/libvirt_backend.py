@@ -234,9 +234,9 @@ class LibvirtBackend(backend.Backend):
         return numamaps.memory_mb_from_text(text)
 
     def _vcpu_faults(self, pid, uuid, vcpu_count):
-        """{vCPU: {node: sampled faults}} of the guest's vCPU threads."""
+        """The sampled faults (ThreadFaults) of the guest's vCPU threads."""
         if pid is None:
-            return {}
+            return []
         cached = self._vcpu_threads.get(uuid)
         if cached is None or cached[0] != pid or len(cached[1]) != vcpu_count:
             cached = (pid, numafaults.vcpu_threads(self._root, pid))
@@ -245,23 +245,21 @@ class LibvirtBackend(backend.Backend):
         if len(threads) != len(cached[1]):
             # A thread went (vCPU unplug, process restart): list again.
             self._vcpu_threads.pop(uuid, None)
-        return {t.vcpu: t.per_node for t in threads}
+        return threads
 
     def _sampled(self, pid, uuid, topology, vcpu_cpus):
         """The guest's accesses per node and vCPU penalties, sampled."""
-        by_vcpu = self._vcpu_faults(pid, uuid, len(vcpu_cpus))
+        threads = self._vcpu_faults(pid, uuid, len(vcpu_cpus))
         known = {n.id for n in topology.nodes}
         accesses = {node: count for node, count in
-                    numafaults.add(numafaults.ThreadFaults(v, f)
-                                   for v, f in by_vcpu.items()).items()
-                    if node in known}
+                    numafaults.add(threads).items() if node in known}
         if not accesses:
-            # Nothing sampled: memory under an explicit policy (bound,
-            # interleaved, preferred) is never scanned, and an idle
-            # guest faults on nothing. Not measured, rather than zero.
+            # Nothing sampled: the kernel does not scan memory under an
+            # explicit policy, and an idle guest faults on nothing. Not
+            # measured, rather than zero.
             return None, None
-        return accesses, locality.vcpu_penalties(topology, vcpu_cpus,
-                                                 by_vcpu)
+        return accesses, locality.vcpu_penalties(
+            topology, vcpu_cpus, {t.vcpu: t.per_node for t in threads})
 
     def _packets_sent(self, dom, uuid):
         total = 0
