@@ -32,7 +32,6 @@ BALANCING_NORMAL = 1
 
 _FAULTS = re.compile(
     r'^numa_faults node=(\d+) task_private=(\d+) task_shared=(\d+)', re.M)
-_MIGRATED = re.compile(r'^numa_pages_migrated\s*:\s*(\d+)', re.M)
 _VCPU_THREAD = re.compile(r'^CPU (\d+)/(KVM|TCG)$')
 
 
@@ -42,11 +41,6 @@ class ThreadFaults:
 
     vcpu: int | None
     per_node: dict
-    pages_migrated: int = 0
-
-    @property
-    def total(self):
-        return sum(self.per_node.values())
 
 
 def parse_sched(text, vcpu=None):
@@ -63,10 +57,7 @@ def parse_sched(text, vcpu=None):
         count = int(private) + int(shared)
         if count:
             per_node[int(node)] = per_node.get(int(node), 0) + count
-    migrated = _MIGRATED.search(text)
-    return ThreadFaults(vcpu=vcpu, per_node=per_node,
-                        pages_migrated=int(migrated.group(1)) if migrated
-                        else 0)
+    return ThreadFaults(vcpu=vcpu, per_node=per_node)
 
 
 def vcpu_of(comm):
