@@ -25,7 +25,10 @@ Adaptations, each for a stated reason:
 * the destination goes through the pin count (seed 004) like every
   affinity change;
 * a vCPU whose affinity someone else narrowed (nova, vNUIOA) is left
-  alone, so two loops never pull one vCPU back and forth.
+  alone, so two loops never pull one vCPU back and forth;
+* a network-bound guest (vNUIOA's rule) whose penalty comes from hinting
+  faults is left alone: the samples see its memory, not its NIC, and
+  would draw its vCPUs toward the one and away from the other.
 
 The random draws come from a generator seeded from the runner's seed and
 the period number, so decisions are reproducible.
@@ -39,8 +42,10 @@ from oslo_config import cfg
 
 from nova_numa_policy import backend
 from nova_numa_policy.conf import base as conf_base
+from nova_numa_policy import locality
 from nova_numa_policy.loops import base
 from nova_numa_policy.loops import hysteresis
+from nova_numa_policy.loops import vnuioa
 from nova_numa_policy import scope
 
 
@@ -66,10 +71,12 @@ OPTS = [
 ]
 
 Config = base.config_class(
-    __name__, OPTS,
+    __name__, (*OPTS, *vnuioa.OPTS),
     {'ewma_old_weight': 'brm_ewma_old_weight',
      'prob_step': 'brm_probability_step',
-     'max_pin_count': 'brm_max_pin_count'},
+     'max_pin_count': 'brm_max_pin_count',
+     # Which guests are network-bound: vNUIOA's rule and threshold.
+     'io_threshold_rps': 'vnuioa_io_threshold'},
     # Below this penalty (stall time per unit of work) a vCPU is not
     # NUMA-sensitive and is left to the host's load balancer.
     min_penalty=0.05, reset_periods=60)
@@ -145,6 +152,12 @@ def update(prev, node, sample, proxy, config):
                      seen=prev.seen + 1)
 
 
+def blind_to_its_nic(inst, config):
+    """A network-bound guest whose penalty is sampled memory distance."""
+    return (locality.is_sampled(inst.access_signal)
+            and vnuioa.io_intensive(inst, config.io_threshold_rps))
+
+
 def _pinned_by_other(topology, inst, vcpu, pin):
     """True when nova or another loop narrowed the vCPU's affinity.
 
@@ -200,6 +213,8 @@ class Brm(base.Strategy):
         dist = base.distance_matrix(topo) / 10.0
         actions = []
         for inst in filter(base.vcpus_movable, base.managed(snapshot)):
+            if blind_to_its_nic(inst, config):
+                continue
             nodes = base.vcpu_nodes(topo, inst)
             mem = base.memory_vector(topo, inst)
             mem = mem / mem.sum() if mem.sum() else mem

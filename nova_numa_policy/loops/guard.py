@@ -2,8 +2,9 @@
 
 A pure filter the runner applies to every loop's actions, from what a real
 agent observes. Each guest's *progress* is its request rate when it does
-network I/O, else its memory accesses per second (counters); both fall
-when the guest slows down. Per guest:
+network I/O, else its memory accesses per second (counters, not the
+kernel's sampled hinting faults, whose number follows its scan rate);
+both fall when the guest slows down. Per guest:
 
 * the *reference* is its mean progress while it is undisturbed, i.e.
   until an admitted action first lands on it or on a node it uses; it is
@@ -56,6 +57,7 @@ import dataclasses
 import numpy as np
 
 from nova_numa_policy import backend
+from nova_numa_policy import locality
 from nova_numa_policy.loops import base
 
 
@@ -116,9 +118,16 @@ def initial_state():
 
 
 def progress(topology, inst, period_s):
-    """Requests per second, else accesses per second, else None."""
+    """Requests per second, else accesses per second, else None.
+
+    Sampled accesses (hinting faults) are no progress: their number
+    follows the kernel's scan rate, which slows down as a guest's faults
+    turn local, not the guest's work.
+    """
     if inst.io_rate and inst.io_rate > 0:
         return float(inst.io_rate)
+    if locality.is_sampled(inst.access_signal):
+        return None
     acc = base.access_vector(topology, inst)
     if acc is None or acc.sum() <= 0:
         return None

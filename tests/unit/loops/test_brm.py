@@ -1,6 +1,7 @@
 import testtools
 
 from nova_numa_policy import backend
+from nova_numa_policy import locality
 from nova_numa_policy.loops import brm
 from tests.unit.loops import snapshots as s
 
@@ -60,3 +61,35 @@ class BrmDecideTest(testtools.TestCase):
         self.assertTrue(moves)
         self.assertEqual({(1, frozenset(range(4)))},
                          {(m.vcpu, m.cpus) for m in moves})
+
+
+class SampledNetworkBoundTest(testtools.TestCase):
+    """Hinting faults see memory, not the NIC."""
+
+    def _decide(self, signal, io_rate):
+        topo = s.topology()
+        # vCPU on node 0, every sampled access on node 1: as memory
+        # distance alone, it should move.
+        inst = s.instance(cpus=(0,), mem={1: 1024}, acc={1: 5000},
+                          penalty=(1.0,), policy='first-touch',
+                          io_rate=io_rate, signal=signal)
+        strategy = brm.Brm()
+        state = strategy.initial_state()
+        moved = []
+        for _ in range(8):
+            actions, state = strategy.decide(s.snapshot([inst], topo),
+                                             state, brm.Config())
+            moved += actions
+        return moved
+
+    def test_a_network_bound_guest_is_left_to_vnuioa(self):
+        self.assertEqual([], self._decide(locality.SIGNAL_HINTING_FAULTS,
+                                          io_rate=5000.0))
+
+    def test_a_quiet_guest_still_follows_its_samples(self):
+        self.assertTrue(self._decide(locality.SIGNAL_HINTING_FAULTS,
+                                     io_rate=10.0))
+
+    def test_on_counters_the_penalty_includes_the_nic(self):
+        self.assertTrue(self._decide(locality.SIGNAL_COUNTERS,
+                                     io_rate=5000.0))

@@ -3,6 +3,7 @@
 import testtools
 
 from nova_numa_policy import backend
+from nova_numa_policy import locality
 from nova_numa_policy.loops import guard
 from tests.unit.loops import snapshots as s
 
@@ -284,3 +285,24 @@ class ResidentArrivalsTest(testtools.TestCase):
             why = guard.refusal(snap, {}, guard.Config(), follow,
                                 arrivals={1: 'other'})
             self.assertEqual(refused, why is not None, name)
+
+
+class ProgressTest(testtools.TestCase):
+    """What the guard takes for a guest's progress, by signal."""
+
+    def test_counted_accesses_are_progress(self):
+        inst = s.instance(acc={0: 5000, 1: 5000})
+        self.assertEqual(2000.0, guard.progress(s.topology(), inst, 5.0))
+
+    def test_sampled_accesses_are_not(self):
+        # Fewer hinting faults may mean a slower scanner, not a slower
+        # guest: a scan period growing from 1 s to 60 s would look like
+        # a guest sixty times slower.
+        inst = s.instance(acc={0: 5000, 1: 5000},
+                          signal=locality.SIGNAL_HINTING_FAULTS)
+        self.assertIsNone(guard.progress(s.topology(), inst, 5.0))
+
+    def test_requests_are_progress_whatever_the_signal(self):
+        inst = s.instance(acc={0: 5000}, io_rate=800.0,
+                          signal=locality.SIGNAL_HINTING_FAULTS)
+        self.assertEqual(800.0, guard.progress(s.topology(), inst, 5.0))

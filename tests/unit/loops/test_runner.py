@@ -115,7 +115,7 @@ class RunnerTest(testtools.TestCase):
 
     def test_loop_needing_a_missing_capability_is_not_started(self):
         host, vms = scenarios.SCENARIOS['low'].build(0)
-        sim = sim_backend.SimulatedBackend(host, vms, access_counters=False)
+        sim = sim_backend.SimulatedBackend(host, vms, signal=None)
         r = runner.Runner(sim, runner.strategies(['carrefour', 'brm']))
         self.assertEqual(['carrefour'], r.skipped)
         self.assertEqual(['policy', 'brm'], [s.name for s in r.strategies])
