@@ -77,12 +77,16 @@ class Boot:
 
     ``mode`` is the memory policy the guest boots with (sim.state values);
     ``nodes`` its memory nodes; ``affinity`` the CPUs each vCPU may use.
+    ``kernel_balanced``: libvirt set no memory policy (none, or
+    cpuset.mems alone), so the kernel's NUMA balancing scans and moves
+    the guest's memory where it runs.
     """
 
     cpus: tuple
     affinity: tuple
     mode: str = st.FIRST_TOUCH
     nodes: frozenset = frozenset()
+    kernel_balanced: bool = True
 
 
 def boot(host, guest, placement, nic=None, requested=None):
@@ -102,4 +106,4 @@ def boot(host, guest, placement, nic=None, requested=None):
                     vcpu_cpus=np.asarray(placement.cpus, int),
                     vcpu_affinity=list(placement.affinity), seg_mb=seg,
                     nodeset=frozenset(nodes), requested_policy=requested,
-                    nic=nic)
+                    nic=nic, kernel_balanced=placement.kernel_balanced)

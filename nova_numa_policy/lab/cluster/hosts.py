@@ -13,6 +13,7 @@ import numpy as np
 
 from nova_numa_policy.lab.sim import backend as sim_backend
 from nova_numa_policy.lab.sim import workload as wl
+from nova_numa_policy import locality
 from nova_numa_policy.objects import wire as report_wire
 from nova_numa_policy import reporting
 from nova_numa_policy.scheduling import summary as summary_mod
@@ -25,8 +26,10 @@ EPOCH = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
 class ClusterHost(sim_backend.SimulatedBackend):
     """A simulated compute node whose guests change while it runs."""
 
-    def __init__(self, host, name, seed=0, period_s=5.0):
-        super().__init__(host, [], period_s=period_s, seed=seed)
+    def __init__(self, host, name, seed=0, period_s=5.0,
+                 signal=locality.SIGNAL_COUNTERS):
+        super().__init__(host, [], period_s=period_s, seed=seed,
+                         signal=signal)
         self.name = name
         self.seq = 0
         # nova's claims per guest: (vcpus, memory_mb, guest cells' host
@@ -45,6 +48,8 @@ class ClusterHost(sim_backend.SimulatedBackend):
         vm = self.vm(uuid)
         self.vms.remove(vm)
         del self.claims[uuid]
+        self._faults.pop(uuid, None)
+        self._scan_period.pop(uuid, None)
         self._result = None
         return vm
 

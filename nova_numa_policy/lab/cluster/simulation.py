@@ -15,6 +15,7 @@ from nova_numa_policy import execution
 from nova_numa_policy.lab.cluster import guests as guests_mod
 from nova_numa_policy.lab.cluster import hosts as hosts_mod
 from nova_numa_policy.lab.cluster import strategies as strategies_mod
+from nova_numa_policy import locality
 from nova_numa_policy.loops import runner as loop_runner
 
 
@@ -50,6 +51,8 @@ class Outcome:
     window: int
     # Loop actions the agents' do-no-harm guard refused, over the run.
     guard_refusals: int = 0
+    # Pages the kernel's NUMA balancing moved, over the run.
+    kernel_pages_moved: int = 0
 
     def final(self):
         """Per guest alive at the end: mean throughput over the window.
@@ -84,17 +87,20 @@ def _events(guests, period):
     return leaving, arriving, phases
 
 
-def run(spec, strategy_name, seed, guard=None):
+def run(spec, strategy_name, seed, guard=None,
+        signal=locality.SIGNAL_HINTING_FAULTS):
     """Run ``spec`` (a :class:`~.scenarios.Spec`) under one strategy.
 
     ``seed`` drives everything inside the hosts: the kernel's choice of
     CPUs, the strategy's own draws, the agents' counter noise and loops.
     ``guard`` is the agents' do-no-harm guard configuration (None: the
-    agent's defaults).
+    agent's defaults). ``signal``: what every host measures of locality:
+    the kernel's hinting faults with its balancing on (a distribution's
+    default), perfect counters (the ceiling), or None.
     """
     strategy = strategies_mod.STRATEGIES[strategy_name](seed)
     hosts = [hosts_mod.ClusterHost(spec.host(), f'{spec.name}-{i}',
-                                   seed=seed * 100 + i)
+                                   seed=seed * 100 + i, signal=signal)
              for i in range(spec.n_hosts)]
     cluster = Cluster(hosts, spec.threshold)
     runners = [loop_runner.Runner(h, loop_runner.strategies(spec.loops),
@@ -135,4 +141,6 @@ def run(spec, strategy_name, seed, guard=None):
                    pages_moved=sum(vm.pages_moved for vm in everyone),
                    vcpu_moves=sum(vm.vcpu_moves for vm in everyone),
                    window=spec.window,
-                   guard_refusals=sum(r.actions_refused for r in runners))
+                   guard_refusals=sum(r.actions_refused for r in runners),
+                   kernel_pages_moved=sum(vm.kernel_pages_moved
+                                          for vm in everyone))

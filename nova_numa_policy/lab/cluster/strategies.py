@@ -76,15 +76,17 @@ def _node_pinned(host, cpus):
     return tuple(frozenset(sim.node_cpus(sim.node_of_cpu(c))) for c in cpus)
 
 
-def node_pinned_boot(host, nodes, app, memory_nodes):
+def node_pinned_boot(host, nodes, app, memory_nodes, bound=False):
     """``app``'s vCPUs dealt over ``nodes``, memory on ``memory_nodes``.
 
     Each vCPU starts on its node's least busy CPU and may move inside
-    that node.
+    that node. ``bound``: the memory policy binds it there (nova's
+    strict cells), which the kernel's NUMA balancing leaves alone.
     """
     cpus = pinned_cpus(host, nodes, app.vcpus)
     return guests_mod.Boot(cpus=cpus, affinity=_node_pinned(host, cpus),
-                           nodes=frozenset(memory_nodes))
+                           nodes=frozenset(memory_nodes),
+                           kernel_balanced=not bound)
 
 
 def kernel_boot(host, app, rng):
@@ -191,7 +193,8 @@ class NovaVswitch(NovaDefault):
         k = nova.best(hosts, nova.spread_weights(hosts))
         host = hosts[k]
         return Decision(fitting[k],
-                        node_pinned_boot(host, cells[k], app, cells[k]),
+                        node_pinned_boot(host, cells[k], app, cells[k],
+                                         bound=True),
                         cells=cells[k])
 
 
@@ -272,8 +275,11 @@ class Ours(NovaDefault):
         # restrictive first-touches within its nodes.
         nodes = (frozenset() if tune.mode == enforcement.MODE_PREFERRED
                  else tune.nodes)
+        # Only restrictive leaves the kernel's default memory policy.
+        balanced = tune.mode in (None, enforcement.MODE_RESTRICTIVE)
         return guests_mod.Boot(cpus=cpus, affinity=affinity, mode=mode,
-                               nodes=frozenset(nodes))
+                               nodes=frozenset(nodes),
+                               kernel_balanced=balanced)
 
 
 STRATEGIES = {cls.name: cls for cls in (Ours, NovaDefault, NovaVswitch,

@@ -10,6 +10,7 @@ import numpy as np
 from nova_numa_policy import backend
 from nova_numa_policy import enforcement
 from nova_numa_policy.lab.sim import model
+from nova_numa_policy.lab.sim import signals
 from nova_numa_policy.lab.sim import state as st
 from nova_numa_policy.lab.sim import workload as wl
 from nova_numa_policy import locality
@@ -26,27 +27,40 @@ VCPU_MOVE_COST_S = 0.002
 class SimulatedBackend(backend.Backend):
     name = 'simulated'
 
-    def __init__(self, host, vms, period_s=5.0, seed=0, access_counters=True,
-                 noise=0.01, hostname='sim-host', numatune=None):
+    def __init__(self, host, vms, period_s=5.0, seed=0,
+                 signal=locality.SIGNAL_COUNTERS, noise=0.01,
+                 hostname='sim-host', numatune=None):
         """A host running ``vms``.
 
-        ``numatune``: {uuid: (memory mode or None, nodes)} written at
-        boot, as libvirt's ``<numatune><memory>``; a guest absent from it
-        booted without one (the kernel's default, first-touch).
+        ``signal``: what the host measures of locality (:mod:`.signals`):
+        perfect counters, the kernel's hinting faults (its NUMA balancing
+        on, moving pages too), or None. ``numatune``: {uuid: (memory mode
+        or None, nodes)} written at boot, as libvirt's
+        ``<numatune><memory>``; a guest absent from it booted without one
+        (the kernel's default, first-touch).
         """
+        if signal is not None and signal not in locality.SIGNALS:
+            raise ValueError(f'unknown locality signal {signal!r}')
         self.host = host
         self._hostname = hostname
         self.vms = list(vms)
         self.numatune = {uuid: (mode, frozenset(nodes))
                          for uuid, (mode, nodes) in (numatune or {}).items()}
+        for vm in self.vms:
+            vm.kernel_balanced = _kernel_balanced(
+                self.numatune.get(vm.uuid, (None,))[0])
         self.period_s = period_s
         self.rng = np.random.default_rng(seed)
-        self.access_counters = access_counters
+        self.signal = signal
         self.noise = noise
         self.now = 0.0
         self._result = None
         self._moved_pages = {vm.uuid: 0 for vm in self.vms}
         self._moved_vcpus = {vm.uuid: 0 for vm in self.vms}
+        # Hinting faults of the last period per guest (vCPUs x nodes) and
+        # the kernel's scan period for each.
+        self._faults = {}
+        self._scan_period = {}
         # A test's stand-in for a host that fails: called with each action
         # before it is carried out, it returns the exception to raise (one
         # of nova_numa_policy.errors) or None.
@@ -63,6 +77,7 @@ class SimulatedBackend(backend.Backend):
         self._moved_pages[vm.uuid] = 0
         self._moved_vcpus[vm.uuid] = 0
         self.numatune[vm.uuid] = (memory_mode, frozenset(memory_nodes))
+        vm.kernel_balanced = _kernel_balanced(memory_mode)
         self._result = None
 
     # -- the Backend interface ------------------------------------------
@@ -72,12 +87,12 @@ class SimulatedBackend(backend.Backend):
     def capabilities(self):
         caps = {backend.CAP_VCPU_PINNING, backend.CAP_EMULATOR_PINNING,
                 backend.CAP_LIVE_NODESET, backend.CAP_PAGE_MIGRATION}
-        if self.access_counters:
+        if self.signal is not None:
             caps.add(backend.CAP_ACCESS_COUNTERS)
         return frozenset(caps)
 
     def locality_signal(self):
-        return locality.SIGNAL_COUNTERS if self.access_counters else None
+        return self.signal
 
     def topology(self):
         return self.host.to_topology()
@@ -154,6 +169,58 @@ class SimulatedBackend(backend.Backend):
         self._result = None
         return count
 
+    def _measured(self, vm, result, index, first, last):
+        """Accesses per node (all; shared or None), vCPU penalties."""
+        if self.signal == locality.SIGNAL_COUNTERS:
+            counts = result.vm_accesses[index] * self.host.freq_ghz * 1e9 \
+                * self.period_s
+            counts = counts * (1.0 + self.noise * self.rng.standard_normal(
+                len(counts)))
+            accesses = {n: int(max(0.0, counts[n]))
+                        for n in range(self.host.n_nodes)}
+            return accesses, None, tuple(float(x) for x in
+                                         result.vcpu_penalty[first:last])
+        faults, shared = self._faults.get(vm.uuid, (None, None))
+        if faults is None or not faults.sum():
+            # No signal, a guest the kernel does not scan, or one that
+            # touched nothing scanned: not measured, as on a real host.
+            return None, None, None
+        nodes = range(self.host.n_nodes)
+        accesses = {n: int(faults[:, n].sum()) for n in nodes}
+        shared = {n: int(shared[:, n].sum()) for n in nodes}
+        return accesses, shared, locality.vcpu_penalties(
+            self.topology(), tuple(int(c) for c in vm.vcpu_cpus),
+            {v: {n: int(faults[v, n]) for n in range(self.host.n_nodes)}
+             for v in range(vm.n_vcpus)})
+
+    def _kernel_balancing(self):
+        """One period of Linux's NUMA balancing: samples, then its moves.
+
+        The samples describe the placement the period ran on; the pages
+        the kernel moved cost the next period, as the loops' moves do.
+        """
+        for vm in self.vms:
+            if not vm.kernel_balanced:
+                self._faults.pop(vm.uuid, None)
+                continue
+            period = self._scan_period.get(vm.uuid,
+                                           signals.SCAN_PERIOD_MIN_S)
+            scanned = signals.coverage(vm.memory_mb, self.period_s, period)
+            vcpu_nodes = vm.vcpu_cpus // self.host.cpus_per_node
+            faults, shared = signals.hinting_faults(self.rng, vm.profile,
+                                                    vm.seg_mb, scanned)
+            self._faults[vm.uuid] = faults, shared
+            self._scan_period[vm.uuid] = signals.next_scan_period(
+                period, faults, vcpu_nodes)
+            moves = signals.kernel_moves(vm.profile, vm.seg_mb, vcpu_nodes,
+                                         vm.nodeset, scanned)
+            free = [self._free_mb(n) for n in range(self.host.n_nodes)]
+            vm.seg_mb, moved_mb = signals.apply_moves(vm.seg_mb, moves, free)
+            pages = int(round(moved_mb * st.PAGES_PER_MB))
+            vm.kernel_pages_moved += pages
+            self._moved_pages[vm.uuid] += pages
+        self._result = None
+
     # -- simulation --------------------------------------------------------
     def vm(self, uuid):
         """The guest ``uuid``; KeyError if the host has none."""
@@ -176,6 +243,8 @@ class SimulatedBackend(backend.Backend):
             self._moved_pages[vm.uuid] = 0
             self._moved_vcpus[vm.uuid] = 0
         self.now += self.period_s
+        if locality.kernel_balances(self.signal):
+            self._kernel_balancing()
         return tp
 
     def reboot(self, uuid, policy=st.FIRST_TOUCH):
@@ -194,6 +263,10 @@ class SimulatedBackend(backend.Backend):
         vm.seg_mb = st.initial_placement(self.host.n_nodes, vm.profile,
                                          vm.memory_mb, nodes, policy,
                                          vm.nodeset)
+        # A new QEMU process: the kernel's samples and scan start afresh.
+        vm.kernel_balanced = policy == st.FIRST_TOUCH
+        self._faults.pop(uuid, None)
+        self._scan_period.pop(uuid, None)
         self._result = None
 
     # -- helpers -------------------------------------------------------------
@@ -246,19 +319,9 @@ class SimulatedBackend(backend.Backend):
 
     def _instance(self, vm, result, index, first, last):
         per_node = vm.memory_per_node_mb()
-        accesses = None
-        if self.access_counters:
-            counts = result.vm_accesses[index] * self.host.freq_ghz * 1e9 \
-                * self.period_s
-            counts = counts * (1.0 + self.noise * self.rng.standard_normal(
-                len(counts)))
-            accesses = {n: int(max(0.0, counts[n]))
-                        for n in range(self.host.n_nodes)}
+        accesses, shared, penalty = self._measured(vm, result, index, first,
+                                                   last)
         mode, nodes = self.numatune.get(vm.uuid, (None, frozenset()))
-        penalty = None
-        if self.access_counters:
-            penalty = tuple(float(x) for x in
-                            result.vcpu_penalty[first:last])
         return backend.InstanceState(
             uuid=vm.uuid, requested_policy=vm.requested_policy,
             # As the real backend: a guest that asked for nothing is not
@@ -273,8 +336,19 @@ class SimulatedBackend(backend.Backend):
             vcpu_time_ns=tuple(int(x) for x in vm.vcpu_time_ns),
             io_rate=float(result.vm_io_rate[index]),
             accesses_per_node=accesses, vcpu_penalty=penalty,
-            access_signal=self.locality_signal(),
+            access_signal=self.signal if accesses is not None else None,
+            shared_accesses_per_node=shared,
             memory_mb=vm.memory_mb, memory_mode=mode,
             memory_nodes=nodes or vm.nodeset,
             emulator_affinity=vm.emulator_cpus,
             allowed_cpus=vm.allowed_cpus)
+
+
+def _kernel_balanced(memory_mode):
+    """Whether the kernel balances memory booted under ``memory_mode``.
+
+    Only the default policy opts in: no ``<numatune>``, or restrictive
+    (cpuset.mems alone). strict, interleave and preferred set a memory
+    policy the kernel's NUMA balancing leaves alone.
+    """
+    return memory_mode in (None, enforcement.MODE_RESTRICTIVE)

@@ -33,6 +33,11 @@ class SimVm:
     allowed_cpus: frozenset = frozenset()
     pages_moved: int = 0
     vcpu_moves: int = 0
+    # Booted under the kernel's default memory policy (alone or bounded
+    # by cpuset.mems): Linux's NUMA balancing scans and moves its memory.
+    kernel_balanced: bool = True
+    # Pages the kernel's NUMA balancing moved (not the loops).
+    kernel_pages_moved: int = 0
     pending_migration_pages: int = 0
 
     @property

@@ -141,7 +141,7 @@ class AgentRebalanceTest(testtools.TestCase):
                          agent.last_report.instances[0].applied_policy)
 
     def test_a_loop_the_backend_cannot_serve_is_not_started(self):
-        sim = _remote_memory_host(access_counters=False)
+        sim = _remote_memory_host(signal=None)
         agent = _agent(sim, enabled_loops=['carrefour', 'brm'])
         self.assertEqual(('brm',), rebalance.active_loops(agent.runner))
         self.assertEqual(['carrefour'], agent.runner.skipped)

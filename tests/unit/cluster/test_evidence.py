@@ -27,6 +27,7 @@ class FakeOutcome:
         self.throughput = np.full((1, 1), value)
         self.hosts, self.rejected = {}, []
         self.pages_moved = self.vcpu_moves = self.guard_refusals = 0
+        self.kernel_pages_moved = 0
 
     def mean(self):
         return self.value

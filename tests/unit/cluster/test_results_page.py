@@ -15,6 +15,8 @@ def _cells(ours_low=(0.97, 0.97)):
         cells.append(_cell(name, 'ours', ours))
         cells += [_cell(name, s, (0.5, 0.5)) for s in evidence.STRATEGIES
                   if s != 'ours']
+        # The ceiling is no baseline: far above ours, it misses nothing.
+        cells.append(_cell(name, evidence.CEILING, (1.1, 1.1)))
     return cells
 
 
@@ -43,6 +45,10 @@ class TargetsTest(testtools.TestCase):
         spread = text.index('**RSD of ours')
         self.assertIn('* low: RSD of ours over seeds', text[spread:])
         self.assertIn('missed (1)', text[spread:])
+
+    def test_ours_against_the_ceiling_per_scenario(self):
+        text = self._section(_cells())
+        self.assertIn('per scenario: netperf 0.900, low 0.882.', text)
 
     def test_a_run_that_repeats_differently_is_on_the_page(self):
         self.assertIn('DIFFERENT', self._section(_cells(), repeated=False))

@@ -19,14 +19,14 @@ class SimulatedBackendTest(testtools.TestCase):
         self.assertIsInstance(sim, backend.Backend)
         self.assertEqual(frozenset(backend.CAPABILITIES), sim.capabilities())
         self.assertNotIn(backend.CAP_ACCESS_COUNTERS,
-                         _sim(access_counters=False).capabilities())
+                         _sim(signal=None).capabilities())
 
     def test_names_its_signal_and_marks_each_guests_accesses(self):
         sim = _sim()
         self.assertEqual(locality.SIGNAL_COUNTERS, sim.locality_signal())
         self.assertEqual({locality.SIGNAL_COUNTERS},
                          {i.access_signal for i in sim.observe().instances})
-        blind = _sim(access_counters=False)
+        blind = _sim(signal=None)
         self.assertIsNone(blind.locality_signal())
         self.assertEqual({None},
                          {i.access_signal for i in blind.observe().instances})

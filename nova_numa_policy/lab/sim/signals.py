@@ -1,0 +1,150 @@
+"""What a simulated host measures of locality, and what its kernel moves.
+
+A simulated host gives one of three signals, as real hosts do:
+
+* perfect counters (``access-counters``): every access of the period
+  counted per node, with 1 % noise. No Linux/KVM host gives this; runs on
+  it are the ceiling of what the loops could do.
+* hinting faults (``hinting-faults``): Linux's NUMA balancing. Its scanner
+  unmaps a window of each process's address space at a time; the next
+  touch of each page raises one fault, counted for the touching thread
+  and the page's node. So a sample stands for a page touched, not for an
+  access: a hot page and a lukewarm one count the same, untouched memory
+  never, and how much is sampled depends on how fast the scanner goes.
+  The kernel also moves pages itself on those faults.
+* none: the loops fall back to memory per node.
+
+The kernel's rules modelled here are those of Linux's
+``kernel/sched/fair.c`` (``task_numa_work``, ``update_task_scan_period``,
+``should_numa_migrate_memory``) at their default sysctls, simplified to
+a whole agent period at a time:
+
+* Only memory under the default policy is scanned and moved (alone or
+  bounded by a cgroup's ``cpuset.mems``): an explicit bind, interleave or
+  preferred policy opts its memory out (no ``MPOL_F_MOF``).
+* The scanner covers ``numa_balancing_scan_size_mb`` (256) per scan
+  period, which starts at ``scan_period_min`` (1 s) and doubles while the
+  faults it sees are mostly local, up to ``scan_period_max`` (60 s).
+* A page moves to the faulting thread's node on its second fault in a row
+  from that node (the two-stage filter): a thread's private pages follow
+  it; pages its siblings share move only toward a node that nearly all
+  of their faults come from.
+
+Pure: numpy arrays in, numpy arrays out; draws come from the caller's
+generator.
+"""
+
+import numpy as np
+
+from nova_numa_policy.lab.sim import state as st
+from nova_numa_policy.lab.sim import workload as wl
+
+SCAN_MB = 256.0
+SCAN_PERIOD_MIN_S = 1.0
+SCAN_PERIOD_MAX_S = 60.0
+# Share of local faults from which the scanner slows down
+# (NUMA_PERIOD_THRESHOLD of NUMA_PERIOD_SLOTS in fair.c).
+LOCAL_ENOUGH = 0.7
+
+
+def coverage(memory_mb, period_s, scan_period_s):
+    """Share of a guest's memory the scanner unmaps in one period."""
+    if memory_mb <= 0:
+        return 0.0
+    return min(1.0, SCAN_MB * period_s / scan_period_s / memory_mb)
+
+
+def touched_mb(profile, seg_mb):
+    """Two vCPUs x nodes arrays: MB of pages each vCPU touches, by node.
+
+    The first: its private segment. The second: its share of the shared
+    data and of the I/O buffers when its application uses them; pages
+    touched by several vCPUs fault once per scan, for whichever comes
+    first, and the kernel counts those faults as shared. The cold
+    segment is touched by nobody.
+    """
+    n_vcpus = seg_mb.shape[0] - wl.FIRST_PRIVATE - 1
+    common = np.zeros(seg_mb.shape[1])
+    if profile.shared_fraction:
+        common += seg_mb[wl.SEG_SHARED]
+    if profile.io_fraction:
+        common += seg_mb[wl.SEG_IO]
+    private = seg_mb[wl.FIRST_PRIVATE:wl.FIRST_PRIVATE + n_vcpus]
+    return private, np.tile(common / n_vcpus, (n_vcpus, 1))
+
+
+def hinting_faults(rng, profile, seg_mb, scanned):
+    """vCPUs x nodes: (all faults, shared faults) drawn for one period.
+
+    Poisson per cell, as faults are many independent page touches.
+    """
+    private, shared = touched_mb(profile, seg_mb)
+    pages = st.PAGES_PER_MB * scanned
+    shared_faults = rng.poisson(shared * pages)
+    return rng.poisson(private * pages) + shared_faults, shared_faults
+
+
+def next_scan_period(scan_period_s, faults, vcpu_nodes):
+    """The scan period after a period whose faults were ``faults``.
+
+    Mostly local: the scanner slows down (doubles its period); otherwise
+    it speeds up (halves it). No fault at all: it slows down.
+    """
+    total = faults.sum()
+    local = sum(faults[i, node] for i, node in enumerate(vcpu_nodes))
+    if not total or local / total >= LOCAL_ENOUGH:
+        return min(SCAN_PERIOD_MAX_S, scan_period_s * 2.0)
+    return max(SCAN_PERIOD_MIN_S, scan_period_s / 2.0)
+
+
+def kernel_moves(profile, seg_mb, vcpu_nodes, allowed_nodes, scanned):
+    """segments x nodes x nodes: MB the kernel moves, source to target.
+
+    Expected values, not draws: the kernel's moves are many and small.
+    A private page moves to its vCPU's node at its second fault from
+    there, so a scanned share of the remote ones moves each period. A
+    page of the shared data or buffers moves to node m when two faults in
+    a row come from m: ``q_m ** 2`` of the scanned ones, ``q_m`` being
+    the share of the vCPUs touching it that run on m. Targets outside
+    ``allowed_nodes`` (the cgroup's ``cpuset.mems``) are never chosen.
+    """
+    n_seg, n_nodes = seg_mb.shape
+    moves = np.zeros((n_seg, n_nodes, n_nodes))
+    allowed = np.zeros(n_nodes, bool)
+    allowed[sorted(allowed_nodes)] = True
+    for i, node in enumerate(vcpu_nodes):
+        seg = wl.FIRST_PRIVATE + i
+        if allowed[node]:
+            moves[seg, :, node] = seg_mb[seg] * scanned
+            moves[seg, node, node] = 0.0
+    q = np.bincount(vcpu_nodes, minlength=n_nodes) / max(1, len(vcpu_nodes))
+    pull = np.where(allowed, q ** 2, 0.0)
+    for seg, used in ((wl.SEG_SHARED, profile.shared_fraction),
+                      (wl.SEG_IO, profile.io_fraction)):
+        if used:
+            moves[seg] = np.outer(seg_mb[seg] * scanned, pull)
+            np.fill_diagonal(moves[seg], 0.0)
+    return moves
+
+
+def apply_moves(seg_mb, moves, free_mb):
+    """Carry out ``moves`` as far as each target's ``free_mb`` allows.
+
+    Returns the new placement and the MB moved. A full node takes
+    nothing more: the kernel's migration fails there and the page stays.
+    """
+    seg_mb = seg_mb.copy()
+    free = np.asarray(free_mb, float).copy()
+    moved = 0.0
+    n_seg, n_nodes, _ = moves.shape
+    for target in range(n_nodes):
+        wanted = moves[:, :, target]
+        total = wanted.sum()
+        if total <= 0 or free[target] <= 0:
+            continue
+        wanted = wanted * min(1.0, free[target] / total)
+        seg_mb -= wanted
+        seg_mb[:, target] += wanted.sum(axis=1)
+        free[target] -= wanted.sum()
+        moved += wanted.sum()
+    return np.maximum(seg_mb, 0.0), moved

@@ -1,0 +1,185 @@
+"""The simulated host's locality signals and the kernel's own balancing."""
+
+import numpy as np
+import testtools
+
+from nova_numa_policy import enforcement
+from nova_numa_policy.lab.sim import backend as sim_backend
+from nova_numa_policy.lab.sim import signals
+from nova_numa_policy.lab.sim import state as st
+from nova_numa_policy.lab.sim import topology
+from nova_numa_policy.lab.sim import workload as wl
+from nova_numa_policy import locality
+from tests.unit.sim import fixtures
+
+HINTING = locality.SIGNAL_HINTING_FAULTS
+
+
+def _segments(profile, vcpus, memory_mb, placed):
+    """A placement: ``placed`` {segment: node} on a two-node host."""
+    sizes = st.segment_sizes(wl.PROFILES[profile], vcpus, memory_mb)
+    seg = np.zeros((len(sizes), 2))
+    for index, size in enumerate(sizes):
+        seg[index, placed.get(index, 0)] = size
+    return seg
+
+
+class ScanTest(testtools.TestCase):
+
+    def test_coverage_is_the_share_of_memory_unmapped_per_period(self):
+        # 256 MB per 1 s scan period over a 5 s period: 1280 MB.
+        self.assertAlmostEqual(0.3125, signals.coverage(4096, 5.0, 1.0))
+        self.assertAlmostEqual(1280 / 4096 / 60,
+                               signals.coverage(4096, 5.0, 60.0))
+        self.assertEqual(1.0, signals.coverage(512, 5.0, 1.0))
+        self.assertEqual(0.0, signals.coverage(0, 5.0, 1.0))
+
+    def test_the_scanner_slows_on_local_faults_and_hurries_on_remote(self):
+        local = np.array([[90, 10], [5, 95]])
+        remote = local[:, ::-1]
+        self.assertEqual(4.0, signals.next_scan_period(2.0, local, [0, 1]))
+        self.assertEqual(1.0, signals.next_scan_period(2.0, remote, [0, 1]))
+        self.assertEqual(signals.SCAN_PERIOD_MAX_S, signals.next_scan_period(
+            signals.SCAN_PERIOD_MAX_S, local, [0, 1]))
+        self.assertEqual(signals.SCAN_PERIOD_MIN_S, signals.next_scan_period(
+            signals.SCAN_PERIOD_MIN_S, remote, [0, 1]))
+        # Nothing faulted: nothing to hurry for.
+        self.assertEqual(4.0, signals.next_scan_period(
+            2.0, np.zeros((2, 2)), [0, 1]))
+
+
+class HintingFaultsTest(testtools.TestCase):
+
+    def test_samples_count_pages_touched_and_never_cold_memory(self):
+        profile = wl.PROFILES['moderate']
+        # Shared data on node 1, both private segments and the cold
+        # rest on node 0.
+        seg = _segments('moderate', 2, 8192, {wl.SEG_SHARED: 1})
+        faults, shared = signals.hinting_faults(
+            np.random.default_rng(0), profile, seg, 0.5)
+        private_pages = profile.working_set_mb * st.PAGES_PER_MB * 0.5
+        shared_pages = profile.shared_mb * st.PAGES_PER_MB * 0.5 / 2
+        for vcpu in (0, 1):
+            self.assertAlmostEqual(private_pages, faults[vcpu, 0],
+                                   delta=5 * np.sqrt(private_pages))
+            self.assertEqual(faults[vcpu, 1], shared[vcpu, 1])
+            self.assertAlmostEqual(shared_pages, shared[vcpu, 1],
+                                   delta=5 * np.sqrt(shared_pages))
+        # The cold segment (several GB on node 0) adds nothing.
+        self.assertEqual(0, shared[:, 0].sum())
+        self.assertLess(faults[:, 0].sum(), 3 * private_pages)
+
+    def test_private_work_raises_no_shared_faults(self):
+        seg = _segments('cpu-bound', 2, 1024, {})
+        faults, shared = signals.hinting_faults(
+            np.random.default_rng(0), wl.PROFILES['cpu-bound'], seg, 1.0)
+        self.assertGreater(faults.sum(), 0)
+        self.assertEqual(0, shared.sum())
+
+
+class KernelMovesTest(testtools.TestCase):
+
+    def test_private_pages_follow_their_vcpu_within_the_cpuset(self):
+        profile = wl.PROFILES['private-stream']
+        seg = _segments('private-stream', 2, 2048,
+                        {wl.FIRST_PRIVATE: 1, wl.FIRST_PRIVATE + 1: 0})
+        moves = signals.kernel_moves(profile, seg, [0, 0], {0, 1}, 0.25)
+        # vCPU 0's private segment, remote on node 1, moves a scanned
+        # quarter to node 0; vCPU 1's is local already.
+        self.assertAlmostEqual(0.25 * seg[wl.FIRST_PRIVATE, 1],
+                               moves[wl.FIRST_PRIVATE, 1, 0])
+        self.assertEqual(0.0, moves[wl.FIRST_PRIVATE + 1].sum())
+        # Not onto a node the cgroup's cpuset.mems leaves out.
+        self.assertEqual(0.0, signals.kernel_moves(
+            profile, seg, [0, 0], {1}, 0.25).sum())
+
+    def test_shared_pages_move_with_the_square_of_their_vcpus_share(self):
+        profile = wl.PROFILES['master-slave']
+        seg = _segments('master-slave', 4, 4096, {wl.SEG_SHARED: 0})
+        spread = signals.kernel_moves(profile, seg, [0, 0, 1, 1], {0, 1},
+                                      1.0)
+        # Half the vCPUs on node 1: a quarter of the scanned pages move.
+        self.assertAlmostEqual(0.25 * seg[wl.SEG_SHARED, 0],
+                               spread[wl.SEG_SHARED, 0, 1])
+        packed = signals.kernel_moves(profile, seg, [0, 1, 1, 1], {0, 1},
+                                      1.0)
+        self.assertAlmostEqual(0.5625 * seg[wl.SEG_SHARED, 0],
+                               packed[wl.SEG_SHARED, 0, 1])
+
+    def test_a_full_node_takes_only_what_it_has_room_for(self):
+        seg = np.array([[100.0, 0.0], [0.0, 0.0]])
+        moves = np.zeros((2, 2, 2))
+        moves[0, 0, 1] = 80.0
+        placed, moved = signals.apply_moves(seg, moves, [0.0, 20.0])
+        self.assertEqual(20.0, moved)
+        np.testing.assert_allclose([[80.0, 20.0], [0.0, 0.0]], placed)
+
+
+class HintingFaultHostTest(testtools.TestCase):
+    """The simulated backend as a host with the kernel's balancing on."""
+
+    def _host(self, mode=None):
+        host = topology.xeon2()
+        # Both vCPUs on node 0, every page on node 1.
+        vm = fixtures.vm_at(host, 'private-stream', (0, 1), 1,
+                            memory_mb=2048)
+        numatune = {vm.uuid: (mode, frozenset({0, 1}))} if mode else None
+        return sim_backend.SimulatedBackend(host, [vm], signal=HINTING,
+                                            numatune=numatune), vm
+
+    def test_nothing_is_sampled_before_the_first_period(self):
+        sim, _ = self._host()
+        guest = sim.observe().instances[0]
+        self.assertIsNone(guest.accesses_per_node)
+        self.assertIsNone(guest.access_signal)
+
+    def test_remote_samples_then_the_kernel_pulls_the_pages_over(self):
+        sim, vm = self._host()
+        sim.advance()
+        guest = sim.observe().instances[0]
+        self.assertEqual(HINTING, guest.access_signal)
+        self.assertEqual(0, guest.accesses_per_node[0])
+        self.assertGreater(guest.accesses_per_node[1], 0)
+        # Its 64 MB of shared data against two 512 MB working sets.
+        shared = guest.shared_accesses_per_node
+        self.assertEqual(0, shared[0])
+        self.assertLess(4 * shared[1], guest.accesses_per_node[1])
+        self.assertTrue(all(p > 0 for p in guest.vcpu_penalty))
+        for _ in range(20):
+            sim.advance()
+        private = vm.seg_mb[wl.FIRST_PRIVATE:wl.FIRST_PRIVATE + 2]
+        self.assertGreater(private[:, 0].sum(), 0.9 * private.sum())
+        self.assertGreater(vm.kernel_pages_moved, 0)
+        # The kernel's moves, not the loops'.
+        self.assertEqual(0, vm.pages_moved)
+        # The cold rest is never touched, so never moved.
+        self.assertEqual(0.0, vm.seg_mb[-1, 0])
+
+    def test_an_explicit_memory_policy_is_neither_sampled_nor_moved(self):
+        sim, vm = self._host(mode=enforcement.MODE_STRICT)
+        before = vm.seg_mb.copy()
+        for _ in range(3):
+            sim.advance()
+        self.assertIsNone(sim.observe().instances[0].accesses_per_node)
+        np.testing.assert_array_equal(before, vm.seg_mb)
+
+    def test_restrictive_stays_the_kernels_to_balance(self):
+        sim, vm = self._host(mode=enforcement.MODE_RESTRICTIVE)
+        sim.advance()
+        self.assertIsNotNone(sim.observe().instances[0].accesses_per_node)
+        self.assertGreater(vm.kernel_pages_moved, 0)
+
+    def test_counters_keep_the_placement_to_the_loops(self):
+        host = topology.xeon2()
+        vm = fixtures.vm_at(host, 'private-stream', (0, 1), 1,
+                            memory_mb=2048)
+        sim = sim_backend.SimulatedBackend(host, [vm])
+        before = vm.seg_mb.copy()
+        for _ in range(3):
+            sim.advance()
+        np.testing.assert_array_equal(before, vm.seg_mb)
+        self.assertIsNone(sim.observe().instances[0].shared_accesses_per_node)
+
+    def test_an_unknown_signal_is_refused(self):
+        self.assertRaises(ValueError, sim_backend.SimulatedBackend,
+                          topology.xeon2(), [], signal='psychic')
