@@ -23,6 +23,7 @@ from nova_numa_policy.lab.sim import backend as sim_backend
 from nova_numa_policy.lab.sim import scenarios
 from nova_numa_policy.lab.sim import state as sim_state
 from nova_numa_policy.lab.sim import topology
+from nova_numa_policy import locality
 
 PERIOD_S = 5.0
 NIC_NAME = 'eth0'
@@ -108,9 +109,11 @@ class ComputeRig(fixtures.Fixture):
         self._seed = seed
 
     def _setUp(self):
+        # What a Linux host measures: the kernel's hinting faults, its
+        # NUMA balancing on (doc/source/simulator.rst).
         self.host = sim_backend.SimulatedBackend(
             sim_host(self.spec), [], PERIOD_S, self._seed,
-            hostname=self._nodename)
+            signal=locality.SIGNAL_HINTING_FAULTS, hostname=self._nodename)
         self._rng = np.random.default_rng(self._seed)
         self.notifier = notifier.make_notifier(self._conf, self.spec.name)
         self.addCleanup(self.notifier.transport.cleanup)
@@ -182,3 +185,7 @@ class ComputeRig(fixtures.Fixture):
 
     def auto_choices(self):
         return self.runner.auto_choices()
+
+    def observed(self):
+        """{uuid: InstanceState} as the agent sees its guests now."""
+        return {i.uuid: i for i in self.host.observe().instances}

@@ -223,13 +223,20 @@ class Script:
         api_actions = api.get_all('/v1/actions?limit=1000', 'actions')
         hosts_ = {h['host']: h for h in api.get_all('/v1/hosts', 'hosts')}
         servers = []
+        observed = {name: rig.observed() for name, rig in self.sb.rigs.items()}
         for boot in self.boots:
             rig = self.sb.rigs.get(boot['host'])
+            measured = None
+            if rig is not None:
+                measured = summary_mod.measurement(
+                    observed[boot['host']].get(boot['uuid']),
+                    rig.host.topology())
             servers.append(summary_mod.server_record(
                 boot, instances.get(boot['uuid']),
                 self.series.get(boot['uuid'], []),
                 rig.actions_by_vm.get(boot['uuid'], {}) if rig else {},
-                rig.auto_choices().get(boot['uuid']) if rig else None))
+                rig.auto_choices().get(boot['uuid']) if rig else None,
+                measured))
         ok, problems = summary_mod.verdict(servers)
         return {
             'ok': ok, 'problems': problems,

@@ -2,9 +2,17 @@
 
 import statistics
 
+from nova_numa_policy import enforcement
+from nova_numa_policy import locality
 from nova_numa_policy import policy as numa_policy
 
 CHOSEN_WEIGHTS = ('NumaNicLocalityWeigher', 'NumaNodeLoadWeigher')
+# Carrefour's default carrefour_min_local_ratio: a guest this local has
+# nothing to gain from its page moves.
+LOCAL_ENOUGH = 0.80
+# Memory policies libvirt sets at boot, which the kernel never samples.
+UNSAMPLED_MODES = (enforcement.MODE_STRICT, enforcement.MODE_INTERLEAVE,
+                   enforcement.MODE_PREFERRED)
 
 
 def _fmt(value):
@@ -87,7 +95,46 @@ def in_force(requested, applied, auto_choice):
     return applied == requested
 
 
-def server_record(boot, api_instance, series, actions, auto_choice):
+def measurement(inst, topology):
+    """What the agent last measured of a guest's locality: plain data."""
+    if inst is None:
+        return None
+    share = None
+    if inst.accesses_per_node is not None:
+        share = locality.local_fraction(
+            [topology.node_of_cpu(cpu) for cpu in inst.vcpu_cpus],
+            inst.accesses_per_node)
+    return {'signal': inst.access_signal,
+            'local_share': None if share is None else round(share, 3),
+            'memory_mode': inst.memory_mode,
+            'hands_off': inst.hands_off_reason}
+
+
+def held_back(actions, measured):
+    """Why the loops did nothing for a server; None when they acted."""
+    if actions:
+        return None
+    if measured is None:
+        return 'not on a compute the sandbox runs'
+    if measured['hands_off']:
+        return f"left alone: {measured['hands_off']}"
+    if measured['signal'] is None:
+        if measured['memory_mode'] in UNSAMPLED_MODES:
+            return (f"libvirt set its memory policy at boot "
+                    f"({measured['memory_mode']}), which the kernel never "
+                    f"samples: nothing measured to act on, nothing the "
+                    f"policy asks of the loops")
+        return 'nothing measured for it yet'
+    share = measured['local_share']
+    if share is not None and share >= LOCAL_ENOUGH:
+        return (f"already local: {share:.0%} of its sampled accesses on "
+                f"its vCPUs' nodes")
+    return (f"{'-' if share is None else format(share, '.0%')} of its "
+            f"sampled accesses local, and no loop's threshold was crossed")
+
+
+def server_record(boot, api_instance, series, actions, auto_choice,
+                  measured=None):
     """Everything the summary says about one server."""
     api_instance = api_instance or {}
     return {
@@ -106,6 +153,9 @@ def server_record(boot, api_instance, series, actions, auto_choice):
         'auto_choice': auto_choice,
         'memory_mb_per_node': api_instance.get('memory_mb_per_node'),
         'actions': actions,
+        'signal': measured['signal'] if measured else None,
+        'local_share': measured['local_share'] if measured else None,
+        'held_back': held_back(actions, measured),
         'throughput': throughput(series),
     }
 
@@ -164,6 +214,7 @@ def format_text(summary):
             f"{_fmt(s['throughput']['after']):>6} "
             f"{sum(s['actions'].values()):7d}")
         lines.append(f"{'':14} why: {s['why']}")
+        lines.append(f"{'':14} measured: " + _measured_text(s))
     a = summary['actions']
     lines += ['', f"Rebalancing actions (from the collector API): "
               f"{a['total']} " + _pairs(a['by_loop']) + ', '
@@ -175,6 +226,15 @@ def format_text(summary):
                                'applied' if summary['ok'] else
                                'PROBLEMS: ' + '; '.join(summary['problems'])))
     return '\n'.join(lines) + '\n'
+
+
+def _measured_text(server):
+    signal = server['signal'] or 'nothing'
+    if server['local_share'] is not None:
+        signal += f", {server['local_share']:.0%} local"
+    if server['held_back']:
+        return f"{signal}; loops held back: {server['held_back']}"
+    return f"{signal}; loops acted"
 
 
 def _pairs(counts):

@@ -132,6 +132,14 @@ class SmokeSummaryTest(SandboxTestBase):
             self.assertIsNotNone(server['throughput']['after'])
             if server['requested_policy'] is not None:
                 self.assertTrue(server['policy_in_force'], server)
+            # What the loops did for it, or why they held back.
+            self.assertTrue(bool(server['actions']) != bool(
+                server['held_back']), server)
+        # The hosts measure what Linux does: the kernel's hinting faults,
+        # for memory under the default policy only.
+        signals = {s['requested_policy']: s['signal'] for s in servers}
+        self.assertEqual('hinting-faults', signals['first-touch+carrefour'])
+        self.assertIsNone(signals['interleave'])
         auto = next(s for s in servers if s['requested_policy'] == 'auto')
         self.assertIsNotNone(auto['auto_choice'])
         # Reports reached the collector through RabbitMQ for every host.

@@ -1,0 +1,54 @@
+"""The sandbox summary's per-server account of what the loops did."""
+
+import testtools
+
+from nova_numa_policy import backend
+from nova_numa_policy.lab.sandbox import summary
+from nova_numa_policy import locality
+from tests.unit.loops import snapshots as s
+
+
+def _measured(acc=None, mode=None, hands_off=None, cpus=(0, 1)):
+    inst = backend.InstanceState(
+        uuid='vm', requested_policy='auto', vcpu_cpus=cpus,
+        accesses_per_node=acc,
+        access_signal=locality.SIGNAL_HINTING_FAULTS if acc else None,
+        memory_mode=mode, hands_off_reason=hands_off)
+    return summary.measurement(inst, s.topology())
+
+
+class HeldBackTest(testtools.TestCase):
+
+    def test_a_server_the_loops_acted_on_needs_no_excuse(self):
+        self.assertIsNone(summary.held_back({'carrefour': 2},
+                                            _measured({0: 10, 1: 900})))
+
+    def test_each_reason_to_hold_back(self):
+        cases = [
+            (_measured(hands_off='no hw:numa_policy'), 'left alone'),
+            (_measured(mode='interleave'), 'never samples'),
+            (_measured(), 'nothing measured for it yet'),
+            (_measured({0: 950, 1: 50}), 'already local: 95%'),
+            (_measured({0: 300, 1: 700}),
+             "30% of its sampled accesses local, and no loop's threshold"),
+        ]
+        for measured, expected in cases:
+            self.assertIn(expected, summary.held_back({}, measured))
+
+    def test_the_measurement_names_the_signal_and_the_local_share(self):
+        measured = _measured({0: 250, 1: 750}, cpus=(4, 5))
+        self.assertEqual(locality.SIGNAL_HINTING_FAULTS, measured['signal'])
+        self.assertEqual(0.75, measured['local_share'])
+        self.assertIsNone(summary.measurement(None, s.topology()))
+
+    def test_the_text_gives_it_per_server(self):
+        record = summary.server_record(
+            {'name': 'auto-1', 'uuid': 'vm', 'flavor': 'np.auto',
+             'extra_specs': (), 'profile': 'master-slave',
+             'status': 'ACTIVE', 'host': 'compute1', 'hosts': {}},
+            None, [0.5, 0.5], {}, None, _measured({0: 950, 1: 50}))
+        self.assertEqual('already local: 95% of its sampled accesses on '
+                         "its vCPUs' nodes", record['held_back'])
+        self.assertEqual('hinting-faults, 95% local; loops held back: '
+                         + record['held_back'],
+                         summary._measured_text(record))
