@@ -248,7 +248,7 @@ class LibvirtBackend(backend.Backend):
         return threads
 
     def _sampled(self, pid, uuid, topology, vcpu_cpus):
-        """The guest's accesses per node (all, shared) and vCPU penalties."""
+        """The guest's accesses per node and vCPU penalties, sampled."""
         threads = self._vcpu_faults(pid, uuid, len(vcpu_cpus))
         known = {n.id for n in topology.nodes}
         accesses = {node: count for node, count in
@@ -257,11 +257,8 @@ class LibvirtBackend(backend.Backend):
             # Nothing sampled: the kernel does not scan memory under an
             # explicit policy, and an idle guest faults on nothing. Not
             # measured, rather than zero.
-            return None, None, None
-        shared = {node: count for node, count in
-                  numafaults.add(threads, shared=True).items()
-                  if node in known}
-        return accesses, shared, locality.vcpu_penalties(
+            return None, None
+        return accesses, locality.vcpu_penalties(
             topology, vcpu_cpus, {t.vcpu: t.per_node for t in threads})
 
     def _packets_sent(self, dom, uuid):
@@ -311,10 +308,10 @@ class LibvirtBackend(backend.Backend):
         pid = self._pid(dom, facts.uuid)
         memory = self._memory_per_node(pid, facts.uuid)
         vcpu_cpus = tuple(info[3] for info in infos)
-        accesses = shared = penalties = None
+        accesses = penalties = None
         if signal == locality.SIGNAL_HINTING_FAULTS:
-            accesses, shared, penalties = self._sampled(
-                pid, facts.uuid, topology, vcpu_cpus)
+            accesses, penalties = self._sampled(pid, facts.uuid, topology,
+                                                vcpu_cpus)
         io_rate = self._io_rate(dom, facts.uuid)
         return backend.InstanceState(
             uuid=facts.uuid,
@@ -330,7 +327,6 @@ class LibvirtBackend(backend.Backend):
             io_rate=io_rate,
             accesses_per_node=accesses,
             access_signal=signal if accesses is not None else None,
-            shared_accesses_per_node=shared,
             vcpu_penalty=penalties,
             memory_mb=facts.memory_mb,
             memory_mode=facts.memory_mode,

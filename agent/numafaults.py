@@ -37,36 +37,27 @@ _VCPU_THREAD = re.compile(r'^CPU (\d+)/(KVM|TCG)$')
 
 @dataclasses.dataclass(frozen=True)
 class ThreadFaults:
-    """One thread's sampled faults: ``{memory node: faults}``.
-
-    ``shared``: of those, the faults on pages another thread had touched
-    last (the kernel's ``task_shared``): data the guest's vCPUs share.
-    """
+    """One thread's sampled faults: ``{memory node: faults}``."""
 
     vcpu: int | None
     per_node: dict
-    shared: dict = dataclasses.field(default_factory=dict)
 
 
 def parse_sched(text, vcpu=None):
     """A thread's :class:`ThreadFaults` from its ``sched`` text: pure.
 
-    Private and shared faults are added in ``per_node``: both are
-    accesses the thread made; ``shared`` keeps the shared ones apart. A
-    kernel without NUMA balancing prints no ``numa_faults`` line: the
-    result is then empty.
+    Private and shared faults are added: both are accesses the thread
+    made. A kernel without NUMA balancing prints no ``numa_faults`` line:
+    the result is then empty.
     """
     # The NUMA lines end the file: skip the scheduler's own figures.
     text = text[max(text.find('numa_pages_migrated'), 0):]
-    per_node, shared_per_node = {}, {}
+    per_node = {}
     for node, private, shared in _FAULTS.findall(text):
-        node, private, shared = int(node), int(private), int(shared)
-        if private + shared:
-            per_node[node] = per_node.get(node, 0) + private + shared
-        if shared:
-            shared_per_node[node] = shared_per_node.get(node, 0) + shared
-    return ThreadFaults(vcpu=vcpu, per_node=per_node,
-                        shared=shared_per_node)
+        count = int(private) + int(shared)
+        if count:
+            per_node[int(node)] = per_node.get(int(node), 0) + count
+    return ThreadFaults(vcpu=vcpu, per_node=per_node)
 
 
 def vcpu_of(comm):
@@ -75,12 +66,11 @@ def vcpu_of(comm):
     return int(match.group(1)) if match else None
 
 
-def add(threads, shared=False):
-    """``{node: faults}`` (only the shared ones) over ``threads``: pure."""
+def add(threads):
+    """``{node: faults}`` summed over ``threads``: pure."""
     total = {}
     for thread in threads:
-        for node, count in (thread.shared if shared
-                            else thread.per_node).items():
+        for node, count in thread.per_node.items():
             total[node] = total.get(node, 0) + count
     return total
 

@@ -112,10 +112,6 @@ class InstanceState:
     # Which signal (nova_numa_policy.locality.SIGNALS) those accesses
     # come from: counts, or samples whose distribution alone is meant.
     access_signal: str | None = None
-    # Of those accesses, the ones to pages the guest's threads share, per
-    # node, where the signal tells them apart (the kernel's hinting faults
-    # do); None where it does not.
-    shared_accesses_per_node: dict | None = None
     # Uncore penalty of each vCPU (stall time per unit of work, seed 001
     # §3) over the last period when the host measures it; None when not,
     # or None for a vCPU the signal did not sample.

@@ -23,16 +23,9 @@ SAMPLED = frozenset({SIGNAL_HINTING_FAULTS})
 
 # Signals that flow only while the kernel balances memory itself: it then
 # moves pages under the default policy toward the threads that touch
-# them (agent.rst, "Coexistence with the kernel's balancing").
+# them, so spreading them (interleaving) would be undone (agent.rst,
+# "Coexistence with the kernel's balancing").
 KERNEL_BALANCED = frozenset({SIGNAL_HINTING_FAULTS})
-
-# The kernel moves a page to node m on its second fault in a row from m
-# (the two-stage filter of Linux's should_numa_migrate_memory): a page
-# its threads share moves with the square of the share of them on m. With
-# no node running more than this share of a guest's vCPUs, at most a
-# quarter of the scanned shared pages move per scan, toward each of the
-# vCPUs' nodes alike: pages spread over those nodes stay spread.
-SPREAD_SHARE = 0.5
 
 # What an operator enables for a host to measure locality.
 HOW_TO_MEASURE = ('turn on the kernel\'s NUMA balancing '
@@ -48,22 +41,6 @@ def is_sampled(signal):
 def kernel_balances(signal):
     """Whether, where ``signal`` flows, the kernel also moves pages."""
     return signal in KERNEL_BALANCED
-
-
-def kernel_keeps_spread(vcpu_nodes):
-    """Whether the kernel leaves pages spread over the vCPUs' nodes.
-
-    ``vcpu_nodes``: the node each vCPU runs on. False for a guest on one
-    node, or one with most of its vCPUs on one node: there the kernel
-    pulls shared pages back to that node.
-    """
-    if not vcpu_nodes:
-        return False
-    counts = {}
-    for node in vcpu_nodes:
-        counts[node] = counts.get(node, 0) + 1
-    return (len(counts) > 1
-            and max(counts.values()) <= SPREAD_SHARE * len(vcpu_nodes))
 
 
 def local_fraction(vcpu_nodes, accesses):

@@ -7,13 +7,9 @@ interleave + Carrefour. Without access counters memory per node stands
 in for accesses (a first-touch guest's memory follows its allocators).
 
 Where the signal comes from the kernel's own balancing (hinting faults)
-the kernel pulls pages back toward the vCPUs that touch them. Memory
-spread by page moves stays spread only over vCPUs on several nodes, none
-running most of them (:func:`locality.kernel_keeps_spread`); for any
-other guest the class is still measured and reported, but the choice
-stops at first-touch + Carrefour. Interleave + Carrefour then spreads
-only the shared data, through Carrefour: the one-time spread of all the
-memory would be a tug of war with the kernel over the private pages.
+the kernel pulls pages back toward the vCPUs that touch them, so memory
+spread by page moves would not stay spread: the class is still measured
+and reported, but the choice stops at first-touch + Carrefour.
 
 Against flapping: a new class must win ``max_pin_count`` + 1 periods in a
 row (seed 004 pin count); classes only move up between revisits, because
@@ -115,24 +111,14 @@ def _interleave(topology, inst, config):
     return actions
 
 
-def spreading_stays(topology, inst):
-    """Whether memory this guest spreads by page moves stays spread."""
-    return (not locality.kernel_balances(inst.access_signal)
-            or locality.kernel_keeps_spread(base.vcpu_nodes(topology, inst)))
-
-
 def _act(topology, inst, policy, interleaved, config):
     """Actions for the chosen policy.
 
     Interleaving is a one-time static placement, after which only Carrefour
     acts: a second interleave would undo Carrefour's hot-page moves every
-    period. Where the kernel balances, there is no such spread of all the
-    memory: the kernel would bring each private page back to its vCPU,
-    and the loop would spread it again, period after period. Carrefour's
-    own spreading of the shared data does that part there.
+    period.
     """
-    if (policy == IL_CARREFOUR and not interleaved
-            and not locality.kernel_balances(inst.access_signal)):
+    if policy == IL_CARREFOUR and not interleaved:
         return _interleave(topology, inst, config)
     if policy in (IL_CARREFOUR, FT_CARREFOUR):
         return carrefour.decide_instance(topology, inst,
@@ -193,7 +179,8 @@ class Auto(base.Strategy):
                 done.discard(uuid)
                 age[uuid] = 0
             proposed = classify(measured_imbalance(topo, inst), config)
-            if proposed == IL_CARREFOUR and not spreading_stays(topo, inst):
+            if (proposed == IL_CARREFOUR
+                    and locality.kernel_balances(inst.access_signal)):
                 proposed = FT_CARREFOUR
             choice[uuid] = _next_choice(choice.get(uuid), proposed, config)
             policy = choice[uuid].value

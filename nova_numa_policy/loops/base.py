@@ -173,14 +173,6 @@ def access_vector(topology, inst):
     return np.array([get(n, 0) for n in node_ids(topology)], float)
 
 
-def shared_access_vector(topology, inst):
-    """Shared accesses per node in topology order, or None if not told."""
-    if inst.shared_accesses_per_node is None:
-        return None
-    get = inst.shared_accesses_per_node.get
-    return np.array([get(n, 0) for n in node_ids(topology)], float)
-
-
 def memory_vector(topology, inst):
     get = inst.memory_mb_per_node.get
     return np.array([get(n, 0) for n in node_ids(topology)], float)

@@ -20,11 +20,9 @@ On a sampled signal (the kernel's hinting faults) the shares are read
 from the samples and step 1 asks for ``carrefour_min_samples`` samples
 instead of a rate. Those samples flow only while the kernel balances
 memory itself, pulling each page toward the thread that touches it. Step
-3 is the kernel's own direction, in batches. Step 2 stays only where the
-kernel would leave the spread pages spread: the guest's vCPUs on several
-nodes, none running most of them (:func:`locality.kernel_keeps_spread`);
-elsewhere it would be undone, so it is held back. Where it stays, it
-weighs the shared samples alone (:func:`spread_evidence`).
+3 is the kernel's own direction, in batches. Step 2 would be undone,
+pages the guest's threads share included (the lab host shows the kernel
+gathering them on one node), so it is held back there.
 """
 
 import numpy as np
@@ -145,29 +143,6 @@ def memory_bound(acc, signal, config):
     return acc.sum() / (config.period_s * 1e6) >= config.min_accesses_per_us
 
 
-def spreading_stays(inst, vnodes):
-    """Whether pages spread over the vCPUs' nodes would stay there."""
-    return (not locality.kernel_balances(inst.access_signal)
-            or locality.kernel_keeps_spread(vnodes.tolist()))
-
-
-def spread_evidence(topology, inst, acc, config):
-    """The accesses step 2 weighs; None when they say nothing.
-
-    Counters: all of them. Hinting faults count pages touched, not
-    accesses: the private pages of many vCPUs outweigh the hot data they
-    share, and the kernel already brings private pages to their thread.
-    What is left to spread is the shared data, so step 2 weighs the
-    shared samples alone, once there are ``min_samples`` of them.
-    """
-    if not locality.is_sampled(inst.access_signal):
-        return acc
-    shared = base.shared_access_vector(topology, inst)
-    if shared is None or shared.sum() < config.min_samples:
-        return None
-    return shared
-
-
 def decide_instance(topology, inst, config):
     """The Carrefour actions for one guest; [] when it needs none."""
     acc = base.access_vector(topology, inst)
@@ -178,11 +153,11 @@ def decide_instance(topology, inst, config):
     mem = base.memory_vector(topology, inst)
     vnodes = np.array(base.vcpu_nodes(topology, inst), int)
     nodes = sorted(set(vnodes.tolist()) | set(np.flatnonzero(mem > 0)))
-    spread = spread_evidence(topology, inst, acc, config)
-    imb = 0.0 if spread is None else base.imbalance(spread[nodes])
-    if imb > config.mc_imbalance and spreading_stays(inst, vnodes):
-        return _interleave(inst, spread, mem, nodes, vnodes.tolist(),
-                           config, imb)
+    imb = base.imbalance(acc[nodes])
+    if (imb > config.mc_imbalance
+            and not locality.kernel_balances(inst.access_signal)):
+        return _interleave(inst, acc, mem, nodes, vnodes.tolist(), config,
+                           imb)
     ratio = local_ratio(vnodes, acc)
     if ratio < config.min_local_ratio:
         return _migrate(inst, acc, mem, vnodes, config, ratio)

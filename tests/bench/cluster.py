@@ -237,10 +237,8 @@ def against_ceiling(cells):
     return ['**Against the ceiling**: ours on the hinting faults as a '
             'share of ours on perfect counters, per scenario: '
             + ', '.join(f'{name} {share:.3f}' for name, share in shares)
-            + '. Below 1: what the sampled signal costs the loops there; '
-            'above 1: the kernel\'s own moves, or the shared samples it '
-            'tells apart (:doc:`loops`, Carrefour), did better than the '
-            'loops on counts alone.', '']
+            + '. Below 1: what the loops lose there to a host that samples '
+            'instead of counting and balances memory itself.', '']
 
 
 def targets(cells, seeds, found, flavors, repeated):

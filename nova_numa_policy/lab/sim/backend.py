@@ -170,7 +170,7 @@ class SimulatedBackend(backend.Backend):
         return count
 
     def _measured(self, vm, result, index, first, last):
-        """Accesses per node (all; shared or None), vCPU penalties."""
+        """The guest's accesses per node and vCPU penalties, as measured."""
         if self.signal == locality.SIGNAL_COUNTERS:
             counts = result.vm_accesses[index] * self.host.freq_ghz * 1e9 \
                 * self.period_s
@@ -178,17 +178,16 @@ class SimulatedBackend(backend.Backend):
                 len(counts)))
             accesses = {n: int(max(0.0, counts[n]))
                         for n in range(self.host.n_nodes)}
-            return accesses, None, tuple(float(x) for x in
-                                         result.vcpu_penalty[first:last])
-        faults, shared = self._faults.get(vm.uuid, (None, None))
+            return accesses, tuple(float(x) for x in
+                                   result.vcpu_penalty[first:last])
+        faults = self._faults.get(vm.uuid)
         if faults is None or not faults.sum():
             # No signal, a guest the kernel does not scan, or one that
             # touched nothing scanned: not measured, as on a real host.
-            return None, None, None
-        nodes = range(self.host.n_nodes)
-        accesses = {n: int(faults[:, n].sum()) for n in nodes}
-        shared = {n: int(shared[:, n].sum()) for n in nodes}
-        return accesses, shared, locality.vcpu_penalties(
+            return None, None
+        accesses = {n: int(faults[:, n].sum())
+                    for n in range(self.host.n_nodes)}
+        return accesses, locality.vcpu_penalties(
             self.topology(), tuple(int(c) for c in vm.vcpu_cpus),
             {v: {n: int(faults[v, n]) for n in range(self.host.n_nodes)}
              for v in range(vm.n_vcpus)})
@@ -207,9 +206,9 @@ class SimulatedBackend(backend.Backend):
                                            signals.SCAN_PERIOD_MIN_S)
             scanned = signals.coverage(vm.memory_mb, self.period_s, period)
             vcpu_nodes = vm.vcpu_cpus // self.host.cpus_per_node
-            faults, shared = signals.hinting_faults(self.rng, vm.profile,
-                                                    vm.seg_mb, scanned)
-            self._faults[vm.uuid] = faults, shared
+            faults = signals.hinting_faults(self.rng, vm.profile, vm.seg_mb,
+                                            scanned)
+            self._faults[vm.uuid] = faults
             self._scan_period[vm.uuid] = signals.next_scan_period(
                 period, faults, vcpu_nodes)
             moves = signals.kernel_moves(vm.profile, vm.seg_mb, vcpu_nodes,
@@ -319,8 +318,7 @@ class SimulatedBackend(backend.Backend):
 
     def _instance(self, vm, result, index, first, last):
         per_node = vm.memory_per_node_mb()
-        accesses, shared, penalty = self._measured(vm, result, index, first,
-                                                   last)
+        accesses, penalty = self._measured(vm, result, index, first, last)
         mode, nodes = self.numatune.get(vm.uuid, (None, frozenset()))
         return backend.InstanceState(
             uuid=vm.uuid, requested_policy=vm.requested_policy,
@@ -337,7 +335,6 @@ class SimulatedBackend(backend.Backend):
             io_rate=float(result.vm_io_rate[index]),
             accesses_per_node=accesses, vcpu_penalty=penalty,
             access_signal=self.signal if accesses is not None else None,
-            shared_accesses_per_node=shared,
             memory_mb=vm.memory_mb, memory_mode=mode,
             memory_nodes=nodes or vm.nodeset,
             emulator_affinity=vm.emulator_cpus,

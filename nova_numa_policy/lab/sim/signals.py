@@ -27,8 +27,12 @@ a whole agent period at a time:
   faults it sees are mostly local, up to ``scan_period_max`` (60 s).
 * A page moves to the faulting thread's node on its second fault in a row
   from that node (the two-stage filter): a thread's private pages follow
-  it; pages its siblings share move only toward a node that nearly all
-  of their faults come from.
+  it. Pages the guest's threads share do not stay spread: the lab host
+  shows the kernel gathering a buffer written from two nodes on one of
+  them (``tests/host/test_locality.py``, ``SharedPagesTest``), as its
+  group rule moves a shared page toward a node that faults several times
+  as much as the page's own. Modelled as gathering them, a scanned share
+  per period, on the node running most of the guest's vCPUs.
 
 Pure: numpy arrays in, numpy arrays out; draws come from the caller's
 generator.
@@ -55,13 +59,12 @@ def coverage(memory_mb, period_s, scan_period_s):
 
 
 def touched_mb(profile, seg_mb):
-    """Two vCPUs x nodes arrays: MB of pages each vCPU touches, by node.
+    """vCPUs x nodes: MB of pages each vCPU touches, by their node.
 
-    The first: its private segment. The second: its share of the shared
-    data and of the I/O buffers when its application uses them; pages
-    touched by several vCPUs fault once per scan, for whichever comes
-    first, and the kernel counts those faults as shared. The cold
-    segment is touched by nobody.
+    A vCPU touches its private segment, and its share of the shared data
+    and of the I/O buffers when its application uses them; pages touched
+    by several vCPUs fault once per scan, for whichever comes first. The
+    cold segment is touched by nobody.
     """
     n_vcpus = seg_mb.shape[0] - wl.FIRST_PRIVATE - 1
     common = np.zeros(seg_mb.shape[1])
@@ -70,18 +73,13 @@ def touched_mb(profile, seg_mb):
     if profile.io_fraction:
         common += seg_mb[wl.SEG_IO]
     private = seg_mb[wl.FIRST_PRIVATE:wl.FIRST_PRIVATE + n_vcpus]
-    return private, np.tile(common / n_vcpus, (n_vcpus, 1))
+    return private + common / n_vcpus
 
 
 def hinting_faults(rng, profile, seg_mb, scanned):
-    """vCPUs x nodes: (all faults, shared faults) drawn for one period.
-
-    Poisson per cell, as faults are many independent page touches.
-    """
-    private, shared = touched_mb(profile, seg_mb)
-    pages = st.PAGES_PER_MB * scanned
-    shared_faults = rng.poisson(shared * pages)
-    return rng.poisson(private * pages) + shared_faults, shared_faults
+    """vCPUs x nodes: faults drawn for one period (Poisson per cell)."""
+    expected = touched_mb(profile, seg_mb) * st.PAGES_PER_MB * scanned
+    return rng.poisson(expected)
 
 
 def next_scan_period(scan_period_s, faults, vcpu_nodes):
@@ -102,11 +100,10 @@ def kernel_moves(profile, seg_mb, vcpu_nodes, allowed_nodes, scanned):
 
     Expected values, not draws: the kernel's moves are many and small.
     A private page moves to its vCPU's node at its second fault from
-    there, so a scanned share of the remote ones moves each period. A
-    page of the shared data or buffers moves to node m when two faults in
-    a row come from m: ``q_m ** 2`` of the scanned ones, ``q_m`` being
-    the share of the vCPUs touching it that run on m. Targets outside
-    ``allowed_nodes`` (the cgroup's ``cpuset.mems``) are never chosen.
+    there, so a scanned share of the remote ones moves each period. The
+    shared data and buffers are gathered, a scanned share per period, on
+    :func:`gathering_node`. Targets outside ``allowed_nodes`` (the
+    cgroup's ``cpuset.mems``) are never chosen.
     """
     n_seg, n_nodes = seg_mb.shape
     moves = np.zeros((n_seg, n_nodes, n_nodes))
@@ -117,14 +114,27 @@ def kernel_moves(profile, seg_mb, vcpu_nodes, allowed_nodes, scanned):
         if allowed[node]:
             moves[seg, :, node] = seg_mb[seg] * scanned
             moves[seg, node, node] = 0.0
-    q = np.bincount(vcpu_nodes, minlength=n_nodes) / max(1, len(vcpu_nodes))
-    pull = np.where(allowed, q ** 2, 0.0)
     for seg, used in ((wl.SEG_SHARED, profile.shared_fraction),
                       (wl.SEG_IO, profile.io_fraction)):
-        if used:
-            moves[seg] = np.outer(seg_mb[seg] * scanned, pull)
-            np.fill_diagonal(moves[seg], 0.0)
+        target = gathering_node(vcpu_nodes, seg_mb[seg], allowed)
+        if used and target is not None:
+            moves[seg, :, target] = seg_mb[seg] * scanned
+            moves[seg, target, target] = 0.0
     return moves
+
+
+def gathering_node(vcpu_nodes, placed_mb, allowed):
+    """Where the kernel gathers pages a guest's vCPUs share, or None.
+
+    The allowed node running most of the vCPUs; among equals, the one
+    already holding most of the pages.
+    """
+    counts = np.bincount(vcpu_nodes, minlength=len(placed_mb))
+    candidates = [n for n in range(len(placed_mb))
+                  if allowed[n] and counts[n]]
+    if not candidates:
+        return None
+    return max(candidates, key=lambda n: (counts[n], placed_mb[n], -n))
 
 
 def apply_moves(seg_mb, moves, free_mb):

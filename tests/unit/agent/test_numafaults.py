@@ -20,24 +20,19 @@ PID = 5151
 
 
 def sched_text(name, tid, faults):
-    """A thread's sched file as the kernel prints it (6.1, 2 nodes).
-
-    ``faults``: {node: private faults, or (private, shared)}.
-    """
-    faults = {node: count if isinstance(count, tuple) else (count, 0)
-              for node, count in faults.items()}
+    """A thread's sched file as the kernel prints it (6.1, 2 nodes)."""
     lines = [f'{name} ({tid}, #threads: 4)', '-' * 67,
              'se.exec_start                                :   226560.35',
              'mm->numa_scan_seq                            :           12',
              'numa_pages_migrated                          :            0',
              'numa_preferred_nid                           :            1',
              f'total_numa_faults                            : '
-             f'{sum(map(sum, faults.values())):12}',
+             f'{sum(faults.values()):12}',
              'current_node=0, numa_group_id=0']
     for node in (0, 1):
-        private, shared = faults.get(node, (0, 0))
+        private = faults.get(node, 0)
         lines.append(f'numa_faults node={node} task_private={private} '
-                     f'task_shared={shared} group_private=0 group_shared=0')
+                     f'task_shared=0 group_private=0 group_shared=0')
     return '\n'.join(lines) + '\n'
 
 
@@ -52,11 +47,12 @@ def write_threads(root, pid, threads):
 class ParseTest(testtools.TestCase):
 
     def test_private_and_shared_faults_add_up_per_node(self):
-        text = sched_text('CPU 0/KVM', 11, {0: 40, 1: (300, 12)})
+        text = sched_text('CPU 0/KVM', 11, {0: 40, 1: 300}).replace(
+            'node=1 task_private=300 task_shared=0',
+            'node=1 task_private=300 task_shared=12')
         faults = numafaults.parse_sched(text, vcpu=0)
         self.assertEqual({0: 40, 1: 312}, faults.per_node)
         self.assertEqual(352, sum(faults.per_node.values()))
-        self.assertEqual({1: 12}, faults.shared)
         self.assertEqual(0, faults.vcpu)
 
     def test_a_kernel_without_numa_balancing_gives_nothing(self):
@@ -96,7 +92,6 @@ class ReadTest(testtools.TestCase):
         read = numafaults.read(self.root, PID, threads)
         self.assertEqual([0, 1], [t.vcpu for t in read])
         self.assertEqual({0: 20, 1: 400}, numafaults.add(read))
-        self.assertEqual({}, numafaults.add(read, shared=True))
 
     def test_a_thread_gone_is_left_out(self):
         write_threads(self.root, PID, {PID + 1: ('CPU 0/KVM', {1: 3})})
@@ -120,8 +115,8 @@ class BackendSignalTest(base.TestDriverHostTest):
         guest_files.write_qemu(self.root, 'instance-00000002',
                                base.HOME_FROM_NOVA, PID)
         write_threads(self.root, PID, {
-            PID + 1: ('CPU 0/KVM', {1: (550, 50)}),
-            PID + 2: ('CPU 1/KVM', {0: (170, 30)})})
+            PID + 1: ('CPU 0/KVM', {1: 600}),
+            PID + 2: ('CPU 1/KVM', {0: 200})})
 
     def balancing(self, mode):
         guest_files.write(self.root, numafaults.SYSCTL, f'{mode}\n')
@@ -137,7 +132,6 @@ class BackendSignalTest(base.TestDriverHostTest):
                          self.backend.capabilities())
         guest = self.instance()
         self.assertIsNone(guest.accesses_per_node)
-        self.assertIsNone(guest.shared_accesses_per_node)
         self.assertIsNone(guest.access_signal)
         self.assertIsNone(guest.vcpu_penalty)
 
@@ -149,8 +143,6 @@ class BackendSignalTest(base.TestDriverHostTest):
                       self.backend.capabilities())
         guest = self.instance()
         self.assertEqual({0: 200, 1: 600}, guest.accesses_per_node)
-        # The kernel's task_shared apart: pages the vCPUs share.
-        self.assertEqual({0: 30, 1: 50}, guest.shared_accesses_per_node)
         self.assertEqual(locality.SIGNAL_HINTING_FAULTS, guest.access_signal)
         # Each vCPU's penalty is where its own samples went, from the
         # node it runs on (the test driver's: node 1 for this guest).

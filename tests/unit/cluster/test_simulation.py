@@ -10,6 +10,7 @@ from nova_numa_policy.lab.cluster import evidence
 from nova_numa_policy.lab.cluster import scenarios
 from nova_numa_policy.lab.cluster import simulation
 from nova_numa_policy.lab.cluster import strategies
+from nova_numa_policy import locality
 from nova_numa_policy.loops import runner as loop_runner
 
 # Prints the digest of one run whose loops act and whose kernel draws
@@ -20,9 +21,10 @@ _DIGEST = ('from nova_numa_policy.lab.cluster import evidence; '
 
 class DeterminismTest(testtools.TestCase):
 
-    def _run(self, seed, strategy='ours', scenario='low'):
+    def _run(self, seed, strategy='ours', scenario='low',
+             signal=locality.SIGNAL_HINTING_FAULTS):
         spec = scenarios.SCENARIOS[scenario].build(seed)
-        return simulation.run(spec, strategy, seed)
+        return simulation.run(spec, strategy, seed, signal=signal)
 
     def test_same_seed_gives_the_same_numbers(self):
         a, b = self._run(3), self._run(3)
@@ -32,9 +34,17 @@ class DeterminismTest(testtools.TestCase):
         self.assertEqual(a.mean(), b.mean())
 
     def test_same_seed_gives_the_same_numbers_when_loops_act(self):
-        a, b = self._run(2, scenario='moderate'), self._run(
-            2, scenario='moderate')
+        # On counters Carrefour spreads moderate's shared data.
+        a, b = (self._run(2, scenario='moderate',
+                          signal=locality.SIGNAL_COUNTERS) for _ in 'ab')
         self.assertGreater(a.pages_moved, 0)
+        self.assertTrue(evidence.same_outcome(a, b))
+        self.assertEqual(evidence.digest(a), evidence.digest(b))
+
+    def test_same_seed_gives_the_same_numbers_when_the_kernel_acts(self):
+        # nova's scattered vCPUs: the kernel brings memory to them.
+        a, b = (self._run(2, 'nova-default', 'moderate') for _ in 'ab')
+        self.assertGreater(a.kernel_pages_moved, 0)
         self.assertTrue(evidence.same_outcome(a, b))
         self.assertEqual(evidence.digest(a), evidence.digest(b))
 
@@ -103,8 +113,9 @@ class OutcomeTest(testtools.TestCase):
 
     def test_ours_runs_the_loops_and_baselines_do_not(self):
         spec = scenarios.SCENARIOS['moderate'].build(0)
-        ours = simulation.run(spec, strategies.Ours.name, 0)
-        default = simulation.run(spec, strategies.NovaDefault.name, 0)
+        ours, default = (
+            simulation.run(spec, name, 0, signal=locality.SIGNAL_COUNTERS)
+            for name in (strategies.Ours.name, strategies.NovaDefault.name))
         self.assertGreater(ours.pages_moved, 0)
         self.assertEqual(0, default.pages_moved)
 
@@ -146,7 +157,9 @@ class ConsolidationTest(testtools.TestCase):
     """
 
     def test_ours_spreads_at_most_2_percent_over_10_seeds(self):
-        means = [evidence.run_one('consolidation', strategies.Ours.name,
+        # On counters, where Carrefour spreads the shared data; on hinting
+        # faults it may not, and results.rst says what that costs.
+        means = [evidence.run_one('consolidation', evidence.CEILING,
                                   seed).mean() for seed in range(10)]
         self.assertLessEqual(evidence.rsd(means), evidence.MAX_RSD)
         self.assertGreaterEqual(np.mean(means) / evidence.optimum_of(

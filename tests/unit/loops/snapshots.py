@@ -17,7 +17,7 @@ def topology(nodes=2, cpus=4, nic_node=0):
 
 def instance(uuid='vm', cpus=(0,), mem=None, acc=None, policy='auto',
              io_rate=0.0, penalty=None, hands_off=None, affinity=None,
-             cputime_s=0, signal=None, shared=None):
+             cputime_s=0, signal=None):
     """A guest; ``cputime_s`` is each vCPU's CPU time (a reboot lowers it)."""
     everything = frozenset(range(64))
     return backend.InstanceState(
@@ -26,7 +26,7 @@ def instance(uuid='vm', cpus=(0,), mem=None, acc=None, policy='auto',
         vcpu_affinity=affinity or tuple(everything for _ in cpus),
         io_rate=io_rate, accesses_per_node=acc, vcpu_penalty=penalty,
         access_signal=signal if signal or acc is None
-        else locality.SIGNAL_COUNTERS, shared_accesses_per_node=shared,
+        else locality.SIGNAL_COUNTERS,
         vcpu_time_ns=tuple(int(cputime_s * 1e9) for _ in cpus))
 
 

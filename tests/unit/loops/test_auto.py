@@ -59,14 +59,14 @@ class AutoDecideTest(testtools.TestCase):
 class KernelBalancedSignalTest(testtools.TestCase):
     """A class measured from hinting faults, with the kernel balancing."""
 
-    def _choose(self, signal, periods=4, cpus=(0, 4, 8, 12), shared=None):
+    def _choose(self, signal, periods=4):
         topo = s.topology(nodes=4)
         strategy = auto.Auto()
         state = strategy.initial_state()
         # Every sampled access on node 0, vCPUs on all four nodes: an
         # imbalance of 173 %, interleave + Carrefour's class.
-        inst = s.instance(cpus=cpus, mem={0: 1024}, acc={0: 4000},
-                          signal=signal, shared=shared)
+        inst = s.instance(cpus=(0, 4, 8, 12), mem={0: 1024},
+                          acc={0: 4000}, signal=signal)
         for _ in range(periods):
             actions, state = strategy.decide(s.snapshot([inst], topo),
                                              state, auto.Config())
@@ -78,22 +78,7 @@ class KernelBalancedSignalTest(testtools.TestCase):
         self.assertTrue(actions)
         self.assertIn('interleaving', actions[0].reason)
 
-    def test_sampled_over_spread_vcpus_spread_the_shared_data(self):
-        # One vCPU per node: the kernel pulls each shared page toward
-        # every node alike, so spread memory stays spread. Not all of
-        # it, though: the kernel would bring private pages back to their
-        # vCPUs; Carrefour spreads what the vCPUs share.
-        choice, actions = self._choose(locality.SIGNAL_HINTING_FAULTS,
-                                       shared={0: 3000})
-        self.assertEqual(auto.IL_CARREFOUR, choice)
-        self.assertTrue(actions)
-        self.assertEqual({'carrefour interleave'},
-                         {a.reason.split(':')[0] for a in actions})
-
-    def test_sampled_with_most_vcpus_on_one_node_the_choice_stops_below(self):
-        # Three of four vCPUs on node 0: the kernel would pull spread
-        # pages back there.
-        choice, actions = self._choose(locality.SIGNAL_HINTING_FAULTS,
-                                       cpus=(0, 1, 2, 4))
+    def test_sampled_by_the_balancing_kernel_the_choice_stops_below(self):
+        choice, actions = self._choose(locality.SIGNAL_HINTING_FAULTS)
         self.assertEqual(auto.FT_CARREFOUR, choice)
         self.assertFalse([a for a in actions if 'interleav' in a.reason])
