@@ -5,8 +5,12 @@ stop or its SIGHUP. The scheduler manager has both, so they are wrapped
 once per process, the first time a plugin reads the report cache (nova
 builds its filters inside the scheduler service):
 
-* ``graceful_shutdown`` (run by every ``Service.stop``) stops the
-  listener first, so no oslo.messaging poller outlives the service;
+* ``set_shutdown_in_progress``, which every ``Service.stop`` calls
+  first and in its own thread, stops the listener, so no oslo.messaging
+  poller outlives the service. Not ``graceful_shutdown``: the service
+  runs that in a thread of its own and waits for it only up to
+  ``manager_shutdown_timeout`` (0 in nova's test fixtures), so a stop
+  there could still run after the service's stop had returned;
 * ``reset`` (SIGHUP) listens anew, with the options re-read, on the
   same cache: the hosts' last reports stay known meanwhile.
 """
@@ -42,7 +46,7 @@ def install(manager_class=None):
     if manager_class is None:
         from nova.scheduler import manager
         manager_class = manager.SchedulerManager
-    for name, action in (('graceful_shutdown', listener.RUNTIME.stop),
+    for name, action in (('set_shutdown_in_progress', listener.RUNTIME.stop),
                          ('reset', listener.RUNTIME.restart)):
         method = getattr(manager_class, name)
         if not getattr(method, 'numa_policy_wrapped', False):

@@ -43,8 +43,8 @@ class LifecycleTest(testtools.TestCase):
             def __init__(self):
                 self.calls = []
 
-            def graceful_shutdown(self, timeout):
-                self.calls.append('graceful_shutdown')
+            def set_shutdown_in_progress(self):
+                self.calls.append('set_shutdown_in_progress')
 
             def reset(self):
                 self.calls.append('reset')
@@ -61,10 +61,10 @@ class LifecycleTest(testtools.TestCase):
     def test_the_service_stop_stops_the_listener(self):
         self.listening()
         manager = self.manager_class()
-        manager.graceful_shutdown(10)
+        manager.set_shutdown_in_progress()
         self.assertEqual([False], [each.running for each in self.made])
         self.assertIsNone(self.runtime.listener)
-        self.assertEqual(['graceful_shutdown'], manager.calls)
+        self.assertEqual(['set_shutdown_in_progress'], manager.calls)
 
     def test_sighup_listens_anew_on_the_same_cache(self):
         cache = self.listening()
@@ -82,7 +82,7 @@ class LifecycleTest(testtools.TestCase):
 
     def test_installing_twice_wraps_once(self):
         lifecycle.install(self.manager_class)
-        for name in ('graceful_shutdown', 'reset'):
+        for name in ('set_shutdown_in_progress', 'reset'):
             wrapped = getattr(self.manager_class, name)
             self.assertTrue(wrapped.numa_policy_wrapped)
             self.assertFalse(hasattr(wrapped.__wrapped__,
@@ -92,6 +92,6 @@ class LifecycleTest(testtools.TestCase):
         self.fail_stop = True
         self.listening()
         manager = self.manager_class()
-        manager.graceful_shutdown(10)
-        self.assertEqual(['graceful_shutdown'], manager.calls)
+        manager.set_shutdown_in_progress()
+        self.assertEqual(['set_shutdown_in_progress'], manager.calls)
         self.made[0].fail_stop = False  # let the test's cleanup stop it
