@@ -14,6 +14,8 @@ Without a signal the loops fall back to memory per node, and the report
 says no signal was measured.
 """
 
+from nova_numa_policy import enforcement
+
 SIGNAL_COUNTERS = 'access-counters'
 SIGNAL_HINTING_FAULTS = 'hinting-faults'
 SIGNALS = (SIGNAL_COUNTERS, SIGNAL_HINTING_FAULTS)
@@ -41,6 +43,17 @@ def is_sampled(signal):
 def kernel_balances(signal):
     """Whether, where ``signal`` flows, the kernel also moves pages."""
     return signal in KERNEL_BALANCED
+
+
+def kernel_balances_memory(memory_mode):
+    """Whether the kernel's NUMA balancing samples and moves this memory.
+
+    ``memory_mode``: the running guest's ``<numatune>`` mode, None for
+    none. Only the default policy opts in: no mode, or restrictive
+    (cpuset.mems alone); strict, interleave and preferred set a memory
+    policy the kernel's balancing leaves alone.
+    """
+    return memory_mode in (None, enforcement.MODE_RESTRICTIVE)
 
 
 def local_fraction(vcpu_nodes, accesses):

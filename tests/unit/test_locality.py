@@ -14,3 +14,12 @@ class SignalsTest(testtools.TestCase):
         for signal in (locality.SIGNAL_COUNTERS, None):
             self.assertFalse(locality.is_sampled(signal))
             self.assertFalse(locality.kernel_balances(signal))
+
+
+class KernelBalancesMemoryTest(testtools.TestCase):
+
+    def test_only_the_default_policy_is_sampled_and_moved(self):
+        for mode in (None, 'restrictive'):
+            self.assertTrue(locality.kernel_balances_memory(mode), mode)
+        for mode in ('strict', 'interleave', 'preferred'):
+            self.assertFalse(locality.kernel_balances_memory(mode), mode)

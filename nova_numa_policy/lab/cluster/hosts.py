@@ -48,8 +48,7 @@ class ClusterHost(sim_backend.SimulatedBackend):
         vm = self.vm(uuid)
         self.vms.remove(vm)
         del self.claims[uuid]
-        self._faults.pop(uuid, None)
-        self._scan_period.pop(uuid, None)
+        self._forget_samples(uuid)
         self._result = None
         return vm
 

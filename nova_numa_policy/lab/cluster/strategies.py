@@ -16,6 +16,7 @@ from nova_numa_policy import enforcement
 from nova_numa_policy.lab.cluster import guests as guests_mod
 from nova_numa_policy.lab.cluster import nova
 from nova_numa_policy.lab.sim import state as st
+from nova_numa_policy import locality
 from nova_numa_policy.scheduling import scoring
 
 # The scheduler plugins' defaults (nova_numa_policy.conf.scheduler).
@@ -275,11 +276,9 @@ class Ours(NovaDefault):
         # restrictive first-touches within its nodes.
         nodes = (frozenset() if tune.mode == enforcement.MODE_PREFERRED
                  else tune.nodes)
-        # Only restrictive leaves the kernel's default memory policy.
-        balanced = tune.mode in (None, enforcement.MODE_RESTRICTIVE)
-        return guests_mod.Boot(cpus=cpus, affinity=affinity, mode=mode,
-                               nodes=frozenset(nodes),
-                               kernel_balanced=balanced)
+        return guests_mod.Boot(
+            cpus=cpus, affinity=affinity, mode=mode, nodes=frozenset(nodes),
+            kernel_balanced=locality.kernel_balances_memory(tune.mode))
 
 
 STRATEGIES = {cls.name: cls for cls in (Ours, NovaDefault, NovaVswitch,

@@ -2,7 +2,6 @@
 
 import statistics
 
-from nova_numa_policy import enforcement
 from nova_numa_policy import locality
 from nova_numa_policy import policy as numa_policy
 
@@ -10,9 +9,6 @@ CHOSEN_WEIGHTS = ('NumaNicLocalityWeigher', 'NumaNodeLoadWeigher')
 # Carrefour's default carrefour_min_local_ratio: a guest this local has
 # nothing to gain from its page moves.
 LOCAL_ENOUGH = 0.80
-# Memory policies libvirt sets at boot, which the kernel never samples.
-UNSAMPLED_MODES = (enforcement.MODE_STRICT, enforcement.MODE_INTERLEAVE,
-                   enforcement.MODE_PREFERRED)
 
 
 def _fmt(value):
@@ -119,7 +115,7 @@ def held_back(actions, measured):
     if measured['hands_off']:
         return f"left alone: {measured['hands_off']}"
     if measured['signal'] is None:
-        if measured['memory_mode'] in UNSAMPLED_MODES:
+        if not locality.kernel_balances_memory(measured['memory_mode']):
             return (f"libvirt set its memory policy at boot "
                     f"({measured['memory_mode']}), which the kernel never "
                     f"samples: nothing measured to act on, nothing the "

@@ -47,7 +47,7 @@ class SimulatedBackend(backend.Backend):
         self.numatune = {uuid: (mode, frozenset(nodes))
                          for uuid, (mode, nodes) in (numatune or {}).items()}
         for vm in self.vms:
-            vm.kernel_balanced = _kernel_balanced(
+            vm.kernel_balanced = locality.kernel_balances_memory(
                 self.numatune.get(vm.uuid, (None,))[0])
         self.period_s = period_s
         self.rng = np.random.default_rng(seed)
@@ -77,7 +77,7 @@ class SimulatedBackend(backend.Backend):
         self._moved_pages[vm.uuid] = 0
         self._moved_vcpus[vm.uuid] = 0
         self.numatune[vm.uuid] = (memory_mode, frozenset(memory_nodes))
-        vm.kernel_balanced = _kernel_balanced(memory_mode)
+        vm.kernel_balanced = locality.kernel_balances_memory(memory_mode)
         self._result = None
 
     # -- the Backend interface ------------------------------------------
@@ -264,9 +264,13 @@ class SimulatedBackend(backend.Backend):
                                          vm.nodeset)
         # A new QEMU process: the kernel's samples and scan start afresh.
         vm.kernel_balanced = policy == st.FIRST_TOUCH
+        self._forget_samples(uuid)
+        self._result = None
+
+    def _forget_samples(self, uuid):
+        """The kernel's samples and scan pace of a guest gone or rebooted."""
         self._faults.pop(uuid, None)
         self._scan_period.pop(uuid, None)
-        self._result = None
 
     # -- helpers -------------------------------------------------------------
     def _free_mb(self, node):
@@ -339,13 +343,3 @@ class SimulatedBackend(backend.Backend):
             memory_nodes=nodes or vm.nodeset,
             emulator_affinity=vm.emulator_cpus,
             allowed_cpus=vm.allowed_cpus)
-
-
-def _kernel_balanced(memory_mode):
-    """Whether the kernel balances memory booted under ``memory_mode``.
-
-    Only the default policy opts in: no ``<numatune>``, or restrictive
-    (cpuset.mems alone). strict, interleave and preferred set a memory
-    policy the kernel's NUMA balancing leaves alone.
-    """
-    return memory_mode in (None, enforcement.MODE_RESTRICTIVE)
