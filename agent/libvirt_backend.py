@@ -29,12 +29,14 @@ from agent import guestio
 from agent import guestproc
 from agent import numafaults
 from agent import numamaps
+from agent import schedstat
 from agent import sysfs
+from agent import vfstats
 
 LOG = logging.getLogger(__name__)
 
-# Rates (node CPU load, guest packet rate) are measured over at least this
-# long; observations closer together reuse the last ones. See
+# Rates (node CPU load, guest request rate, vCPU wait) are measured over
+# at least this long; observations closer together reuse the last ones. See
 # guestio.windowed.
 MIN_RATE_WINDOW = 1.0
 
@@ -76,7 +78,7 @@ class LibvirtBackend(backend.Backend):
                  pid_dir=guestproc.PID_DIR, rate_window=MIN_RATE_WINDOW,
                  sleep=time.sleep, agent_scope=scope.Scope(),
                  cpu_partition=scope.CpuPartition(), uplinks_file=None,
-                 find_uplinks=None):
+                 find_uplinks=None, vf_traffic=vfstats.query):
         self._connection = connection
         # Which guests are ours to manage (nova_numa_policy.scope), and
         # the CPUs nova's configuration gives them on this host.
@@ -103,7 +105,15 @@ class LibvirtBackend(backend.Backend):
         self._facts = {}
         # Interface devices per uuid, parsed with the facts.
         self._devices = {}
-        # ((time, packets), rate) of each guest's last measured window.
+        # (PF interface, VF index) of each SR-IOV VF interface per uuid,
+        # found with the facts; each PF's {VF: (bytes, packets)} is asked
+        # of the kernel once per observation (vfstats.query).
+        self._vfs = {}
+        self._vf_traffic = vf_traffic
+        self._pf_counters = {}
+        self._pf_warned = set()
+        # ((time, (bytes, packets)), request rate) of each guest's last
+        # measured window.
         self._packets = {}
         self._page_mover = page_mover
         self._pid_dir = pid_dir
@@ -112,6 +122,10 @@ class LibvirtBackend(backend.Backend):
         # (pid, {tid: vCPU}) per uuid: a guest's vCPU threads, listed
         # again when its process or its vCPU count changes.
         self._vcpu_threads = {}
+        # ((time, (ran ns, waited ns)), wait share) of each guest's vCPU
+        # threads' last measured window.
+        self._waits = {}
+        self._has_schedstat = None
 
     def _conn(self):
         return self._connection.get()
@@ -145,6 +159,14 @@ class LibvirtBackend(backend.Backend):
         if numafaults.samples_locality(mode):
             return locality.SIGNAL_HINTING_FAULTS
         return None
+
+    def measurements(self):
+        """The locality signal, run-queue delay, interface traffic."""
+        found = set(super().measurements())
+        found.add(backend.MEASURE_INTERFACE_TRAFFIC)
+        if self.cpu_wait_measured():
+            found.add(backend.MEASURE_CPU_WAIT)
+        return frozenset(found)
 
     def page_migration_supported(self):
         """A page mover is configured and the kernel has move_pages(2)."""
@@ -206,7 +228,23 @@ class LibvirtBackend(backend.Backend):
         facts = domxml.parse(xml, self._scope)
         self._facts[uuid] = (xml, facts)
         self._devices[uuid] = guestio.interface_devices(xml)
+        self._vfs[uuid] = [vf for vf in (
+            vfstats.vf_of(self._root, address)
+            for address in vfstats.vf_addresses(xml)) if vf is not None]
         return facts
+
+    def _pf_traffic(self, pf):
+        """{VF index: (bytes, packets)} of a PF, asked once per period."""
+        if pf not in self._pf_counters:
+            try:
+                self._pf_counters[pf] = self._vf_traffic(pf)
+            except OSError as exc:
+                # Said once per PF: the guests on its VFs read as silent.
+                log = LOG.debug if pf in self._pf_warned else LOG.warning
+                self._pf_warned.add(pf)
+                log('No VF counters from %s: %s', pf, exc)
+                self._pf_counters[pf] = {}
+        return self._pf_counters[pf]
 
     def _pid(self, dom, uuid):
         return guestproc.qemu_pid(self._root, dom.name(), uuid,
@@ -233,19 +271,57 @@ class LibvirtBackend(backend.Backend):
             return {}
         return numamaps.memory_mb_from_text(text)
 
-    def _vcpu_faults(self, pid, uuid, vcpu_count):
-        """The sampled faults (ThreadFaults) of the guest's vCPU threads."""
-        if pid is None:
-            return []
+    def _vcpu_thread_ids(self, pid, uuid, vcpu_count):
+        """``{tid: vCPU}`` of the guest's vCPU threads, listed once."""
         cached = self._vcpu_threads.get(uuid)
         if cached is None or cached[0] != pid or len(cached[1]) != vcpu_count:
             cached = (pid, numafaults.vcpu_threads(self._root, pid))
             self._vcpu_threads[uuid] = cached
-        threads = numafaults.read(self._root, pid, cached[1])
-        if len(threads) != len(cached[1]):
+        return cached[1]
+
+    def _vcpu_faults(self, pid, uuid, vcpu_count):
+        """The sampled faults (ThreadFaults) of the guest's vCPU threads."""
+        if pid is None:
+            return []
+        tids = self._vcpu_thread_ids(pid, uuid, vcpu_count)
+        threads = numafaults.read(self._root, pid, tids)
+        if len(threads) != len(tids):
             # A thread went (vCPU unplug, process restart): list again.
             self._vcpu_threads.pop(uuid, None)
         return threads
+
+    def cpu_wait_measured(self):
+        """Whether the kernel keeps each thread's run-queue delay."""
+        if self._has_schedstat is None:
+            # A kernel build option: it does not change while we run.
+            self._has_schedstat = schedstat.available(self._root)
+        return self._has_schedstat
+
+    def _vcpu_times(self, pid, uuid, vcpu_count):
+        """(time, (ran ns, waited ns)) of the guest's vCPU threads."""
+        if pid is None or not self.cpu_wait_measured():
+            return None
+        tids = self._vcpu_thread_ids(pid, uuid, vcpu_count)
+        times = schedstat.read(self._root, pid, tids) if tids else None
+        if times is None:
+            self._vcpu_threads.pop(uuid, None)
+            return None
+        return self._clock(), times
+
+    def _cpu_wait(self, pid, uuid, vcpu_count):
+        """The vCPUs' share of time waiting for a CPU, or None."""
+        sample = self._vcpu_times(pid, uuid, vcpu_count)
+        if sample is None:
+            # Unreadable now: the next readable sample starts afresh.
+            self._waits.pop(uuid, None)
+            return None
+        window = guestio.windowed(
+            self._waits.get(uuid), sample,
+            lambda before, now: schedstat.wait_share(
+                before and before[1], now[1]),
+            self._rate_window)
+        self._waits[uuid] = window
+        return window[1]
 
     def _sampled(self, pid, uuid, topology, vcpu_cpus):
         """The guest's accesses per node and vCPU penalties, sampled."""
@@ -261,23 +337,26 @@ class LibvirtBackend(backend.Backend):
         return accesses, locality.vcpu_penalties(
             topology, vcpu_cpus, {t.vcpu: t.per_node for t in threads})
 
-    def _packets_sent(self, dom, uuid):
-        total = 0
+    def _traffic(self, dom, uuid):
+        """(bytes, packets) the guest's interfaces received and sent."""
+        totals = []
         for dev in self._devices.get(uuid, ()):
             try:
-                total += guestio.packets(dom.interfaceStats(dev))
+                totals.append(guestio.traffic(dom.interfaceStats(dev)))
             except libvirt.libvirtError as exc:
                 if connection_mod.is_connection_error(exc):
                     raise
                 # An interface being unplugged: counted from next period.
                 LOG.debug('No stats for %s of %s: %s', dev, uuid, exc)
-        return total
+        for pf, vf in self._vfs.get(uuid, ()):
+            totals.append(self._pf_traffic(pf).get(vf, (0, 0)))
+        return guestio.add(totals)
 
     def _io_rate(self, dom, uuid):
         window = guestio.windowed(
             self._packets.get(uuid),
-            (self._clock(), self._packets_sent(dom, uuid)),
-            guestio.packet_rate, self._rate_window)
+            (self._clock(), self._traffic(dom, uuid)),
+            guestio.request_rate, self._rate_window)
         self._packets[uuid] = window
         return window[1]
 
@@ -290,11 +369,14 @@ class LibvirtBackend(backend.Backend):
         """
         self._cpu_window = ((self._clock(),
                              discovery.read_cpu_times(self._root)), {})
+        self._pf_counters = {}
         for dom in domains:
             try:
                 uuid = self._domain_facts(dom).uuid
                 self._packets[uuid] = (
-                    (self._clock(), self._packets_sent(dom, uuid)), 0.0)
+                    (self._clock(), self._traffic(dom, uuid)), 0.0)
+                self._cpu_wait(self._pid(dom, uuid), uuid,
+                               len(dom.vcpus()[0]))
             except libvirt.libvirtError as exc:
                 # Gone or changing: the observation itself decides.
                 LOG.debug('No first rate sample of a domain: %s', exc)
@@ -313,6 +395,7 @@ class LibvirtBackend(backend.Backend):
             accesses, penalties = self._sampled(pid, facts.uuid, topology,
                                                 vcpu_cpus)
         io_rate = self._io_rate(dom, facts.uuid)
+        cpu_wait = self._cpu_wait(pid, facts.uuid, len(vcpu_cpus))
         return backend.InstanceState(
             uuid=facts.uuid,
             requested_policy=facts.requested.value if facts.requested
@@ -323,6 +406,7 @@ class LibvirtBackend(backend.Backend):
             vcpu_cpus=vcpu_cpus,
             vcpu_affinity=tuple(cpus_from_map(m) for m in maps),
             vcpu_time_ns=tuple(info[2] for info in infos),
+            cpu_wait=cpu_wait,
             memory_mb_per_node=memory,
             io_rate=io_rate,
             accesses_per_node=accesses,
@@ -342,6 +426,7 @@ class LibvirtBackend(backend.Backend):
             libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE)
         if self._cpu_window is None:
             self._start_rate_windows(domains)
+        self._pf_counters = {}
         host_cpus = self._cpu_partition.floating(
             cpu for node in topology.nodes for cpu in node.cpus)
         signal = self.locality_signal()
@@ -360,9 +445,11 @@ class LibvirtBackend(backend.Backend):
         live = {i.uuid for i in instances}
         self._facts = {u: f for u, f in self._facts.items() if u in live}
         self._devices = {u: d for u, d in self._devices.items() if u in live}
+        self._vfs = {u: v for u, v in self._vfs.items() if u in live}
         self._packets = {u: p for u, p in self._packets.items() if u in live}
         self._vcpu_threads = {u: t for u, t in self._vcpu_threads.items()
                               if u in live}
+        self._waits = {u: w for u, w in self._waits.items() if u in live}
         return backend.HostSnapshot(
             topology=topology, usage=self._usage(topology),
             instances=tuple(instances), taken_at=self._clock())

@@ -137,6 +137,7 @@ class Agent:
             auto_choices=self.runner.auto_choices(),
             boot_id=self.boot_id, endings=self.endings,
             locality_signal=self.backend.locality_signal(),
+            measurements=self.backend.measurements(),
             class_bounds=self.runner.configs.get('auto'),
             io_threshold=getattr(self.runner.configs.get('vnuioa'),
                                  'io_threshold_rps', None))

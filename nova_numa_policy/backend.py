@@ -22,6 +22,12 @@ CAP_ACCESS_COUNTERS = 'access-counters'
 CAPABILITIES = (CAP_VCPU_PINNING, CAP_EMULATOR_PINNING, CAP_LIVE_NODESET,
                 CAP_PAGE_MIGRATION, CAP_ACCESS_COUNTERS)
 
+# What a backend may measure of its guests besides memory locality (the
+# locality signals are nova_numa_policy.locality.SIGNALS): the vCPUs'
+# run-queue delay, and network traffic in bytes and packets.
+MEASURE_CPU_WAIT = 'cpu-wait'
+MEASURE_INTERFACE_TRAFFIC = 'interface-traffic'
+
 
 @dataclasses.dataclass(frozen=True)
 class NodeInfo:
@@ -100,6 +106,10 @@ class InstanceState:
     vcpu_affinity: tuple[frozenset, ...] = ()
     # Cumulative CPU time of each vCPU thread, nanoseconds.
     vcpu_time_ns: tuple[int, ...] = ()
+    # The share of its vCPU threads' time over the last period spent
+    # runnable but waiting for a host CPU (run-queue delay), 0.0 to 1.0;
+    # None when not measured (or the vCPUs neither ran nor waited).
+    cpu_wait: float | None = None
     # Network requests (or packets) per second over the last period.
     io_rate: float = 0.0
     # The guest's hw:numa_io_intensity: 'high' or 'low' says whether it
@@ -190,6 +200,16 @@ class Backend(abc.ABC):
         has one also has ``CAP_ACCESS_COUNTERS``.
         """
         return None
+
+    def measurements(self):
+        """What this host measures of its guests, a frozenset of names.
+
+        Its locality signal, if it has one, and any of the ``MEASURE_*``
+        values; reports carry them so that an operator (``numa explain``)
+        sees what each host's decisions rest on.
+        """
+        signal = self.locality_signal()
+        return frozenset({signal} if signal else ())
 
     @abc.abstractmethod
     def topology(self):

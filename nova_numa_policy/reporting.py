@@ -108,13 +108,15 @@ def _instance(instance, topology, active_loops, auto_choices, endings,
         io_rate=float(instance.io_rate),
         io_intensive=vnuioa.io_intensive(instance, io_threshold),
         access_class=access_class(instance, topology, bounds),
-        enforcement=endings.get(instance.uuid))
+        enforcement=endings.get(instance.uuid),
+        cpu_wait=(None if instance.cpu_wait is None
+                  else min(max(float(instance.cpu_wait), 0.0), 1.0)))
 
 
 def build_report(snapshot, host, hypervisor_hostname, seq, period,
                  capabilities, now=None, active_loops=(), auto_choices=None,
                  boot_id=None, endings=None, locality_signal=None,
-                 class_bounds=None, io_threshold=None):
+                 class_bounds=None, io_threshold=None, measurements=None):
     """The period's HostReport.
 
     ``active_loops``: the loops acting this period; ``auto_choices``:
@@ -122,6 +124,8 @@ def build_report(snapshot, host, hypervisor_hostname, seq, period,
     process's (its ``seq`` counts from 1 again); ``endings``: {uuid: how
     the period's plan for it ended}; ``locality_signal``: what the host
     measures of locality (``Backend.locality_signal``);
+    ``measurements``: all it measures (``Backend.measurements``; the
+    locality signal alone when not given);
     ``class_bounds``: the auto loop's Config, its class thresholds;
     ``io_threshold``: the rate from which a guest is I/O intensive (as
     vNUIOA judges it; its flavor's ``hw:numa_io_intensity`` prevails).
@@ -147,7 +151,10 @@ def build_report(snapshot, host, hypervisor_hostname, seq, period,
                              endings, bounds, io_threshold)
                    for i in instances],
         enforceable_policies=enforceable_policies(capabilities),
-        locality_signal=locality_signal)
+        locality_signal=locality_signal,
+        measurements=sorted(
+            measurements if measurements is not None
+            else {locality_signal} - {None}))
 
 
 def summary(report):

@@ -25,7 +25,8 @@ def make_instance(uuid=DEFAULT_UUID, **fields):
                   applied_policy='interleave',
                   memory_mb_per_node={'0': 1024, '1': 1024},
                   vcpu_cpus=[0, 2], io_rate=120.0, io_intensive=False,
-                  access_class='moderate', enforcement='applied')
+                  access_class='moderate', enforcement='applied',
+                  cpu_wait=0.05)
     values.update(fields)
     return report_obj.NumaInstanceReport(**values)
 
@@ -43,6 +44,6 @@ def make_report(node_count=2, **fields):
             physnet='physnet1', bridge=None)],
         instances=[make_instance()],
         enforceable_policies=['first-touch', 'interleave', 'home'],
-        locality_signal=None)
+        locality_signal=None, measurements=['interface-traffic'])
     values.update(fields)
     return report_obj.NumaHostReport(**values)

@@ -89,7 +89,9 @@ Related options:
         min=0.0,
         help='''
 Network requests per second above which a reported instance counts as
-I/O intensive (vNUIOA's threshold).
+I/O intensive (vNUIOA's threshold). Agents estimate requests from their
+guests' interface counters: the larger of packets and full 1500-byte
+frames per second.
 
 The NIC-locality weigher divides a NIC-local node's headroom by one plus
 the I/O-intensive instances already on it, which share that NIC.

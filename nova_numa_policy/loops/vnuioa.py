@@ -50,7 +50,10 @@ OPTS = [
     cfg.FloatOpt(
         'vnuioa_io_threshold', default=500.0, min=0.0,
         help=_help('Requests per second from which vNUIOA treats a guest as '
-                   'I/O-intensive and places it near the NIC.',
+                   'I/O-intensive and places it near the NIC. The agent '
+                   'estimates a guest\'s requests from its interface '
+                   'counters: the larger of packets and full 1500-byte '
+                   'frames per second.',
                    'A non-negative rate; seed 002 uses 500.')),
     cfg.FloatOpt(
         'vnuioa_node_load', default=0.80, min=0.0, max=1.0,
@@ -79,9 +82,10 @@ def io_intensive(inst, threshold_rps):
     """Whether a guest is network-bound: as its flavor says, else measured.
 
     ``hw:numa_io_intensity=high`` or ``low`` is the operator's word for
-    it, and holds whatever the rate (a guest whose traffic bypasses the
-    host's counters, an SR-IOV VF, reads as silent); ``auto`` is the
-    seed's rule on the measured rate.
+    it, and holds whatever the rate (a guest whose traffic no host counter
+    sees, a whole passed-through NIC or a VF whose PF keeps no per-VF
+    counters, reads as silent); ``auto`` is the seed's rule on the
+    measured rate.
     """
     if inst.io_intensity == 'high':
         return True

@@ -17,6 +17,7 @@ import datetime
 
 from oslo_versionedobjects import fields
 
+from nova_numa_policy import backend
 from nova_numa_policy.conf import reports as reports_conf
 from nova_numa_policy import locality
 from nova_numa_policy.objects import base
@@ -54,6 +55,9 @@ APPLIED_POLICY_VALUES = tuple(
 ) + (APPLIED_NONE,)
 ACCESS_CLASSES = ('low', 'moderate', 'high')
 LOCALITY_SIGNALS = locality.SIGNALS
+# What a host may say it measures (HostReport.measurements).
+MEASUREMENTS = LOCALITY_SIGNALS + (backend.MEASURE_CPU_WAIT,
+                                   backend.MEASURE_INTERFACE_TRAFFIC)
 # How an agent's plan for an instance ended (execution.ENDINGS).
 ENFORCEMENT_ENDINGS = ('applied', 'rolled back', 'undo pending',
                        'roll back abandoned', 'gone', 'dry run')
@@ -103,7 +107,8 @@ class NumaInstanceReport(base.NumaPolicyObject):
 
     # Version 1.0: initial version
     # Version 1.1: enforcement
-    VERSION = '1.1'
+    # Version 1.2: cpu_wait
+    VERSION = '1.2'
 
     fields = {
         'uuid': fields.UUIDField(),
@@ -121,13 +126,16 @@ class NumaInstanceReport(base.NumaPolicyObject):
         # How the agent's last plan for the instance ended (one of
         # ENFORCEMENT_ENDINGS), None while it had none to carry out.
         'enforcement': fields.StringField(nullable=True),
+        # The share of its vCPUs' time over the last period spent waiting
+        # for a host CPU (run-queue delay), None when not measured.
+        'cpu_wait': fields.FloatField(nullable=True),
     }
 
     DEFAULTS = {'requested_policy': None, 'applied_policy': APPLIED_NONE,
                 'memory_mb_per_node': {}, 'vcpu_cpus': [], 'io_rate': 0.0,
                 'io_intensive': False, 'access_class': None,
-                'enforcement': None}
-    ADDED_IN = {'enforcement': '1.1'}
+                'enforcement': None, 'cpu_wait': None}
+    ADDED_IN = {'enforcement': '1.1', 'cpu_wait': '1.2'}
 
 
 @base.NumaPolicyObjectRegistry.register
@@ -137,7 +145,8 @@ class NumaHostReport(base.NumaPolicyObject):
     # Version 1.0: initial version
     # Version 1.1: boot_id; NumaInstanceReport 1.1
     # Version 1.2: locality_signal
-    VERSION = '1.2'
+    # Version 1.3: measurements; NumaInstanceReport 1.2
+    VERSION = '1.3'
 
     fields = {
         'host': fields.StringField(),
@@ -159,18 +168,23 @@ class NumaHostReport(base.NumaPolicyObject):
         # The memory-locality signal the host measures (one of
         # LOCALITY_SIGNALS), None when it measures none.
         'locality_signal': fields.StringField(nullable=True),
+        # Everything the host measures of its guests (MEASUREMENTS
+        # values): its locality signal, run-queue delay, traffic.
+        'measurements': fields.ListOfStringsField(),
     }
 
     # The version of each child class that a given report version carries.
     obj_relationships = {
         'numa_nodes': [('1.0', '1.0')],
         'nics': [('1.0', '1.0')],
-        'instances': [('1.0', '1.0'), ('1.1', '1.1')],
+        'instances': [('1.0', '1.0'), ('1.1', '1.1'), ('1.3', '1.2')],
     }
 
     DEFAULTS = {'nics': [], 'instances': [], 'enforceable_policies': [],
-                'boot_id': None, 'locality_signal': None}
-    ADDED_IN = {'boot_id': '1.1', 'locality_signal': '1.2'}
+                'boot_id': None, 'locality_signal': None,
+                'measurements': []}
+    ADDED_IN = {'boot_id': '1.1', 'locality_signal': '1.2',
+                'measurements': '1.3'}
 
     CHILDREN = {'numa_nodes': NumaNodeReport, 'nics': NumaNicReport,
                 'instances': NumaInstanceReport}

@@ -218,6 +218,9 @@ def check_host(data):
     signal = data.get('locality_signal')
     _require(signal is None or signal in schema.LOCALITY_SIGNALS,
              'unknown locality signal %.40r', signal)
+    unknown = set(data.get('measurements', ())).difference(
+        schema.MEASUREMENTS)
+    _require(not unknown, 'unknown measurements %.80r', sorted(unknown))
 
 
 def _check_node(node, node_count):
@@ -259,6 +262,9 @@ def _check_instance(instance, known_nodes, host_cpus):
              'instance %s: unknown access class %.40r', uuid, access)
     _require(0 <= instance['io_rate'] <= schema.MAX_IO_RATE,
              'instance %s: io_rate must be 0 to %s', uuid, schema.MAX_IO_RATE)
+    wait = instance.get('cpu_wait')
+    _require(wait is None or 0.0 <= wait <= 1.0,
+             'instance %s: cpu_wait must be between 0.0 and 1.0', uuid)
     ending = instance['enforcement']
     _require(ending is None or ending in schema.ENFORCEMENT_ENDINGS,
              'instance %s: unknown enforcement ending %.40r', uuid, ending)

@@ -111,6 +111,10 @@ SCHEMAS['HostExplanation'] = _object({
                         'description': 'The memory-locality signal the '
                         'host measures (access-counters, hinting-faults); '
                         'null when none. Carrefour and auto need one.'},
+    'measurements': {'type': 'array', 'items': {'type': 'string'},
+                     'description': 'Everything the host measures of its '
+                     'guests: its locality signal, cpu-wait (run-queue '
+                     'delay), interface-traffic; empty without a report.'},
     'passed': {'type': 'boolean',
                'description': 'Whether the host passes every filter.'},
     'filters': {'type': 'array', 'items': _ref('FilterVerdict')},

@@ -132,6 +132,7 @@ def host_explanation(explanation):
         'hypervisor_hostname': explanation.nodename,
         'report_age': explanation.report_age,
         'locality_signal': explanation.locality_signal,
+        'measurements': list(explanation.measurements),
         'passed': explanation.passed,
         'filters': [_verdict(name, verdict)
                     for name, verdict in explanation.verdicts.items()],

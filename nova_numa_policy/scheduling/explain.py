@@ -28,6 +28,8 @@ class HostExplanation:
     # The memory-locality signal the host's report names (None: none,
     # or no report).
     locality_signal: str | None
+    # Everything the host's report says it measures, sorted.
+    measurements: tuple
     verdicts: dict  # filter name -> scoring.Verdict
     # weigher name -> raw weight as the weigher computes it, or None
     # when the weigher gives every host the same weight for this request.
@@ -66,6 +68,8 @@ def explain(flavor, snapshot, settings, now, hosts=(), physnets=(),
             else now - summary.generated_at,
             locality_signal=None if summary is None
             else summary.locality_signal,
+            measurements=() if summary is None
+            else tuple(sorted(summary.measurements)),
             verdicts={name: fn(request, summary, settings, now)
                       for name, fn in FILTERS},
             weights={name: weights[name][i] for name, _ in WEIGHERS})

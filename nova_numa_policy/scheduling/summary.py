@@ -42,6 +42,9 @@ class HostSummary:
     # What the host measures of memory locality (None: nothing, or an
     # agent before report 1.2).
     locality_signal: str | None = None
+    # Everything the host measures of its guests (report 1.3's
+    # measurements; empty from older agents).
+    measurements: frozenset = frozenset()
     # Derived answers about this summary, filled by the scheduler plugins
     # (placement_filters/assessors.py). Not part of the value: a new
     # report brings a new summary with an empty memo, and
@@ -127,7 +130,8 @@ def summarize(data, io_rate):
         largest_node_cpus=max(node.cpus for node in nodes),
         largest_node_mb=max(node.total_mb for node in nodes),
         boot_id=data['boot_id'],
-        locality_signal=data['locality_signal'])
+        locality_signal=data['locality_signal'],
+        measurements=frozenset(data['measurements']))
 
 
 def projected_load(node, vcpus):

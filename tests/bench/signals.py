@@ -1,14 +1,16 @@
-"""Reading the locality signal of 100 guests: CPU time per period.
+"""Reading the signals of 100 guests: CPU time per period.
 
 Each guest is a real process with two threads named as qemu names vCPU
 threads (``CPU <n>/KVM``); the kernel writes their ``sched`` files (on
-this one-node host their ``numa_faults`` lines say node 0). Side by
-side in one run: the backend's reading (:meth:`LibvirtBackend._sampled`:
-the vCPU threads listed once, then each period their files read, parsed,
-added per node and turned into per-vCPU penalties) and the bare reads of
-the same files. Target: <= 17.5 ms of CPU per period for 100 guests
-(0.35 % of one core at a 5 s period); the ratio to the bare reads says
-what the parsing costs.
+this one-node host their ``numa_faults`` lines say node 0) and their
+``schedstat`` files. Side by side in one run: the backend's reading
+(:meth:`LibvirtBackend._sampled`: the vCPU threads listed once, then
+each period their ``sched`` files read, parsed, added per node and
+turned into per-vCPU penalties; and :meth:`LibvirtBackend._cpu_wait`:
+their ``schedstat`` files read and turned into the period's waiting
+share) and the bare reads of the same files. Target: <= 17.5 ms of CPU
+per period for 100 guests (0.35 % of one core at a 5 s period); the
+ratio to the bare reads says what the parsing costs.
 """
 
 import argparse
@@ -55,8 +57,9 @@ def _start_guests(count):
 def _bare(pids, threads):
     for pid in pids:
         for tid in threads[pid]:
-            with open(f'/proc/{pid}/task/{tid}/sched') as f:
-                f.read()
+            for name in ('sched', 'schedstat'):
+                with open(f'/proc/{pid}/task/{tid}/{name}') as f:
+                    f.read()
 
 
 def _cpu_ms(func, periods):
@@ -81,6 +84,7 @@ def measure(count, periods):
         def ours():
             for pid in pids:
                 reader._sampled(pid, str(pid), topology, cpus)
+                reader._cpu_wait(pid, str(pid), VCPUS)
 
         ours()  # lists each guest's vCPU threads once, as the agent does
         return _cpu_ms(ours, periods), _cpu_ms(
@@ -97,7 +101,8 @@ def main(argv=None):
     parser.add_argument('--periods', type=int, default=30)
     args, _ = parser.parse_known_args(argv)
     ours, bare = measure(args.guests, args.periods)
-    print(f'locality signal: {args.guests} guests x {VCPUS} vCPU threads, '
+    print(f'signals (hinting faults, vCPU wait): {args.guests} guests x '
+          f'{VCPUS} vCPU threads, '
           f'median CPU per period {ours:.2f} ms (budget {CPU_BUDGET_MS} '
           f'ms, {ours / 50:.3f} % of a core at a 5 s period); bare reads '
           f'of the same files {bare:.2f} ms; ratio {ours / bare:.2f}')

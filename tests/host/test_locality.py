@@ -160,6 +160,56 @@ class HintingFaultSignalTest(_MemoryWriterTest):
                       "['access-counters']", log)
 
 
+class VcpuWaitTest(_MemoryWriterTest):
+    """Run-queue delay: the writer's vCPU, alone, then sharing its CPU."""
+
+    def kernel_wait_share(self, guest, seconds=3):
+        """The vCPU thread's waiting share, from the kernel's schedstat."""
+        path = f'/proc/{guest.pid}/task/{self.vcpu(guest).tid}/schedstat'
+
+        def times():
+            ran, waited = self.lab.run(f'cat {path}').stdout.split()[:2]
+            return int(ran), int(waited)
+
+        before = times()
+        time.sleep(seconds)
+        after = times()
+        ran, waited = after[0] - before[0], after[1] - before[1]
+        return waited / (ran + waited)
+
+    def hog(self, cpu):
+        """A busy loop on ``cpu`` at the highest priority, until the end."""
+        self.lab.run(f"nice -n -19 taskset -c {cpu} sh -c ': lab-hog; "
+                     f"while :; do :; done' >/dev/null 2>&1 &")
+        self.addCleanup(self.lab.run, "pkill -f '[l]ab-hog' || true")
+
+    def test_a_vcpu_sharing_its_cpu_is_reported_waiting(self):
+        # The guest's vCPU pinned to one CPU, then a busy loop at the
+        # highest priority on that CPU beside it.
+        guest = self.start_writer()
+        cpu = min(self.node_cpus(0))
+        self.lab.run(f'virsh -c qemu:///system vcpupin {guest.name} 0 {cpu} '
+                     f'--live')
+        kernel_alone = self.kernel_wait_share(guest)
+        (report,), _, _ = self.run_agent()
+        self.assertIn('cpu-wait', report.measurements)
+        self.assertIn('interface-traffic', report.measurements)
+        alone = self.reported(report, guest).cpu_wait
+        self.hog(cpu)
+        kernel_shared = self.kernel_wait_share(guest)
+        (report,), _, _ = self.run_agent()
+        shared = self.reported(report, guest).cpu_wait
+        self.addDetail('shares', base.text(
+            f'kernel alone {kernel_alone}, agent alone {alone}; kernel '
+            f'sharing {kernel_shared}, agent sharing {shared}'))
+        # Alone, the vCPU thread waits little (the agent's own run is the
+        # only other work near it); beside the busy loop it waits nearly
+        # whenever it could run, in the kernel's figures and the agent's.
+        self.assertLess(alone, 0.5)
+        self.assertGreater(kernel_shared, 0.8)
+        self.assertGreater(shared, 0.8)
+
+
 class CarrefourOnHintingFaultsTest(_MemoryWriterTest):
 
     def open_node0_to_the_emulator_only(self, guest):

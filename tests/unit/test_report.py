@@ -21,17 +21,17 @@ VERSION = 'nova_numa_policy_object.version'
 # The fingerprint of every object: a change to an object's fields without
 # a version bump fails here, so no report silently changes on the wire.
 OBJECT_FINGERPRINTS = {
-    'NumaHostReport': '1.2-ac795b0dcdd759af7be0765c56cb006e',
+    'NumaHostReport': '1.3-3f190539753441ce04f4fe7d705e2f61',
     'NumaNodeReport': '1.0-f78e3f67dd4a4d3fbba359d03bf22c11',
     'NumaNicReport': '1.0-35807ac8be78b380438ee8177f88e6ed',
-    'NumaInstanceReport': '1.1-49fbfcef3ecb7debd228c2c7ff5f3d2c',
+    'NumaInstanceReport': '1.2-66b3be3b5de3561cd7d79820bee79994',
 }
 
 
 class FutureHostReport(report_obj.NumaHostReport):
-    """What a newer agent would send: version 1.3 with one more field."""
+    """What a newer agent would send: version 1.4 with one more field."""
 
-    VERSION = '1.3'
+    VERSION = '1.4'
     fields = dict(report_obj.NumaHostReport.fields,
                   power_watts=fields.IntegerField())
     DEFAULTS = dict(report_obj.NumaHostReport.DEFAULTS, power_watts=0)
@@ -42,7 +42,7 @@ class FutureHostReport(report_obj.NumaHostReport):
 
     def obj_make_compatible(self, primitive, target_version):
         super().obj_make_compatible(primitive, target_version)
-        if target_version in ('1.0', '1.1', '1.2'):
+        if target_version in ('1.0', '1.1', '1.2', '1.3'):
             primitive.pop('power_watts', None)
 
 
@@ -104,7 +104,7 @@ class VersionCompatibilityTest(testtools.TestCase):
 
     def test_current_consumer_reads_a_newer_minor_report(self):
         primitive = report_wire.dump_report(_future_report())
-        self.assertEqual('1.3', primitive[VERSION])
+        self.assertEqual('1.4', primitive[VERSION])
         back = report_wire.load_report(primitive)
         self.assertIsInstance(back, report_obj.NumaHostReport)
         self.assertNotIn('power_watts', back.fields)
@@ -164,6 +164,36 @@ class VersionCompatibilityTest(testtools.TestCase):
         exc = self.assertRaises(exception.MalformedReport,
                                 report_wire.load_report, primitive)
         self.assertIn('locality signal', str(exc))
+
+    def test_pinned_to_1_2_the_report_loses_measurements_and_waits(self):
+        report = report_factory.make_report(
+            measurements=['cpu-wait', 'hinting-faults'])
+        primitive = report_wire.dump_report(report, target_version='1.2')
+        self.assertNotIn('measurements', primitive[DATA])
+        instance = primitive[DATA]['instances'][0]
+        self.assertEqual('1.1', instance[VERSION])
+        self.assertNotIn('cpu_wait', instance[DATA])
+        back = report_wire.load_report(primitive)
+        self.assertEqual([], back.measurements)
+        self.assertIsNone(back.instances[0].cpu_wait)
+        back = report_wire.load_report(report_wire.dump_report(report))
+        self.assertEqual(['cpu-wait', 'hinting-faults'], back.measurements)
+        self.assertEqual(0.05, back.instances[0].cpu_wait)
+
+    def test_an_unknown_measurement_is_malformed(self):
+        primitive = report_wire.dump_report(report_factory.make_report())
+        primitive[DATA]['measurements'] = ['cpu-wait', 'tea-leaves']
+        exc = self.assertRaises(exception.MalformedReport,
+                                report_wire.load_report, primitive)
+        self.assertIn('tea-leaves', str(exc))
+
+    def test_a_wait_share_outside_0_to_1_is_malformed(self):
+        for wait in (-0.1, 1.5):
+            primitive = report_wire.dump_report(report_factory.make_report())
+            primitive[DATA]['instances'][0][DATA]['cpu_wait'] = wait
+            exc = self.assertRaises(exception.MalformedReport,
+                                    report_wire.load_report, primitive)
+            self.assertIn('cpu_wait', str(exc))
 
     def test_newer_nested_object_drops_its_new_fields(self):
         primitive = report_wire.dump_report(report_factory.make_report())

@@ -79,6 +79,7 @@ def summary(host):
         host.observe(), host=host.name, hypervisor_hostname=host.name,
         seq=host.seq, period=host.period_s,
         capabilities=host.capabilities(), now=sim_time(host.now),
-        locality_signal=host.locality_signal())
+        locality_signal=host.locality_signal(),
+        measurements=host.measurements())
     data = report_wire.load_report_data(report_wire.dump_report(report))
     return summary_mod.summarize(data, IO_INTENSIVE_RATE)

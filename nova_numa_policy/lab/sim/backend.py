@@ -94,6 +94,12 @@ class SimulatedBackend(backend.Backend):
     def locality_signal(self):
         return self.signal
 
+    def measurements(self):
+        # Each guest's request rate and its vCPUs' share of their CPUs are
+        # simulated, as a Linux host reads them.
+        return super().measurements() | {backend.MEASURE_INTERFACE_TRAFFIC,
+                                         backend.MEASURE_CPU_WAIT}
+
     def topology(self):
         return self.host.to_topology()
 
@@ -337,6 +343,7 @@ class SimulatedBackend(backend.Backend):
             vcpu_affinity=tuple(vm.vcpu_affinity),
             vcpu_time_ns=tuple(int(x) for x in vm.vcpu_time_ns),
             io_rate=float(result.vm_io_rate[index]),
+            cpu_wait=float(result.vm_cpu_wait[index]),
             accesses_per_node=accesses, vcpu_penalty=penalty,
             access_signal=self.signal if accesses is not None else None,
             memory_mb=vm.memory_mb, memory_mode=mode,

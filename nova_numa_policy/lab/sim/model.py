@@ -38,6 +38,9 @@ class Result:
     mc_util: np.ndarray  # per node
     port_util: np.ndarray  # per node
     cpu_load: np.ndarray  # per node, busy fraction of its CPUs
+    # Per guest, the share of its vCPUs' time spent waiting for a CPU
+    # they share with other vCPUs (what a host reads as run-queue delay).
+    vm_cpu_wait: np.ndarray
 
 
 def _miss_ratio(ws, llc):
@@ -174,7 +177,8 @@ def evaluate(host, vms):
     if not vms:
         zeros = np.zeros(n)
         return Result(np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0),
-                      np.zeros((0, n)), np.zeros(0), zeros, zeros, zeros)
+                      np.zeros((0, n)), np.zeros(0), zeros, zeros, zeros,
+                      np.zeros(0))
     a = _Arrays(host, vms)
     s = _Solver(host, a)
     lm, stall, time, mc_u, port_u, r_mem = s.solve()
@@ -189,7 +193,10 @@ def evaluate(host, vms):
     # Every simulated vCPU is busy; a node is loaded by the vCPUs on it.
     on_node = np.bincount(a.node, minlength=n)
     cpu_load = np.minimum(1.0, on_node / host.cpus_per_node)
+    cpu_wait = np.bincount(a.vm_of, weights=1.0 - s.share,
+                           minlength=n_vm) / counts
     return Result(vm_throughput=vm_tp, vcpu_throughput=vcpu_tp,
                   vcpu_penalty=stall, vcpu_mem_latency=lm,
                   vm_accesses=accesses, vm_io_rate=a.io_rate * vm_tp,
-                  mc_util=mc_u, port_util=port_u, cpu_load=cpu_load)
+                  mc_util=mc_u, port_util=port_u, cpu_load=cpu_load,
+                  vm_cpu_wait=cpu_wait)

@@ -10,10 +10,11 @@ from nova_numa_policy.osc.v1 import common
 
 FIELDS = ('host', 'passed', 'failures', 'weights', 'report_age',
           'locality_signal')
-LONG_FIELDS = FIELDS + ('filters',)
+LONG_FIELDS = FIELDS + ('measurements', 'filters')
 HEADERS = {'host': 'Host', 'passed': 'Passed', 'failures': 'Failed Filters',
            'weights': 'Weights', 'report_age': 'Report Age (s)',
-           'locality_signal': 'Locality Signal', 'filters': 'Filters'}
+           'locality_signal': 'Locality Signal',
+           'measurements': 'Measurements', 'filters': 'Filters'}
 
 
 def _verdict_text(verdict):
@@ -43,11 +44,13 @@ class WeightsColumn(columns.FormattableColumn):
 def _row(host, fields):
     item = dict(host, failures=[f for f in host['filters']
                                 if not f['passed']])
+    # An API from before measurements were reported says nothing of them.
+    item.setdefault('measurements', [])
     if item['report_age'] is not None:
         item['report_age'] = round(item['report_age'], 1)
     return common.rows([item], fields, {
         'failures': VerdictsColumn, 'filters': VerdictsColumn,
-        'weights': WeightsColumn})[0]
+        'weights': WeightsColumn, 'measurements': common.ListColumn})[0]
 
 
 class Explain(command.Lister):

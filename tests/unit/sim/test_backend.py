@@ -40,6 +40,20 @@ class SimulatedBackendTest(testtools.TestCase):
         self.assertEqual(24, len(inst.vcpu_penalty))
         self.assertEqual(8, len(inst.accesses_per_node))
 
+    def test_vcpus_sharing_a_cpu_wait_for_it(self):
+        sim = _sim()
+        vm = sim.vm('master-slave-0')
+        self.assertIn(backend.MEASURE_CPU_WAIT, sim.measurements())
+
+        def wait():
+            return {i.uuid: i.cpu_wait
+                    for i in sim.observe().instances}[vm.uuid]
+
+        self.assertEqual(0.0, wait())
+        # Two of its 24 vCPUs on one CPU: each gets half of it.
+        sim.pin_vcpu(vm.uuid, 1, frozenset({int(vm.vcpu_cpus[0])}))
+        self.assertAlmostEqual(2 * 0.5 / 24, wait())
+
     def test_move_pages_moves_and_returns_the_count(self):
         sim = _sim()
         vm = sim.vm('master-slave-0')
