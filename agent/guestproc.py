@@ -13,11 +13,24 @@ import os
 PID_DIR = 'run/libvirt/qemu'
 
 
+# A process (or thread) may end between listing it and reading its files.
+_GONE = (FileNotFoundError, ProcessLookupError, NotADirectoryError)
+
+
 def _read(path):
     try:
         with open(path, 'rb') as f:
             return f.read()
-    except (FileNotFoundError, ProcessLookupError, NotADirectoryError):
+    except _GONE:
+        return None
+
+
+def read_text(path):
+    """A /proc (or sysfs) file's text, or None where it is gone."""
+    try:
+        with open(path) as f:
+            return f.read()
+    except _GONE:
         return None
 
 

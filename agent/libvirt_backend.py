@@ -452,7 +452,8 @@ class LibvirtBackend(backend.Backend):
         self._waits = {u: w for u, w in self._waits.items() if u in live}
         return backend.HostSnapshot(
             topology=topology, usage=self._usage(topology),
-            instances=tuple(instances), taken_at=self._clock())
+            instances=tuple(instances), taken_at=self._clock(),
+            locality_signal=signal)
 
     def _act(self, dom, what, func, *args):
         try:

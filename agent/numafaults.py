@@ -25,6 +25,8 @@ import dataclasses
 import os
 import re
 
+from agent import guestproc
+
 SYSCTL = 'proc/sys/kernel/numa_balancing'
 # kernel.numa_balancing is a bit mask; only this bit samples DRAM nodes
 # (the memory-tiering bit alone scans slow tiers only).
@@ -75,17 +77,9 @@ def add(threads):
     return total
 
 
-def _read(path):
-    try:
-        with open(path) as f:
-            return f.read()
-    except (FileNotFoundError, ProcessLookupError, NotADirectoryError):
-        return None
-
-
 def balancing_mode(root='/'):
     """``kernel.numa_balancing``, or None on a kernel without it."""
-    text = _read(os.path.join(root, SYSCTL))
+    text = guestproc.read_text(os.path.join(root, SYSCTL))
     try:
         return int(text)
     except (TypeError, ValueError):
@@ -109,7 +103,7 @@ def vcpu_threads(root, pid):
         return {}
     threads = {}
     for tid in tids:
-        comm = _read(os.path.join(task_dir, tid, 'comm'))
+        comm = guestproc.read_text(os.path.join(task_dir, tid, 'comm'))
         vcpu = vcpu_of(comm) if comm is not None else None
         if vcpu is not None:
             threads[int(tid)] = vcpu
@@ -124,8 +118,8 @@ def read(root, pid, threads):
     """
     found = []
     for tid, vcpu in sorted(threads.items(), key=lambda item: item[1]):
-        text = _read(os.path.join(root, 'proc', str(pid), 'task', str(tid),
-                                  'sched'))
+        text = guestproc.read_text(os.path.join(
+            root, 'proc', str(pid), 'task', str(tid), 'sched'))
         if text is not None:
             found.append(parse_sched(text, vcpu))
     return found

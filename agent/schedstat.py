@@ -16,6 +16,8 @@ path so tests read fixture trees.
 
 import os
 
+from agent import guestproc
+
 SELF = 'proc/self/schedstat'
 
 
@@ -30,17 +32,9 @@ def parse(text):
         return None
 
 
-def _read(path):
-    try:
-        with open(path) as f:
-            return f.read()
-    except (FileNotFoundError, ProcessLookupError, NotADirectoryError):
-        return None
-
-
 def available(root='/'):
     """Whether this kernel keeps run-queue delay per thread."""
-    text = _read(os.path.join(root, SELF))
+    text = guestproc.read_text(os.path.join(root, SELF))
     return text is not None and parse(text) is not None
 
 
@@ -53,8 +47,8 @@ def read(root, pid, tids):
     """
     ran = waited = 0
     for tid in tids:
-        text = _read(os.path.join(root, 'proc', str(pid), 'task', str(tid),
-                                  'schedstat'))
+        text = guestproc.read_text(os.path.join(
+            root, 'proc', str(pid), 'task', str(tid), 'schedstat'))
         times = parse(text) if text is not None else None
         if times is None:
             return None

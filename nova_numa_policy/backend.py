@@ -151,6 +151,9 @@ class HostSnapshot:
     instances: tuple[InstanceState, ...]
     # Monotonic seconds when the snapshot was taken.
     taken_at: float
+    # The host's locality signal when observed (Backend.locality_signal):
+    # a host fact, known before the kernel has sampled any one guest.
+    locality_signal: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)

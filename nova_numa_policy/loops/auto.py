@@ -126,6 +126,20 @@ def _act(topology, inst, policy, interleaved, config):
     return []
 
 
+def _may_interleave(inst):
+    """Whether the guest's class may lead to interleaving its memory.
+
+    Only on counted accesses. Where the kernel balances (its hinting
+    faults are the signal) it would gather the spread pages again; where
+    nothing was measured for the guest yet (the kernel has not sampled
+    it, or the host measures nothing) the class comes from memory per
+    node, which cannot tell a hot page from a cold one, and a choice
+    only goes up until it is revisited.
+    """
+    return (inst.access_signal is not None
+            and not locality.kernel_balances(inst.access_signal))
+
+
 def _next_choice(current, proposed, config):
     if current is not None and RANK[proposed] < RANK[current.value]:
         proposed = current.value  # only upwards between revisits
@@ -179,8 +193,7 @@ class Auto(base.Strategy):
                 done.discard(uuid)
                 age[uuid] = 0
             proposed = classify(measured_imbalance(topo, inst), config)
-            if (proposed == IL_CARREFOUR
-                    and locality.kernel_balances(inst.access_signal)):
+            if proposed == IL_CARREFOUR and not _may_interleave(inst):
                 proposed = FT_CARREFOUR
             choice[uuid] = _next_choice(choice.get(uuid), proposed, config)
             policy = choice[uuid].value

@@ -26,9 +26,11 @@ Adaptations, each for a stated reason:
   affinity change;
 * a vCPU whose affinity someone else narrowed (nova, vNUIOA) is left
   alone, so two loops never pull one vCPU back and forth;
-* a network-bound guest (vNUIOA's rule) whose penalty comes from hinting
-  faults is left alone: the samples see its memory, not its NIC, and
-  would draw its vCPUs toward the one and away from the other.
+* a network-bound guest (vNUIOA's rule) whose penalty is not counted
+  stall time (it comes from hinting faults, or from the distance proxy
+  while nothing was sampled yet) is left alone: both see its memory, not
+  its NIC, and would draw its vCPUs toward the one and away from the
+  other.
 
 The random draws come from a generator seeded from the runner's seed and
 the period number, so decisions are reproducible.
@@ -153,8 +155,16 @@ def update(prev, node, sample, proxy, config):
 
 
 def blind_to_its_nic(inst, config):
-    """A network-bound guest whose penalty is sampled memory distance."""
-    return (locality.is_sampled(inst.access_signal)
+    """A network-bound guest whose penalty is not counted stall time.
+
+    Sampled hinting faults and the distance proxy both measure how far
+    its memory is, never how far its NIC is: either would draw its vCPUs
+    toward the one and away from the other.
+    """
+    counted = (inst.vcpu_penalty is not None
+               and inst.access_signal is not None
+               and not locality.is_sampled(inst.access_signal))
+    return (not counted
             and vnuioa.io_intensive(inst, config.io_threshold_rps))
 
 

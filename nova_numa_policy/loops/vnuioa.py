@@ -31,6 +31,7 @@ from oslo_config import cfg
 
 from nova_numa_policy import backend
 from nova_numa_policy.conf import base as conf_base
+from nova_numa_policy import locality
 from nova_numa_policy.loops import base
 from nova_numa_policy.loops import hysteresis
 
@@ -199,20 +200,45 @@ def _relief(topology, inst, io_intensive, current, counts, own, costs,
     return best if there > here * (1.0 + config.min_gain) else None
 
 
-def _choose(topology, inst, io_intensive, nic, counts, config, share=1.0):
+def left_to_the_kernel(snapshot, inst, io_intensive):
+    """Whether the kernel already brings this guest's memory to its vCPUs.
+
+    Where the kernel balances (hinting faults are the host's signal) it
+    moves a guest's default-policy memory toward the vCPUs that touch it.
+    NUMA-prior would move the vCPUs toward the memory at the same time,
+    the two chasing each other, and would act on samples taken before
+    the kernel's moves. Such a guest that is not network-bound is left
+    to the kernel, but for the load rule (:func:`_relief`), which the
+    kernel does not apply to pinned vCPUs. A network-bound one is not:
+    the kernel knows nothing of NICs.
+    """
+    return (not io_intensive
+            and locality.kernel_balances(snapshot.locality_signal)
+            and locality.kernel_balances_memory(inst.memory_mode))
+
+
+def _choose(topology, inst, io_intensive, nic, counts, config, share=1.0,
+            relief_only=False):
     """The best node with room, or the current one when none is better.
 
     First do no harm: a guest whose vCPUs already share one node is moved
     only to a node strictly better by the distance proxy, never sideways
     (a tie would cost it its cache and, if memory follows, its memory),
     unless its node is overloaded and leaving pays (:func:`_relief`).
-    ``share`` is the CPU share its vCPUs get where they run now.
+    ``share`` is the CPU share its vCPUs get where they run now;
+    ``relief_only``: the guest may only leave an overloaded node.
     """
     vnodes = base.vcpu_nodes(topology, inst)
     own = np.bincount(vnodes, minlength=len(topology.nodes))
     current = vnodes[0] if len(set(vnodes)) == 1 else None
     costs = _costs(topology, inst, io_intensive, nic)
     vcpus = len(inst.vcpu_cpus)
+    if relief_only:
+        # Nothing to pin where there is nothing to relieve: the kernel
+        # also moves unpinned threads toward their memory.
+        return None if current is None else _relief(
+            topology, inst, io_intensive, current, counts, own, costs,
+            share, config)
     for node in _candidates(topology, inst, io_intensive, nic, costs):
         if not base.node_cpus(topology, inst, node):
             continue  # nova allows the guest none of its CPUs
@@ -290,8 +316,9 @@ class Vnuioa(base.Strategy):
         stacks = _stacks(topo, snapshot)
         for inst in order:
             io = io_intensive(inst, config.io_threshold_rps)
+            kernels = left_to_the_kernel(snapshot, inst, io)
             choice = _choose(topo, inst, io, nic, counts, config,
-                             _share(inst, stacks))
+                             _share(inst, stacks), relief_only=kernels)
             if choice is None:
                 continue
             pins[inst.uuid] = hysteresis.update(pins.get(inst.uuid), choice,
@@ -307,7 +334,8 @@ class Vnuioa(base.Strategy):
             counts[node] += len(inst.vcpu_cpus)
             actions.extend(_pin(topo, inst, node, self._why(
                 inst, io, node, old_nodes, counts, topo, config)))
-            actions.extend(_memory(topo, inst, node, config, nic, io))
+            if not kernels:
+                actions.extend(_memory(topo, inst, node, config, nic, io))
         return actions, {'pins': pins}
 
     def forget(self, state, uuids):

@@ -117,7 +117,8 @@ class SimulatedBackend(backend.Backend):
             first = last
         return backend.HostSnapshot(topology=self.topology(), usage=usage,
                                     instances=tuple(instances),
-                                    taken_at=self.now)
+                                    taken_at=self.now,
+                                    locality_signal=self.signal)
 
     def apply(self, action):
         failure = self.failure(action) if self.failure else None

@@ -59,14 +59,16 @@ class AutoDecideTest(testtools.TestCase):
 class KernelBalancedSignalTest(testtools.TestCase):
     """A class measured from hinting faults, with the kernel balancing."""
 
-    def _choose(self, signal, periods=4):
+    def _choose(self, signal, periods=4, measured=True):
         topo = s.topology(nodes=4)
         strategy = auto.Auto()
         state = strategy.initial_state()
-        # Every sampled access on node 0, vCPUs on all four nodes: an
-        # imbalance of 173 %, interleave + Carrefour's class.
+        # Every sampled access (or, not measured, all memory) on node 0,
+        # vCPUs on all four nodes: an imbalance of 173 %, interleave +
+        # Carrefour's class.
         inst = s.instance(cpus=(0, 4, 8, 12), mem={0: 1024},
-                          acc={0: 4000}, signal=signal)
+                          acc={0: 4000} if measured else None,
+                          signal=signal if measured else None)
         for _ in range(periods):
             actions, state = strategy.decide(s.snapshot([inst], topo),
                                              state, auto.Config())
@@ -80,5 +82,12 @@ class KernelBalancedSignalTest(testtools.TestCase):
 
     def test_sampled_by_the_balancing_kernel_the_choice_stops_below(self):
         choice, actions = self._choose(locality.SIGNAL_HINTING_FAULTS)
+        self.assertEqual(auto.FT_CARREFOUR, choice)
+        self.assertFalse([a for a in actions if 'interleav' in a.reason])
+
+    def test_before_anything_is_measured_memory_alone_never_interleaves(self):
+        # The kernel has not sampled the guest yet: memory per node stands
+        # in, and a choice made on it would hold until the revisit.
+        choice, actions = self._choose(None, measured=False)
         self.assertEqual(auto.FT_CARREFOUR, choice)
         self.assertFalse([a for a in actions if 'interleav' in a.reason])

@@ -66,13 +66,16 @@ class BrmDecideTest(testtools.TestCase):
 class SampledNetworkBoundTest(testtools.TestCase):
     """Hinting faults see memory, not the NIC."""
 
-    def _decide(self, signal, io_rate):
+    def _decide(self, signal, io_rate, sampled=True):
         topo = s.topology()
         # vCPU on node 0, every sampled access on node 1: as memory
-        # distance alone, it should move.
-        inst = s.instance(cpus=(0,), mem={1: 1024}, acc={1: 5000},
-                          penalty=(1.0,), policy='first-touch',
-                          io_rate=io_rate, signal=signal)
+        # distance alone, it should move. Not sampled yet: the distance
+        # proxy says the same.
+        inst = s.instance(cpus=(0,), mem={1: 1024},
+                          acc={1: 5000} if sampled else None,
+                          penalty=(1.0,) if sampled else None,
+                          policy='first-touch', io_rate=io_rate,
+                          signal=signal if sampled else None)
         strategy = brm.Brm()
         state = strategy.initial_state()
         moved = []
@@ -85,6 +88,12 @@ class SampledNetworkBoundTest(testtools.TestCase):
     def test_a_network_bound_guest_is_left_to_vnuioa(self):
         self.assertEqual([], self._decide(locality.SIGNAL_HINTING_FAULTS,
                                           io_rate=5000.0))
+
+    def test_before_its_first_samples_too(self):
+        # The proxy is the distance to its memory, as blind to the NIC.
+        self.assertEqual([], self._decide(locality.SIGNAL_HINTING_FAULTS,
+                                          io_rate=5000.0, sampled=False))
+        self.assertTrue(self._decide(None, io_rate=10.0, sampled=False))
 
     def test_a_quiet_guest_still_follows_its_samples(self):
         self.assertTrue(self._decide(locality.SIGNAL_HINTING_FAULTS,

@@ -3,6 +3,7 @@ import dataclasses
 import testtools
 
 from nova_numa_policy import backend
+from nova_numa_policy import locality
 from nova_numa_policy.loops import vnuioa
 from tests.unit.loops import snapshots as s
 
@@ -138,3 +139,38 @@ class OverloadReliefTest(testtools.TestCase):
                                  config=vnuioa.Config(min_gain=min_gain)))
             self.assertEqual(moved, {u: n for u, n in pins.items() if n},
                              min_gain)
+
+
+class KernelBalancedHostTest(testtools.TestCase):
+    """Where the kernel balances, it brings memory to the vCPUs itself."""
+
+    def _decide(self, guests, signal=locality.SIGNAL_HINTING_FAULTS):
+        topo = s.topology(nodes=2, cpus=5)
+        snapshot = dataclasses.replace(s.snapshot(guests, topo),
+                                       locality_signal=signal)
+        actions, _ = vnuioa.Vnuioa().decide(snapshot, {}, vnuioa.Config())
+        return actions
+
+    def test_a_memory_bound_guest_is_left_to_the_kernel(self):
+        # vCPU on node 0, memory on node 1, nothing sampled yet: on
+        # counters NUMA-prior would follow the memory.
+        guest = s.instance('db', (0,), {1: 1024}, io_rate=100)
+        self.assertEqual([], self._decide([guest]))
+        self.assertEqual({'db': 1}, _pins(self._decide(
+            [guest], signal=locality.SIGNAL_COUNTERS)))
+
+    def test_memory_under_an_explicit_policy_is_not_the_kernels(self):
+        guest = dataclasses.replace(
+            s.instance('db', (0,), {1: 1024}, io_rate=100),
+            memory_mode='strict', memory_nodes=frozenset({1}))
+        self.assertEqual({'db': 1}, _pins(self._decide([guest])))
+
+    def test_a_network_bound_guest_still_goes_near_the_nic(self):
+        guest = s.instance('net', (5,), {1: 1024}, io_rate=600)
+        self.assertEqual({'net': 0}, _pins(self._decide([guest])))
+
+    def test_the_load_rule_still_applies(self):
+        # OverloadReliefTest's memory-bound case: one leaves node 0.
+        guests = _on([(0,), (0,), (1,), (2,), (3,), (4,)], io_rate=100)
+        self.assertEqual({'g0': 1}, {u: n for u, n in _pins(
+            self._decide(guests)).items() if n})
