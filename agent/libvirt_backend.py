@@ -126,6 +126,8 @@ class LibvirtBackend(backend.Backend):
         # threads' last measured window.
         self._waits = {}
         self._has_schedstat = None
+        # The vCPU threads' sched and schedstat files, kept open.
+        self._thread_files = guestproc.OpenFiles()
 
     def _conn(self):
         return self._connection.get()
@@ -284,7 +286,8 @@ class LibvirtBackend(backend.Backend):
         if pid is None:
             return []
         tids = self._vcpu_thread_ids(pid, uuid, vcpu_count)
-        threads = numafaults.read(self._root, pid, tids)
+        threads = numafaults.read(self._root, pid, tids,
+                                  self._thread_files.read_text)
         if len(threads) != len(tids):
             # A thread went (vCPU unplug, process restart): list again.
             self._vcpu_threads.pop(uuid, None)
@@ -302,7 +305,9 @@ class LibvirtBackend(backend.Backend):
         if pid is None or not self.cpu_wait_measured():
             return None
         tids = self._vcpu_thread_ids(pid, uuid, vcpu_count)
-        times = schedstat.read(self._root, pid, tids) if tids else None
+        times = (schedstat.read(self._root, pid, tids,
+                                self._thread_files.read_text)
+                 if tids else None)
         if times is None:
             self._vcpu_threads.pop(uuid, None)
             return None
@@ -450,6 +455,7 @@ class LibvirtBackend(backend.Backend):
         self._vcpu_threads = {u: t for u, t in self._vcpu_threads.items()
                               if u in live}
         self._waits = {u: w for u, w in self._waits.items() if u in live}
+        self._thread_files.sweep()
         return backend.HostSnapshot(
             topology=topology, usage=self._usage(topology),
             instances=tuple(instances), taken_at=self._clock(),

@@ -110,15 +110,16 @@ def vcpu_threads(root, pid):
     return threads
 
 
-def read(root, pid, threads):
+def read(root, pid, threads, read_text=guestproc.read_text):
     """Each of ``threads`` (``{tid: vCPU}``) :class:`ThreadFaults`.
 
     A thread gone since it was listed is left out; the caller lists the
-    threads again when one is missing.
+    threads again when one is missing. ``read_text``: how a file is read
+    (:class:`agent.guestproc.OpenFiles` keeps them open).
     """
     found = []
     for tid, vcpu in sorted(threads.items(), key=lambda item: item[1]):
-        text = guestproc.read_text(os.path.join(
+        text = read_text(os.path.join(
             root, 'proc', str(pid), 'task', str(tid), 'sched'))
         if text is not None:
             found.append(parse_sched(text, vcpu))

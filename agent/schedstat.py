@@ -38,16 +38,16 @@ def available(root='/'):
     return text is not None and parse(text) is not None
 
 
-def read(root, pid, tids):
+def read(root, pid, tids, read_text=guestproc.read_text):
     """(ran ns, waited ns) summed over the threads ``tids`` of ``pid``.
 
     None when any of them cannot be read (gone since it was listed): a
     sum over fewer threads than last period would look like time going
-    backwards.
+    backwards. ``read_text``: how a file is read.
     """
     ran = waited = 0
     for tid in tids:
-        text = guestproc.read_text(os.path.join(
+        text = read_text(os.path.join(
             root, 'proc', str(pid), 'task', str(tid), 'schedstat'))
         times = parse(text) if text is not None else None
         if times is None:

@@ -102,6 +102,8 @@ def measurement(inst, topology):
             inst.accesses_per_node)
     return {'signal': inst.access_signal,
             'local_share': None if share is None else round(share, 3),
+            'cpu_wait': None if inst.cpu_wait is None
+            else round(inst.cpu_wait, 3),
             'memory_mode': inst.memory_mode,
             'hands_off': inst.hands_off_reason}
 
@@ -151,6 +153,7 @@ def server_record(boot, api_instance, series, actions, auto_choice,
         'actions': actions,
         'signal': measured['signal'] if measured else None,
         'local_share': measured['local_share'] if measured else None,
+        'cpu_wait': measured['cpu_wait'] if measured else None,
         'held_back': held_back(actions, measured),
         'throughput': throughput(series),
     }
@@ -228,6 +231,8 @@ def _measured_text(server):
     signal = server['signal'] or 'nothing'
     if server['local_share'] is not None:
         signal += f", {server['local_share']:.0%} local"
+    if server.get('cpu_wait') is not None:
+        signal += f", vCPUs waiting for a CPU {server['cpu_wait']:.0%}"
     if server['held_back']:
         return f"{signal}; loops held back: {server['held_back']}"
     return f"{signal}; loops acted"

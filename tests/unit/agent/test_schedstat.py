@@ -16,6 +16,7 @@ import testtools
 from nova_numa_policy import backend
 from nova_numa_policy import reporting
 
+from agent import guestproc
 from agent import libvirt_backend
 from agent import schedstat
 from tests.unit.agent import base
@@ -165,3 +166,49 @@ class BackendWaitTest(base.TestDriverHostTest):
         self.assertIsNone(waits[base.NO_POLICY])
         self.assertEqual(['cpu-wait', 'interface-traffic'],
                          report.measurements)
+
+
+class OpenFilesTest(testtools.TestCase):
+    """Files kept open across periods, on this machine's kernel."""
+
+    def setUp(self):
+        super().setUp()
+        self.files = guestproc.OpenFiles(limit=2)
+        self.addCleanup(self.files.close)
+
+    def test_each_read_is_the_kernels_answer_now(self):
+        proc = _spinner(min(os.sched_getaffinity(0)))
+        self.addCleanup(proc.wait)
+        self.addCleanup(proc.kill)
+        path = f'/proc/{proc.pid}/task/{proc.pid}/schedstat'
+        first = schedstat.parse(self.files.read_text(path))
+        time.sleep(0.3)
+        second = schedstat.parse(self.files.read_text(path))
+        self.assertEqual(1, len(self.files))
+        self.assertGreater(second[0], first[0])
+
+    def test_a_file_of_a_thread_that_ended_reads_as_none_and_closes(self):
+        proc = subprocess.Popen([sys.executable, '-c',
+                                 'import time; time.sleep(30)'])
+        self.addCleanup(proc.wait)
+        path = f'/proc/{proc.pid}/task/{proc.pid}/schedstat'
+        self.assertIsNotNone(self.files.read_text(path))
+        proc.kill()
+        proc.wait()
+        self.assertIsNone(self.files.read_text(path))
+        self.assertEqual(0, len(self.files))
+
+    def test_files_not_read_since_the_last_sweep_are_closed(self):
+        me = f'/proc/self/task/{os.getpid()}'
+        self.files.read_text(f'{me}/schedstat')
+        self.files.read_text(f'{me}/sched')
+        self.files.sweep()
+        self.files.read_text(f'{me}/sched')
+        self.files.sweep()
+        self.assertEqual(1, len(self.files))
+
+    def test_beyond_the_limit_a_file_is_read_without_being_kept(self):
+        me = f'/proc/self/task/{os.getpid()}'
+        for name in ('schedstat', 'sched', 'stat'):
+            self.assertTrue(self.files.read_text(f'{me}/{name}'))
+        self.assertEqual(2, len(self.files))

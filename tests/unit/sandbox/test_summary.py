@@ -8,10 +8,11 @@ from nova_numa_policy import locality
 from tests.unit.loops import snapshots as s
 
 
-def _measured(acc=None, mode=None, hands_off=None, cpus=(0, 1)):
+def _measured(acc=None, mode=None, hands_off=None, cpus=(0, 1),
+              cpu_wait=None):
     inst = backend.InstanceState(
         uuid='vm', requested_policy='auto', vcpu_cpus=cpus,
-        accesses_per_node=acc,
+        accesses_per_node=acc, cpu_wait=cpu_wait,
         access_signal=locality.SIGNAL_HINTING_FAULTS if acc else None,
         memory_mode=mode, hands_off_reason=hands_off)
     return summary.measurement(inst, s.topology())
@@ -51,4 +52,16 @@ class HeldBackTest(testtools.TestCase):
                          "its vCPUs' nodes", record['held_back'])
         self.assertEqual('hinting-faults, 95% local; loops held back: '
                          + record['held_back'],
+                         summary._measured_text(record))
+
+    def test_the_text_says_how_long_its_vcpus_waited_when_measured(self):
+        record = summary.server_record(
+            {'name': 'auto-1', 'uuid': 'vm', 'flavor': 'np.auto',
+             'extra_specs': (), 'profile': 'master-slave',
+             'status': 'ACTIVE', 'host': 'compute1', 'hosts': {}},
+            None, [0.5, 0.5], {'carrefour': 1}, None,
+            _measured({0: 950, 1: 50}, cpu_wait=0.25))
+        self.assertEqual(0.25, record['cpu_wait'])
+        self.assertEqual('hinting-faults, 95% local, vCPUs waiting for a '
+                         'CPU 25%; loops acted',
                          summary._measured_text(record))
