@@ -16,11 +16,12 @@ Adaptations, each for a stated reason:
   to the guest's memory and sibling vCPUs (NUMA distances of the host);
   estimates are refreshed every ``reset_periods``, the seed's periodic
   reset that forces re-exploration;
-* without a measured penalty (no ``vcpu_penalty``, or none for this
-  vCPU: the kernel sampled none of its accesses) the sample itself is
-  that distance proxy at the current node; from hinting faults the
-  measured penalty is the distance its sampled accesses travel
-  (:func:`nova_numa_policy.locality.remote_penalty`);
+* on a host that measures nothing the sample itself is that distance
+  proxy at the current node; on a host with a signal a vCPU without a
+  measured penalty (the kernel sampled none of its accesses yet) waits
+  for one, since the kernel is moving its memory meanwhile; from hinting
+  faults the measured penalty is the distance its sampled accesses
+  travel (:func:`nova_numa_policy.locality.remote_penalty`);
 * load balancing overrides: a move to a node with no free CPU is skipped;
 * the destination goes through the pin count (seed 004) like every
   affinity change;
@@ -119,12 +120,26 @@ def _proxies(dist, mem, nodes):
     return 0.5 * to_mem + 0.5 * to_peers - 1.0
 
 
-def _sample(inst, vcpu, proxy, node):
+def _measured(inst, vcpu):
+    """The vCPU's measured penalty, or None."""
     measured = inst.vcpu_penalty
     if (measured is not None and vcpu < len(measured)
             and measured[vcpu] is not None):
         return float(measured[vcpu])
-    return float(proxy[node])
+    return None
+
+
+def _sample(inst, vcpu, proxy, node, host_measures=False):
+    """This period's penalty sample of the vCPU, or None to wait.
+
+    The distance proxy stands in only on a host that measures nothing.
+    Where the kernel balances, an unsampled vCPU's memory is on its way
+    to it: moving the vCPU toward that memory would chase the kernel.
+    """
+    measured = _measured(inst, vcpu)
+    if measured is not None:
+        return measured
+    return None if host_measures else float(proxy[node])
 
 
 def update(prev, node, sample, proxy, config):
@@ -221,6 +236,7 @@ class Brm(base.Strategy):
             for node in base.vcpu_nodes(topo, inst):
                 counts[node] += 1
         dist = base.distance_matrix(topo) / 10.0
+        host_measures = snapshot.locality_signal is not None
         actions = []
         for inst in filter(base.vcpus_movable, base.managed(snapshot)):
             if blind_to_its_nic(inst, config):
@@ -233,8 +249,10 @@ class Brm(base.Strategy):
                 if _pinned_by_other(topo, inst, v, pins.get((inst.uuid, v))):
                     continue
                 proxy = proxies[v]
-                sample = _sample(inst, v, proxy, node)
+                sample = _sample(inst, v, proxy, node, host_measures)
                 key = (inst.uuid, v)
+                if sample is None:
+                    continue  # wait for the kernel's samples
                 if sample < config.min_penalty:
                     vcpus.pop(key, None)  # not NUMA-sensitive
                     continue

@@ -1,3 +1,5 @@
+import dataclasses
+
 import testtools
 
 from nova_numa_policy import backend
@@ -54,6 +56,19 @@ class BrmDecideTest(testtools.TestCase):
     def test_insensitive_and_hands_off_vcpus_stay(self):
         self.assertEqual([], self._run(seed=1, penalty=(0.01, 0.01)))
         self.assertEqual([], self._run(seed=1, hands_off='nova owns it'))
+
+    def test_on_a_host_with_a_signal_an_unsampled_vcpu_waits(self):
+        # The same guest as the proxy test below, on a host whose kernel
+        # samples and balances: its memory is on its way to the vCPU.
+        guest = s.instance(cpus=(0, 4), mem={0: 1024})
+        strategy = brm.Brm()
+        state = strategy.initial_state(1)
+        snapshot = dataclasses.replace(
+            s.snapshot([guest]),
+            locality_signal=locality.SIGNAL_HINTING_FAULTS)
+        for _ in range(8):
+            actions, state = strategy.decide(snapshot, state, brm.Config())
+            self.assertEqual([], actions)
 
     def test_proxy_without_counters_still_finds_the_memory(self):
         # The snapshot never changes here, so the move may be repeated.

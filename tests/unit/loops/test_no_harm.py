@@ -2,8 +2,9 @@
 
 Table-driven over every scenario (but the 100-guest benchmark) and every
 loop alone and all together, seeds 0-4, 40 periods (a scenario with a
-reboot runs until its measured half follows the reboot). KNOWN_GAPS are
-the cases where the target is not met yet, each with its reason in
+reboot runs until its measured half follows the reboot), on perfect
+counters and on the kernel's hinting faults. KNOWN_GAPS are the cases
+where the target is not met yet, each with its reason in
 doc/source/loops.rst, "Known gaps": they assert the floor reached today,
 a little below it, so a regression is still caught.
 """
@@ -12,6 +13,7 @@ import testtools
 
 from nova_numa_policy.lab.sim import experiment
 from nova_numa_policy.lab.sim import scenarios
+from nova_numa_policy import locality
 
 TARGET = 0.98
 SEEDS = range(5)
@@ -26,6 +28,15 @@ KNOWN_GAPS = {
     ('auto-mix', ('auto',)): 0.96,
     ('auto-mix', ALL): 0.96,
 }
+# On hinting faults the guard has no progress for a memory-bound guest.
+KNOWN_GAPS_SAMPLED = {
+    # The network-bound guests vNUIOA brings to the NIC's node crowd the
+    # one already there.
+    ('io-mix', ('vnuioa',)): 0.92,
+    ('io-mix', ALL): 0.92,
+    ('io-mix-reboot', ('vnuioa',)): 0.78,
+    ('io-mix-reboot', ALL): 0.78,
+}
 
 
 def _cases():
@@ -38,13 +49,20 @@ def _cases():
 
 class NoHarmPerGuestTest(testtools.TestCase):
 
-    def test_no_guest_loses_more_than_2_percent(self):
+    def _check(self, signal, known_gaps):
         for name, loops in _cases():
-            row = experiment.compare(name, loops, periods=40, seeds=SEEDS)
-            floor = KNOWN_GAPS.get((name, loops), TARGET)
-            what = (f'{name} {"+".join(loops)}: {row.worst_name} at '
-                    f'{row.worst_guest:.3f}x')
+            row = experiment.compare(name, loops, periods=40, seeds=SEEDS,
+                                     signal=signal)
+            floor = known_gaps.get((name, loops), TARGET)
+            what = (f'{signal}: {name} {"+".join(loops)}: {row.worst_name} '
+                    f'at {row.worst_guest:.3f}x')
             self.assertGreaterEqual(row.worst_guest, floor, what)
             if floor < TARGET:
                 # A gap that closed must leave KNOWN_GAPS and loops.rst.
                 self.assertLess(row.worst_guest, TARGET, what)
+
+    def test_no_guest_loses_more_than_2_percent(self):
+        self._check(locality.SIGNAL_COUNTERS, KNOWN_GAPS)
+
+    def test_nor_on_the_kernels_hinting_faults(self):
+        self._check(locality.SIGNAL_HINTING_FAULTS, KNOWN_GAPS_SAMPLED)
