@@ -7,8 +7,11 @@ again later" (ConnectionLost), "forget it" (DomainGone) and "cannot here"
 
 Per guest it also reads its qemu process (found by :mod:`agent.guestproc`):
 memory per node from ``numa_maps``, the kernel's sampled accesses of its
-vCPU threads where NUMA balancing runs (:mod:`agent.numafaults`) and,
-with a page mover (:class:`agent.pagemover.PageMover`), moves its pages.
+vCPU threads where NUMA balancing runs (:mod:`agent.numafaults`), how
+long those threads wait for a CPU (:mod:`agent.schedstat`) and, with a
+page mover (:class:`agent.pagemover.PageMover`), moves its pages. Its
+network traffic comes from libvirt's interface counters and, for SR-IOV
+VFs, from their PF (:mod:`agent.vfstats`).
 """
 
 import logging
@@ -114,7 +117,7 @@ class LibvirtBackend(backend.Backend):
         self._pf_warned = set()
         # ((time, (bytes, packets)), request rate) of each guest's last
         # measured window.
-        self._packets = {}
+        self._traffic = {}
         self._page_mover = page_mover
         self._pid_dir = pid_dir
         self._can_move_pages = None
@@ -342,7 +345,7 @@ class LibvirtBackend(backend.Backend):
         return accesses, locality.vcpu_penalties(
             topology, vcpu_cpus, {t.vcpu: t.per_node for t in threads})
 
-    def _traffic(self, dom, uuid):
+    def _traffic_now(self, dom, uuid):
         """(bytes, packets) the guest's interfaces received and sent."""
         totals = []
         for dev in self._devices.get(uuid, ()):
@@ -359,10 +362,10 @@ class LibvirtBackend(backend.Backend):
 
     def _io_rate(self, dom, uuid):
         window = guestio.windowed(
-            self._packets.get(uuid),
-            (self._clock(), self._traffic(dom, uuid)),
+            self._traffic.get(uuid),
+            (self._clock(), self._traffic_now(dom, uuid)),
             guestio.request_rate, self._rate_window)
-        self._packets[uuid] = window
+        self._traffic[uuid] = window
         return window[1]
 
     def _start_rate_windows(self, domains):
@@ -378,8 +381,8 @@ class LibvirtBackend(backend.Backend):
         for dom in domains:
             try:
                 uuid = self._domain_facts(dom).uuid
-                self._packets[uuid] = (
-                    (self._clock(), self._traffic(dom, uuid)), 0.0)
+                self._traffic[uuid] = (
+                    (self._clock(), self._traffic_now(dom, uuid)), 0.0)
                 self._cpu_wait(self._pid(dom, uuid), uuid,
                                len(dom.vcpus()[0]))
             except libvirt.libvirtError as exc:
@@ -447,19 +450,19 @@ class LibvirtBackend(backend.Backend):
                 # Gone or shut off since the listing: not ours to report.
                 LOG.debug('Skipping a domain that changed while observed: '
                           '%s', exc)
-        live = {i.uuid for i in instances}
-        self._facts = {u: f for u, f in self._facts.items() if u in live}
-        self._devices = {u: d for u, d in self._devices.items() if u in live}
-        self._vfs = {u: v for u, v in self._vfs.items() if u in live}
-        self._packets = {u: p for u, p in self._packets.items() if u in live}
-        self._vcpu_threads = {u: t for u, t in self._vcpu_threads.items()
-                              if u in live}
-        self._waits = {u: w for u, w in self._waits.items() if u in live}
-        self._thread_files.sweep()
+        self._forget_all_but({i.uuid for i in instances})
         return backend.HostSnapshot(
             topology=topology, usage=self._usage(topology),
             instances=tuple(instances), taken_at=self._clock(),
             locality_signal=signal)
+
+    def _forget_all_but(self, live):
+        """Drop what is kept per guest for guests no longer running."""
+        for kept in (self._facts, self._devices, self._vfs, self._traffic,
+                     self._vcpu_threads, self._waits):
+            for uuid in set(kept) - live:
+                del kept[uuid]
+        self._thread_files.sweep()
 
     def _act(self, dom, what, func, *args):
         try:
