@@ -26,6 +26,12 @@ import time
 import traceback
 
 POLL_INTERVAL = 0.02
+# Idle, the server polls ever more slowly, down to this. Under emulation
+# each listing of the share costs the lab host's CPUs: an idle lab host
+# polling at 50 Hz kept half a core of this machine busy, beside the lab
+# host a test was using.
+IDLE_POLL_INTERVAL = 0.3
+IDLE_BACKOFF = 1.5
 # Output kept per stream; a test that needs more reads a file instead.
 MAX_OUTPUT = 4 * 1024 * 1024
 
@@ -158,6 +164,17 @@ class Running:
         return result
 
 
+def next_poll_interval(interval, active):
+    """How long to sleep before the next round of polling.
+
+    ``active``: the round started a request or finished one, so a test
+    is talking to the lab host and its next request is likely soon.
+    """
+    if active:
+        return POLL_INTERVAL
+    return min(IDLE_POLL_INTERVAL, interval * IDLE_BACKOFF)
+
+
 def preload(names):
     for name in names:
         importlib.import_module(name)
@@ -172,7 +189,9 @@ def serve(share):
         preload(json.load(f))
     write_json(os.path.join(share, 'ready'), {'pid': os.getpid()})
     running = {}
+    interval = POLL_INTERVAL
     while True:
+        active = False
         for name in sorted(os.listdir(requests)):
             if not name.endswith('.json'):
                 continue
@@ -180,6 +199,7 @@ def serve(share):
             with open(path) as f:
                 request = json.load(f)
             os.unlink(path)
+            active = True
             job = Running(request, workdir)
             try:
                 job.start()
@@ -196,7 +216,9 @@ def serve(share):
                 write_json(os.path.join(results, f'{job_id}.json'),
                            job.result(status))
                 del running[job_id]
-        time.sleep(POLL_INTERVAL)
+                active = True
+        interval = next_poll_interval(interval, active)
+        time.sleep(interval)
 
 
 if __name__ == '__main__':

@@ -1,4 +1,4 @@
-"""Which of this machine's paths the lab host binds back or reopens."""
+"""The lab host's own code that runs without one: paths it binds, polling."""
 
 import os
 import tempfile
@@ -6,6 +6,7 @@ import tempfile
 import testtools
 
 from tests.labhost import machine
+from tests.labhost import server
 
 
 class ScratchPathsTest(testtools.TestCase):
@@ -54,3 +55,22 @@ class AgentConfigTest(testtools.TestCase):
             cfg.ConfigParser(f.name, sections).parse()
         self.assertEqual(['1000'],
                          sections['numa_policy_loops']['pages_per_second'])
+
+
+class ServerPollingTest(testtools.TestCase):
+    """The lab host's request server polls fast only while talked to."""
+
+    def test_it_backs_off_while_idle_down_to_its_slowest(self):
+        interval, seen = server.POLL_INTERVAL, []
+        for _ in range(20):
+            interval = server.next_poll_interval(interval, active=False)
+            seen.append(interval)
+        self.assertEqual(sorted(seen), seen)
+        self.assertGreater(seen[1], seen[0])
+        self.assertEqual(server.IDLE_POLL_INTERVAL, seen[-1])
+        # A test's next request after a pause waits under a second.
+        self.assertLess(server.IDLE_POLL_INTERVAL, 1.0)
+
+    def test_a_request_brings_it_back_to_its_fastest(self):
+        self.assertEqual(server.POLL_INTERVAL, server.next_poll_interval(
+            server.IDLE_POLL_INTERVAL, active=True))
