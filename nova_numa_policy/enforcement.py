@@ -214,10 +214,14 @@ def deal_vcpus(topology, nodes, vcpus, usage=(), placed=None,
 
     Each vCPU in turn goes to the node of ``nodes`` with the fewest vCPUs
     for its CPUs, counting the guests already there and the vCPUs dealt
-    before it (node ids break ties), so a guest spread over several nodes
-    puts as many threads near each of its memory controllers and none
-    piles onto a node others already fill. Nodes without a CPU nova
-    allows guests on take none.
+    before it, so a guest spread over several nodes puts as many threads
+    near each of its memory controllers and none piles onto a node
+    others already fill. Among equally busy nodes the one with the most
+    free memory comes first (then node ids): vCPU 0 boots the guest and
+    first-touches what a master thread allocates for all the others, so
+    two guests dealt over the same nodes do not both gather that memory
+    on one controller. Nodes without a CPU nova allows guests on take
+    none.
     """
     usage_by_node = {u.node_id: u for u in usage}
     placed = placed or {}
@@ -234,7 +238,8 @@ def deal_vcpus(topology, nodes, vcpus, usage=(), placed=None,
     dealt = []
     for _ in range(vcpus):
         node = min(candidates,
-                   key=lambda n: (demand[n.id] / len(n.cpus), n.id))
+                   key=lambda n: (demand[n.id] / len(n.cpus),
+                                  -_free_mb(n, usage_by_node), n.id))
         demand[node.id] += 1
         dealt.append(pins[node.id])
     return tuple(dealt)

@@ -399,6 +399,15 @@ class DealVcpusTest(testtools.TestCase):
         self.assertEqual([0, 1, 2, 3, 0, 1], pinned_nodes(topo, pins))
         self.assertEqual(frozenset({0, 1, 2, 3}), pins[0])
 
+    def test_among_equally_busy_nodes_the_emptiest_memory_comes_first(self):
+        # vCPU 0 boots the guest and first-touches what its master thread
+        # allocates: not beside another guest's memory when a node with
+        # less of it is as idle (doc/source/policy.rst, first-touch).
+        topo = topology(nodes=4, cpus=4)
+        pins = enforcement.deal_vcpus(topo, {0, 1, 2, 3}, 6,
+                                      usage=usage(2048, 6144, 8192, 4096))
+        self.assertEqual([2, 1, 3, 0, 2, 1], pinned_nodes(topo, pins))
+
     def test_nodes_other_guests_fill_come_last(self):
         topo = topology(nodes=4, cpus=4)
         placed = enforcement.node_vcpus(topo, (guest_on(0, 1, 4),))
