@@ -2,7 +2,8 @@
 
 Run inside a lab host as ``python -m tests.labhost.sharer MB CPU...``:
 allocates ``MB`` of anonymous memory interleaved page by page over every
-node (a memory policy set for the allocation only), goes back to the
+node (a memory policy set for the allocation only; ``--on NODE`` before
+the CPUs allocates it all on that node instead), goes back to the
 kernel's default policy, under which NUMA balancing may move the pages,
 then writes every page of the buffer from one thread per CPU, each
 thread pinned to its CPU, until killed. It prints the buffer's address
@@ -19,6 +20,7 @@ import threading
 PAGE = 4096
 SYS_SET_MEMPOLICY = 238  # x86_64
 MPOL_DEFAULT = 0
+MPOL_BIND = 2
 MPOL_INTERLEAVE = 3
 MAX_NODES = 64
 
@@ -42,8 +44,12 @@ def online_nodes():
     return sorted(nodes)
 
 
-def allocate_interleaved(size):
-    set_mempolicy(MPOL_INTERLEAVE, online_nodes())
+def allocate(size, on_node=None):
+    """The buffer, interleaved over every node or all on ``on_node``."""
+    if on_node is None:
+        set_mempolicy(MPOL_INTERLEAVE, online_nodes())
+    else:
+        set_mempolicy(MPOL_BIND, [on_node])
     # Private: the kernel's balancing never scans shared memory (shmem,
     # what mmap's default MAP_SHARED of -1 gives) that has no policy.
     buf = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
@@ -68,11 +74,15 @@ def write_for_ever(address, size, cpu):
 
 def main(argv):
     size = int(argv[0]) << 20
-    buf = allocate_interleaved(size)
+    cpus = argv[1:]
+    on_node = None
+    if cpus[:1] == ['--on']:
+        on_node, cpus = int(cpus[1]), cpus[2:]
+    buf = allocate(size, on_node)
     address = ctypes.addressof(ctypes.c_char.from_buffer(buf))
     writers = [threading.Thread(target=write_for_ever,
                                 args=(address, size, int(cpu)), daemon=True)
-               for cpu in argv[1:]]
+               for cpu in cpus]
     for writer in writers:
         writer.start()
     print(f'{address:x}', flush=True)
