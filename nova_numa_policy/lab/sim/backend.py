@@ -218,8 +218,10 @@ class SimulatedBackend(backend.Backend):
             self._faults[vm.uuid] = faults
             self._scan_period[vm.uuid] = signals.next_scan_period(
                 period, faults, vcpu_nodes)
+            by_node = np.bincount(vcpu_nodes, weights=faults.sum(axis=1),
+                                  minlength=self.host.n_nodes)
             moves = signals.kernel_moves(vm.profile, vm.seg_mb, vcpu_nodes,
-                                         vm.nodeset, scanned)
+                                         vm.nodeset, scanned, by_node)
             free = [self._free_mb(n) for n in range(self.host.n_nodes)]
             vm.seg_mb, moved_mb = signals.apply_moves(vm.seg_mb, moves, free)
             pages = int(round(moved_mb * st.PAGES_PER_MB))

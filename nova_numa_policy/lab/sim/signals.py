@@ -31,8 +31,10 @@ a whole agent period at a time:
   shows the kernel gathering a buffer written from two nodes on one of
   them (``tests/host/test_locality.py``, ``SharedPagesTest``), as its
   group rule moves a shared page toward a node that faults several times
-  as much as the page's own. Modelled as gathering them, a scanned share
-  per period, on the node running most of the guest's vCPUs.
+  as much as the page's own; a buffer both nodes write as much goes back
+  and forth between them in bulk. Modelled as gathering them, a scanned
+  share per period, on the node whose vCPUs faulted most in the period:
+  a draw, which changes between nodes running as many vCPUs.
 
 Pure: numpy arrays in, numpy arrays out; draws come from the caller's
 generator.
@@ -95,15 +97,17 @@ def next_scan_period(scan_period_s, faults, vcpu_nodes):
     return max(SCAN_PERIOD_MIN_S, scan_period_s / 2.0)
 
 
-def kernel_moves(profile, seg_mb, vcpu_nodes, allowed_nodes, scanned):
+def kernel_moves(profile, seg_mb, vcpu_nodes, allowed_nodes, scanned,
+                 faults_by_node=None):
     """segments x nodes x nodes: MB the kernel moves, source to target.
 
     Expected values, not draws: the kernel's moves are many and small.
     A private page moves to its vCPU's node at its second fault from
     there, so a scanned share of the remote ones moves each period. The
     shared data and buffers are gathered, a scanned share per period, on
-    :func:`gathering_node`. Targets outside ``allowed_nodes`` (the
-    cgroup's ``cpuset.mems``) are never chosen.
+    :func:`gathering_node` (``faults_by_node``: the period's hinting
+    faults by the node of the faulting vCPU). Targets outside
+    ``allowed_nodes`` (the cgroup's ``cpuset.mems``) are never chosen.
     """
     n_seg, n_nodes = seg_mb.shape
     moves = np.zeros((n_seg, n_nodes, n_nodes))
@@ -116,25 +120,32 @@ def kernel_moves(profile, seg_mb, vcpu_nodes, allowed_nodes, scanned):
             moves[seg, node, node] = 0.0
     for seg, used in ((wl.SEG_SHARED, profile.shared_fraction),
                       (wl.SEG_IO, profile.io_fraction)):
-        target = gathering_node(vcpu_nodes, seg_mb[seg], allowed)
+        target = gathering_node(vcpu_nodes, seg_mb[seg], allowed,
+                                faults_by_node)
         if used and target is not None:
             moves[seg, :, target] = seg_mb[seg] * scanned
             moves[seg, target, target] = 0.0
     return moves
 
 
-def gathering_node(vcpu_nodes, placed_mb, allowed):
+def gathering_node(vcpu_nodes, placed_mb, allowed, faults_by_node=None):
     """Where the kernel gathers pages a guest's vCPUs share, or None.
 
-    The allowed node running most of the vCPUs; among equals, the one
-    already holding most of the pages.
+    Among the allowed nodes running the guest's vCPUs, the one whose
+    vCPUs faulted most in the period (``faults_by_node``), else the one
+    running most of them; among equals, the one already holding most of
+    the pages. The faults are a draw: on nodes running as many vCPUs,
+    which one faulted most changes from period to period, and the pages
+    go back and forth between them in bulk, as the lab host shows
+    (``tests/host/test_locality.py``, ``SharedPagesTest``).
     """
     counts = np.bincount(vcpu_nodes, minlength=len(placed_mb))
+    weight = counts if faults_by_node is None else faults_by_node
     candidates = [n for n in range(len(placed_mb))
                   if allowed[n] and counts[n]]
     if not candidates:
         return None
-    return max(candidates, key=lambda n: (counts[n], placed_mb[n], -n))
+    return max(candidates, key=lambda n: (weight[n], placed_mb[n], -n))
 
 
 def apply_moves(seg_mb, moves, free_mb):

@@ -98,12 +98,28 @@ class KernelMovesTest(testtools.TestCase):
                                     0.5)
         self.assertEqual(0.0, even[wl.SEG_SHARED].sum())
 
+    def test_among_equal_nodes_the_one_faulting_most_takes_them(self):
+        # The period's draw decides: the pages go to node 0 this period,
+        # to node 1 in one where its vCPUs fault more.
+        profile = wl.PROFILES['master-slave']
+        seg = _segments('master-slave', 4, 4096, {wl.SEG_SHARED: 1})
+        moves = signals.kernel_moves(profile, seg, [0, 0, 1, 1], {0, 1},
+                                     0.5, faults_by_node=[120.0, 100.0])
+        self.assertAlmostEqual(0.5 * seg[wl.SEG_SHARED, 1],
+                               moves[wl.SEG_SHARED, 1, 0])
+        back = signals.kernel_moves(profile, seg, [0, 0, 1, 1], {0, 1},
+                                    0.5, faults_by_node=[100.0, 120.0])
+        self.assertEqual(0.0, back[wl.SEG_SHARED].sum())
+
     def test_the_gathering_node(self):
         allowed = np.array([True, True, False])
         self.assertEqual(1, signals.gathering_node(
             [0, 1, 1], np.zeros(3), allowed))
         self.assertEqual(1, signals.gathering_node(
             [0, 1], np.array([10.0, 20.0, 0.0]), allowed))
+        # The node whose vCPUs faulted most, not the one with most vCPUs.
+        self.assertEqual(0, signals.gathering_node(
+            [0, 1, 1], np.zeros(3), allowed, [50.0, 40.0, 90.0]))
         # Only a node with a vCPU the cpuset allows.
         self.assertIsNone(signals.gathering_node(
             [2, 2], np.zeros(3), allowed))
