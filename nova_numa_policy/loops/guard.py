@@ -46,6 +46,16 @@ for it. Without this, the first guests on a host keep references taken
 while it was nearly empty; every later arrival leaves them "harmed", and
 the guard then refuses the newcomer's own repair onto their nodes.
 
+Where the kernel balances (the host's signal is its hinting faults), a
+guest also speeds up on its own as the kernel brings its memory to its
+vCPUs, often after the first loop action has frozen its reference. A
+rise held through two quiet periods in a row (no action on the guest,
+no guest arriving or leaving) is its undisturbed progress too: the
+reference and the smoothed progress move up to the lower of the two
+samples. Without this, a guest whose reference froze before the kernel
+helped it could lose much of that help to other guests' moves and
+still read as above its reference.
+
 Actions on a guest itself are never refused for its own sake: a loop
 acting on a slowed guest is trying to repair it. Guests without a
 measurable progress (no counters, no I/O) are not protected by the guard;
@@ -95,6 +105,9 @@ class Record:
     moved: bool = False  # and an action on the guest itself, same period
     # The guests on the host when it was last observed.
     peers: frozenset = frozenset()
+    # The latest sample came from a period with no loop acting on the
+    # guest and no guest arriving or leaving.
+    quiet: bool = False
 
     @property
     def loss(self):
@@ -187,11 +200,13 @@ def _rescaled(rec, value, peers):
                                ewma=rec.ewma * factor, last=value)
 
 
-def _update(rec, value, config, cputime_ns=0, peers=frozenset()):
+def _update(rec, value, config, cputime_ns=0, peers=frozenset(),
+            balancing=False):
     if (rec is None or rec.age >= config.revisit_periods
             or restarted(rec, cputime_ns)):
         return Record(ref=value, samples=1, ewma=value,
                       cputime_ns=cputime_ns, last=value, peers=peers)
+    quiet = not rec.moved and peers == rec.peers
     rec = _rescaled(rec, value, peers)
     step = rec.step
     if rec.arrival and not rec.moved and rec.ref > 0:
@@ -204,22 +219,33 @@ def _update(rec, value, config, cputime_ns=0, peers=frozenset()):
         samples += 1
         ref += (value - ref) / samples
         ewma = ref
+    elif balancing and quiet and rec.quiet:
+        # Where the kernel balances (``balancing``), a guest risen for two
+        # quiet periods in a row owes it to the kernel moving its memory,
+        # as it would without the loops: that is its undisturbed progress
+        # now. The smoothed progress starts from there too: lagging behind
+        # the rise, it would read as a loss.
+        risen = min(value, rec.last)
+        if risen > ref:
+            ref, ewma = risen, max(ewma, risen)
     protected = rec.disturbed and ewma < (1.0 - config.tolerance) * ref
     return dataclasses.replace(rec, ref=ref, samples=samples, ewma=ewma,
                                protected=protected, age=rec.age + 1,
                                cputime_ns=cputime_ns, last=value, step=step,
-                               arrival=False, moved=False, peers=peers)
+                               arrival=False, moved=False, peers=peers,
+                               quiet=quiet)
 
 
 def observe(snapshot, state, config):
     """New guard state after one snapshot; never mutates ``state``."""
     new = {}
     peers = frozenset(inst.uuid for inst in snapshot.instances)
+    balancing = locality.kernel_balances(snapshot.locality_signal)
     for inst in snapshot.instances:
         value = progress(snapshot.topology, inst, config.period_s)
         if value is not None:
             new[inst.uuid] = _update(state.get(inst.uuid), value, config,
-                                     base.cputime_ns(inst), peers)
+                                     base.cputime_ns(inst), peers, balancing)
     return new
 
 

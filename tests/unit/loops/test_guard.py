@@ -1,5 +1,7 @@
 """The do-no-harm guard, on hand-written snapshots."""
 
+import dataclasses
+
 import testtools
 
 from nova_numa_policy import backend
@@ -148,6 +150,67 @@ class MembershipChangeTest(testtools.TestCase):
         self.assertAlmostEqual(0.9 * self._undisturbed_ref(1000),
                                state['low'].ref)
         self.assertFalse(state['low'].protected)
+
+
+def _net_snap(rate, signal=locality.SIGNAL_HINTING_FAULTS):
+    """'net' (its progress: requests) beside 'big', measuring ``signal``.
+
+    On hinting faults the kernel balances memory too.
+    """
+    snap = s.snapshot([
+        s.instance('net', (0,), {0: 512}, io_rate=rate),
+        s.instance('big', (1, 5), {0: 1024}, acc={0: 9000})])
+    return dataclasses.replace(snap, locality_signal=signal)
+
+
+class KernelGainTest(testtools.TestCase):
+    """Where the kernel balances, a gain it made is undisturbed progress."""
+
+    def _observed(self, rates, signal=locality.SIGNAL_HINTING_FAULTS,
+                  moved_at=None):
+        """'net' disturbed by 'big' at its first rate, then the rest.
+
+        A loop acts on 'net' itself before the sample ``moved_at``.
+        """
+        config = guard.Config()
+        state = guard.observe(_net_snap(rates[0], signal), {}, config)
+        state = guard.disturb(_net_snap(rates[0], signal), state, config,
+                              _move(node=0))
+        for k, rate in enumerate(rates[1:], start=1):
+            if k == moved_at:
+                state = guard.disturb(
+                    _net_snap(rate, signal), state, config,
+                    backend.PinVcpu(instance_uuid='net', vcpu=0,
+                                    cpus=frozenset({4}), reason='t'))
+            state = guard.observe(_net_snap(rate, signal), state, config)
+        return state, config
+
+    def test_a_rise_kept_two_periods_becomes_the_reference(self):
+        state, _ = self._observed([3000, 5000, 5000])
+        self.assertEqual(5000, state['net'].ref)
+        self.assertFalse(state['net'].protected)
+
+    def test_then_losing_part_of_it_protects(self):
+        # Frozen at the first sample, 4600 would be far above 3000.
+        state, config = self._observed([3000, 5000, 5000, 4600, 4600])
+        self.assertTrue(state['net'].protected)
+        self.assertIn('net', guard.refusal(_net_snap(4600), state, config,
+                                           _move(node=0)))
+
+    def test_a_single_high_sample_is_not_a_reference(self):
+        state, _ = self._observed([3000, 5000, 3000])
+        self.assertEqual(3000, state['net'].ref)
+
+    def test_a_rise_a_loop_made_on_the_guest_is_not(self):
+        state, _ = self._observed([3000, 5000, 5000], moved_at=1)
+        # The sample after the pin is the loop's doing; only the next
+        # pair of samples may raise the reference.
+        self.assertEqual(3000, state['net'].ref)
+
+    def test_without_the_kernels_balancing_the_reference_stays(self):
+        state, _ = self._observed([3000, 5000, 5000],
+                                  signal=locality.SIGNAL_COUNTERS)
+        self.assertEqual(3000, state['net'].ref)
 
 
 class HomeTest(testtools.TestCase):
