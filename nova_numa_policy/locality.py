@@ -9,6 +9,13 @@ observes carries accesses per node from that signal, or none:
 * ``hinting-faults``: the kernel's NUMA balancing samples (see
   :mod:`agent.numafaults`); their distribution is meaningful, their
   magnitude only says how much was sampled.
+* ``memory-bandwidth``: resctrl's memory bandwidth monitoring (Intel
+  MBM, AMD's equivalent; see :mod:`agent.resctrl`): the bytes a guest's
+  vCPUs moved between each last-level cache domain and memory, in total
+  and to the domain's own node. Rates are meaningful; which remote node
+  the remote bytes went to is not measured, and is shared out as the
+  guest's memory is (:func:`accesses_from_bandwidth`), exactly so on a
+  host of two nodes.
 
 Without a signal the loops fall back to memory per node, and the report
 says no signal was measured.
@@ -18,7 +25,17 @@ from nova_numa_policy import enforcement
 
 SIGNAL_COUNTERS = 'access-counters'
 SIGNAL_HINTING_FAULTS = 'hinting-faults'
-SIGNALS = (SIGNAL_COUNTERS, SIGNAL_HINTING_FAULTS)
+SIGNAL_BANDWIDTH = 'memory-bandwidth'
+SIGNALS = (SIGNAL_COUNTERS, SIGNAL_HINTING_FAULTS, SIGNAL_BANDWIDTH)
+# Where a host has several, the one the loops use: bandwidth counts every
+# access and leaves pages where the loops put them; hinting faults sample
+# touched pages and come with the kernel's own page moves.
+PREFERENCE = (SIGNAL_BANDWIDTH, SIGNAL_HINTING_FAULTS)
+# Bytes of one memory access as bandwidth counts them: a cache line.
+LINE_BYTES = 64
+# How much a node's memory itself (not only what it holds beyond its
+# vCPUs' share) draws remote accesses (remote_weights).
+EVEN_WEIGHT = 0.05
 # Signals whose numbers are samples, not totals: thresholds on an access
 # rate do not apply to them, a minimum number of samples does.
 SAMPLED = frozenset({SIGNAL_HINTING_FAULTS})
@@ -29,15 +46,34 @@ SAMPLED = frozenset({SIGNAL_HINTING_FAULTS})
 # "Coexistence with the kernel's balancing").
 KERNEL_BALANCED = frozenset({SIGNAL_HINTING_FAULTS})
 
+# Signals whose per-vCPU penalty is measured stall time, the NIC's
+# distance included. The others give how far a vCPU's memory is
+# (:func:`remote_penalty`), blind to where its NIC sits.
+STALL_PENALTY = frozenset({SIGNAL_COUNTERS})
+
 # What an operator enables for a host to measure locality.
-HOW_TO_MEASURE = ('turn on the kernel\'s NUMA balancing '
-                  '(sysctl kernel.numa_balancing=1) and the agent\'s page '
-                  'migration ([numa_policy_agent] page_migration with the '
-                  'privileged helper)')
+HOW_TO_MEASURE = ('mount resctrl (/sys/fs/resctrl) on a CPU with memory '
+                  'bandwidth monitoring, or turn on the kernel\'s NUMA '
+                  'balancing (sysctl kernel.numa_balancing=1); and turn '
+                  'on the agent\'s page migration ([numa_policy_agent] '
+                  'page_migration with the privileged helper)')
+
+
+def best(signals):
+    """The signal the loops should use among those a host has, or None."""
+    for signal in PREFERENCE:
+        if signal in signals:
+            return signal
+    return None
 
 
 def is_sampled(signal):
     return signal in SAMPLED
+
+
+def penalty_is_stall(signal):
+    """Whether vCPU penalties on ``signal`` include the NIC's distance."""
+    return signal in STALL_PENALTY
 
 
 def kernel_balances(signal):
@@ -102,3 +138,62 @@ def vcpu_penalties(topology, vcpu_cpus, faults_by_vcpu):
                        faults_by_vcpu.get(vcpu, {}))
         for vcpu, cpu in enumerate(vcpu_cpus))
     return penalties if any(p is not None for p in penalties) else None
+
+
+def accesses_from_bandwidth(domains, memory_mb_per_node, vcpus_per_node):
+    """Accesses per node from memory bandwidth per cache domain.
+
+    ``domains``: {node: (total bytes, local bytes)} over a period, for
+    the last-level cache domain on each node that ran the guest's vCPUs;
+    ``memory_mb_per_node``: the guest's resident memory;
+    ``vcpus_per_node``: how many of its vCPUs ran on each node. Returns
+    {cache node: {memory node: accesses}}, in cache lines.
+
+    A domain's local bytes went to its own node. Where its remote bytes
+    went is not measured (on a host of two nodes there is one place);
+    they are shared out over the other nodes by :func:`remote_weights`.
+    Bytes counted as local beyond the total are read as all local.
+    """
+    weights = remote_weights(memory_mb_per_node, vcpus_per_node)
+    by_domain = {}
+    for node, (total, local) in domains.items():
+        local = min(local, total)
+        others = {n: w for n, w in weights.items() if n != node}
+        remote = total - local if others else 0
+        seen = {node: local / LINE_BYTES}
+        weight = sum(others.values())
+        for other, share in others.items():
+            seen[other] = remote * share / weight / LINE_BYTES
+        by_domain[node] = {n: int(round(v)) for n, v in seen.items()}
+    return by_domain
+
+
+def remote_weights(memory_mb_per_node, vcpus_per_node):
+    """How much of a remote access each node draws: {node: weight}.
+
+    A guest's threads first-touch their own data where they run, so the
+    memory a node holds beyond its vCPUs' share of the guest's memory
+    was allocated by threads elsewhere: data they share, or a node's
+    data placed away from it. That excess is what remote accesses reach;
+    a node's memory counts a little too, so that an evenly spread guest
+    draws its remote accesses as its memory lies.
+    """
+    nodes = set(memory_mb_per_node) | set(vcpus_per_node)
+    memory = {n: max(memory_mb_per_node.get(n, 0), 0) for n in nodes}
+    held = sum(memory.values())
+    vcpus = sum(vcpus_per_node.values())
+    weights = {}
+    for node in nodes:
+        fair = held * vcpus_per_node.get(node, 0) / vcpus if vcpus else 0
+        weights[node] = (max(memory[node] - fair, 0.0)
+                         + EVEN_WEIGHT * memory[node] + EVEN_WEIGHT)
+    return weights
+
+
+def total_accesses(by_domain):
+    """{memory node: accesses} summed over the cache domains."""
+    total = {}
+    for seen in by_domain.values():
+        for node, count in seen.items():
+            total[node] = total.get(node, 0) + count
+    return total

@@ -129,17 +129,22 @@ def _measured(inst, vcpu):
     return None
 
 
-def _sample(inst, vcpu, proxy, node, host_measures=False):
+def _sample(inst, vcpu, proxy, node, kernel_balances=False):
     """This period's penalty sample of the vCPU, or None to wait.
 
-    The distance proxy stands in only on a host that measures nothing.
-    Where the kernel balances, an unsampled vCPU's memory is on its way
-    to it: moving the vCPU toward that memory would chase the kernel.
+    The distance proxy stands in where nothing was measured for the
+    vCPU: on a host that measures nothing, and on memory bandwidth for a
+    guest whose vCPUs moved no bytes to memory (threads sharing cache
+    lines across sockets stall on each other without reaching memory;
+    the proxy's distance to the guest's other vCPUs is what stands for
+    that). Where the kernel balances, an unsampled vCPU's memory is on
+    its way to it: moving the vCPU toward that memory would chase the
+    kernel.
     """
     measured = _measured(inst, vcpu)
     if measured is not None:
         return measured
-    return None if host_measures else float(proxy[node])
+    return None if kernel_balances else float(proxy[node])
 
 
 def update(prev, node, sample, proxy, config):
@@ -172,13 +177,12 @@ def update(prev, node, sample, proxy, config):
 def blind_to_its_nic(inst, config):
     """A network-bound guest whose penalty is not counted stall time.
 
-    Sampled hinting faults and the distance proxy both measure how far
-    its memory is, never how far its NIC is: either would draw its vCPUs
-    toward the one and away from the other.
+    Hinting faults, memory bandwidth and the distance proxy all measure
+    how far its memory is, never how far its NIC is: any of them would
+    draw its vCPUs toward the one and away from the other.
     """
     counted = (inst.vcpu_penalty is not None
-               and inst.access_signal is not None
-               and not locality.is_sampled(inst.access_signal))
+               and locality.penalty_is_stall(inst.access_signal))
     return (not counted
             and vnuioa.io_intensive(inst, config.io_threshold_rps))
 
@@ -236,7 +240,7 @@ class Brm(base.Strategy):
             for node in base.vcpu_nodes(topo, inst):
                 counts[node] += 1
         dist = base.distance_matrix(topo) / 10.0
-        host_measures = snapshot.locality_signal is not None
+        kernel_balances = locality.kernel_balances(snapshot.locality_signal)
         actions = []
         for inst in filter(base.vcpus_movable, base.managed(snapshot)):
             if blind_to_its_nic(inst, config):
@@ -249,7 +253,7 @@ class Brm(base.Strategy):
                 if _pinned_by_other(topo, inst, v, pins.get((inst.uuid, v))):
                     continue
                 proxy = proxies[v]
-                sample = _sample(inst, v, proxy, node, host_measures)
+                sample = _sample(inst, v, proxy, node, kernel_balances)
                 key = (inst.uuid, v)
                 if sample is None:
                     continue  # wait for the kernel's samples

@@ -15,6 +15,7 @@ contract:
 
 import datetime
 
+from oslo_utils import versionutils
 from oslo_versionedobjects import fields
 
 from nova_numa_policy import backend
@@ -146,7 +147,9 @@ class NumaHostReport(base.NumaPolicyObject):
     # Version 1.1: boot_id; NumaInstanceReport 1.1
     # Version 1.2: locality_signal
     # Version 1.3: measurements; NumaInstanceReport 1.2
-    VERSION = '1.3'
+    # Version 1.4: locality_signal and measurements may say
+    #              memory-bandwidth
+    VERSION = '1.4'
 
     fields = {
         'host': fields.StringField(),
@@ -180,6 +183,12 @@ class NumaHostReport(base.NumaPolicyObject):
         'instances': [('1.0', '1.0'), ('1.1', '1.1'), ('1.3', '1.2')],
     }
 
+    # Signals a version added, and what a consumer of an older version
+    # is told instead: the older signal whose numbers mean the same to it
+    # (memory bandwidth, like counters, counts accesses; rates hold).
+    SIGNAL_ADDED_IN = {locality.SIGNAL_BANDWIDTH:
+                       ('1.4', locality.SIGNAL_COUNTERS)}
+
     DEFAULTS = {'nics': [], 'instances': [], 'enforceable_policies': [],
                 'boot_id': None, 'locality_signal': None,
                 'measurements': []}
@@ -188,6 +197,19 @@ class NumaHostReport(base.NumaPolicyObject):
 
     CHILDREN = {'numa_nodes': NumaNodeReport, 'nics': NumaNicReport,
                 'instances': NumaInstanceReport}
+
+    def obj_make_compatible(self, primitive, target_version):
+        super().obj_make_compatible(primitive, target_version)
+        target = versionutils.convert_version_to_tuple(target_version)
+        for signal, (added, older) in self.SIGNAL_ADDED_IN.items():
+            if target >= versionutils.convert_version_to_tuple(added):
+                continue
+            if primitive.get('locality_signal') == signal:
+                primitive['locality_signal'] = older
+            if 'measurements' in primitive:
+                primitive['measurements'] = sorted(
+                    {older if m == signal else m
+                     for m in primitive['measurements']})
 
     def node_ids(self):
         return [node.id for node in self.numa_nodes]

@@ -16,6 +16,67 @@ class SignalsTest(testtools.TestCase):
             self.assertFalse(locality.kernel_balances(signal))
 
 
+class BandwidthSignalTest(testtools.TestCase):
+
+    def test_bandwidth_counts_and_leaves_pages_to_the_loops(self):
+        signal = locality.SIGNAL_BANDWIDTH
+        self.assertFalse(locality.is_sampled(signal))
+        self.assertFalse(locality.kernel_balances(signal))
+        # How far memory is, not where the NIC is.
+        self.assertFalse(locality.penalty_is_stall(signal))
+        self.assertTrue(locality.penalty_is_stall(locality.SIGNAL_COUNTERS))
+
+    def test_bandwidth_is_preferred_to_hinting_faults(self):
+        both = {locality.SIGNAL_HINTING_FAULTS, locality.SIGNAL_BANDWIDTH}
+        self.assertEqual(locality.SIGNAL_BANDWIDTH, locality.best(both))
+        self.assertEqual(locality.SIGNAL_HINTING_FAULTS, locality.best(
+            {locality.SIGNAL_HINTING_FAULTS}))
+        self.assertIsNone(locality.best(()))
+
+
+class AccessesFromBandwidthTest(testtools.TestCase):
+
+    def test_two_nodes_remote_bytes_went_to_the_other_node(self):
+        # vCPUs on node 0 moved 64 000 bytes, 16 000 of them local; with
+        # two nodes, where the memory lies does not matter.
+        by_domain = locality.accesses_from_bandwidth(
+            {0: (64000, 16000)}, {0: 10, 1: 0}, {0: 2})
+        self.assertEqual({0: {0: 250, 1: 750}}, by_domain)
+        self.assertEqual({0: 250, 1: 750},
+                         locality.total_accesses(by_domain))
+
+    def test_remote_bytes_go_where_memory_exceeds_its_vcpus_share(self):
+        # Four vCPUs, one per node; node 1 holds 5 of the 8 GiB, so 3 GiB
+        # beyond its vCPU's share: what the others reach remotely.
+        memory = {0: 1024, 1: 5120, 2: 1024, 3: 1024}
+        by_domain = locality.accesses_from_bandwidth(
+            {0: (64000, 32000), 1: (64000, 64000)}, memory,
+            {0: 1, 1: 1, 2: 1, 3: 1})
+        remote = by_domain[0]
+        self.assertEqual(500, remote[0])
+        self.assertGreater(remote[1], 0.9 * 500)
+        self.assertAlmostEqual(500, sum(remote.values()) - remote[0], delta=2)
+        self.assertEqual({0: 0, 1: 1000, 2: 0, 3: 0}, by_domain[1])
+
+    def test_an_evenly_spread_guest_reaches_as_its_memory_lies(self):
+        weights = locality.remote_weights({0: 100, 1: 100, 2: 300},
+                                          {0: 1, 1: 1, 2: 1})
+        self.assertLess(weights[0], weights[2])
+        weights = locality.remote_weights({0: 100, 1: 100, 2: 100},
+                                          {0: 1, 1: 1, 2: 1})
+        self.assertEqual(weights[0], weights[2])
+
+    def test_remote_bytes_with_no_memory_elsewhere_are_spread_evenly(self):
+        by_domain = locality.accesses_from_bandwidth(
+            {0: (6400, 0)}, {0: 100, 1: 0, 2: 0}, {0: 1})
+        self.assertEqual({0: 0, 1: 50, 2: 50}, by_domain[0])
+
+    def test_local_above_total_is_read_as_all_local(self):
+        by_domain = locality.accesses_from_bandwidth(
+            {0: (640, 6400)}, {0: 1, 1: 1}, {0: 1})
+        self.assertEqual({0: 10, 1: 0}, by_domain[0])
+
+
 class KernelBalancesMemoryTest(testtools.TestCase):
 
     def test_only_the_default_policy_is_sampled_and_moved(self):

@@ -34,7 +34,8 @@ class SimulatedBackend(backend.Backend):
 
         ``signal``: what the host measures of locality (:mod:`.signals`):
         perfect counters, the kernel's hinting faults (its NUMA balancing
-        on, moving pages too), or None. ``numatune``: {uuid: (memory mode
+        on, moving pages too), memory bandwidth per cache domain, or
+        None. ``numatune``: {uuid: (memory mode
         or None, nodes)} written at boot, as libvirt's
         ``<numatune><memory>``; a guest absent from it booted without one
         (the kernel's default, first-touch).
@@ -187,6 +188,8 @@ class SimulatedBackend(backend.Backend):
                         for n in range(self.host.n_nodes)}
             return accesses, tuple(float(x) for x in
                                    result.vcpu_penalty[first:last])
+        if self.signal == locality.SIGNAL_BANDWIDTH:
+            return self._bandwidth_measured(vm, result, first, last)
         faults = self._faults.get(vm.uuid)
         if faults is None or not faults.sum():
             # No signal, a guest the kernel does not scan, or one that
@@ -198,6 +201,27 @@ class SimulatedBackend(backend.Backend):
             self.topology(), tuple(int(c) for c in vm.vcpu_cpus),
             {v: {n: int(faults[v, n]) for n in range(self.host.n_nodes)}
              for v in range(vm.n_vcpus)})
+
+    def _bandwidth_measured(self, vm, result, first, last):
+        """Accesses and penalties as the agent derives them from MBM."""
+        vcpu_nodes = vm.vcpu_cpus // self.host.cpus_per_node
+        per_period = (self.host.freq_ghz * 1e9 * self.period_s
+                      * locality.LINE_BYTES)
+        domains = signals.bandwidth(
+            self.rng, result.vcpu_accesses[first:last], vcpu_nodes,
+            per_period)
+        per_node = vm.memory_per_node_mb()
+        by_domain = locality.accesses_from_bandwidth(
+            domains, {n: float(per_node[n])
+                      for n in range(self.host.n_nodes)},
+            {int(n): int(c) for n, c in zip(*np.unique(
+                vcpu_nodes, return_counts=True))})
+        accesses = locality.total_accesses(by_domain)
+        if not sum(accesses.values()):
+            return None, None
+        return accesses, locality.vcpu_penalties(
+            self.topology(), tuple(int(c) for c in vm.vcpu_cpus),
+            {v: by_domain[int(node)] for v, node in enumerate(vcpu_nodes)})
 
     def _kernel_balancing(self):
         """One period of Linux's NUMA balancing: samples, then its moves.

@@ -34,6 +34,7 @@ class Result:
     vcpu_penalty: np.ndarray  # stall time per unit of work, per vCPU
     vcpu_mem_latency: np.ndarray  # cycles per memory access, per vCPU
     vm_accesses: np.ndarray  # guests x nodes, accesses per cycle
+    vcpu_accesses: np.ndarray  # vCPUs x nodes, accesses per cycle
     vm_io_rate: np.ndarray  # per guest, requests per second
     mc_util: np.ndarray  # per node
     port_util: np.ndarray  # per node
@@ -177,8 +178,8 @@ def evaluate(host, vms):
     if not vms:
         zeros = np.zeros(n)
         return Result(np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0),
-                      np.zeros((0, n)), np.zeros(0), zeros, zeros, zeros,
-                      np.zeros(0))
+                      np.zeros((0, n)), np.zeros((0, n)), np.zeros(0), zeros,
+                      zeros, zeros, np.zeros(0))
     a = _Arrays(host, vms)
     s = _Solver(host, a)
     lm, stall, time, mc_u, port_u, r_mem = s.solve()
@@ -188,8 +189,9 @@ def evaluate(host, vms):
     n_vm = len(vms)
     counts = np.bincount(a.vm_of, minlength=n_vm)
     vm_tp = np.bincount(a.vm_of, weights=vcpu_tp, minlength=n_vm) / counts
+    vcpu_accesses = a.mem * r_mem[:, None]
     accesses = np.zeros((n_vm, n))
-    np.add.at(accesses, a.vm_of, a.mem * r_mem[:, None])
+    np.add.at(accesses, a.vm_of, vcpu_accesses)
     # Every simulated vCPU is busy; a node is loaded by the vCPUs on it.
     on_node = np.bincount(a.node, minlength=n)
     cpu_load = np.minimum(1.0, on_node / host.cpus_per_node)
@@ -197,6 +199,7 @@ def evaluate(host, vms):
                            minlength=n_vm) / counts
     return Result(vm_throughput=vm_tp, vcpu_throughput=vcpu_tp,
                   vcpu_penalty=stall, vcpu_mem_latency=lm,
-                  vm_accesses=accesses, vm_io_rate=a.io_rate * vm_tp,
+                  vm_accesses=accesses, vcpu_accesses=vcpu_accesses,
+                  vm_io_rate=a.io_rate * vm_tp,
                   mc_util=mc_u, port_util=port_u, cpu_load=cpu_load,
                   vm_cpu_wait=cpu_wait)

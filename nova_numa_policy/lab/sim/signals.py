@@ -36,6 +36,14 @@ a whole agent period at a time:
   share per period, on the node whose vCPUs faulted most in the period:
   a draw, which changes between nodes running as many vCPUs.
 
+* memory bandwidth (``memory-bandwidth``): resctrl's monitoring counts,
+  per last-level cache domain (one per node here), the bytes a guest's
+  vCPUs moved to and from memory, in total and to the domain's own node.
+  Every access of the period is counted, as a cache line; the counters
+  are read with :data:`BANDWIDTH_NOISE` relative noise, drawn apart for
+  the total and the remote part. The kernel does not balance on this
+  signal (its NUMA balancing is off on such a host in the simulation).
+
 Pure: numpy arrays in, numpy arrays out; draws come from the caller's
 generator.
 """
@@ -51,6 +59,11 @@ SCAN_PERIOD_MAX_S = 60.0
 # Share of local faults from which the scanner slows down
 # (NUMA_PERIOD_THRESHOLD of NUMA_PERIOD_SLOTS in fair.c).
 LOCAL_ENOUGH = 0.7
+# Relative noise of one bandwidth reading. Counters of the memory
+# bandwidth monitor are known to drift from the accesses a program makes
+# (prefetches and write-backs are counted, some parts under-count under
+# load); 5 % is an order of magnitude, not a measured figure.
+BANDWIDTH_NOISE = 0.05
 
 
 def coverage(memory_mb, period_s, scan_period_s):
@@ -169,3 +182,23 @@ def apply_moves(seg_mb, moves, free_mb):
         free[target] -= wanted.sum()
         moved += wanted.sum()
     return np.maximum(seg_mb, 0.0), moved
+
+
+def bandwidth(rng, vcpu_accesses, vcpu_nodes, bytes_per_access,
+              noise=BANDWIDTH_NOISE):
+    """What the memory bandwidth monitor reads for one guest in a period.
+
+    ``vcpu_accesses``: vCPUs x nodes, the accesses of the period;
+    ``vcpu_nodes``: the node each vCPU ran on. Returns {node: (total
+    bytes, local bytes)} for every node that ran one of its vCPUs.
+    """
+    vcpu_nodes = np.asarray(vcpu_nodes, int)
+    domains = {}
+    for node in sorted(set(vcpu_nodes.tolist())):
+        rows = vcpu_accesses[vcpu_nodes == node]
+        local = rows[:, node].sum() * bytes_per_access
+        remote = (rows.sum() - rows[:, node].sum()) * bytes_per_access
+        local *= max(0.0, 1.0 + noise * rng.standard_normal())
+        remote *= max(0.0, 1.0 + noise * rng.standard_normal())
+        domains[node] = (int(local + remote), int(local))
+    return domains

@@ -3,7 +3,8 @@
 Table-driven over every scenario (but the 100-guest benchmark) and every
 loop alone and all together, seeds 0-4, 40 periods (a scenario with a
 reboot runs until its measured half follows the reboot), on perfect
-counters and on the kernel's hinting faults. KNOWN_GAPS are the cases
+counters, on the kernel's hinting faults and on memory bandwidth.
+KNOWN_GAPS are the cases
 where the target is not met yet, each with its reason in
 doc/source/loops.rst, "Known gaps": they assert the floor reached today,
 a little below it, so a regression is still caught.
@@ -38,6 +39,17 @@ KNOWN_GAPS_SAMPLED = {
     ('io-mix-reboot', ALL): 0.78,
 }
 
+# On memory bandwidth: BRM's penalty is memory distance only, and on more
+# than two nodes where remote bytes went is inferred from where memory
+# lies, which lags the hot pages Carrefour's interleave moves.
+KNOWN_GAPS_BANDWIDTH = {
+    ('io-mix-reboot', ('brm',)): 0.77,
+    ('io-mix-reboot', ('vnuioa',)): 0.76,
+    ('io-mix-reboot', ALL): 0.76,
+    ('auto-mix', ('auto',)): 0.90,
+    ('auto-mix', ALL): 0.90,
+}
+
 
 def _cases():
     for name in scenarios.SCENARIOS:
@@ -66,3 +78,6 @@ class NoHarmPerGuestTest(testtools.TestCase):
 
     def test_nor_on_the_kernels_hinting_faults(self):
         self._check(locality.SIGNAL_HINTING_FAULTS, KNOWN_GAPS_SAMPLED)
+
+    def test_nor_on_memory_bandwidth(self):
+        self._check(locality.SIGNAL_BANDWIDTH, KNOWN_GAPS_BANDWIDTH)

@@ -196,3 +196,54 @@ class HintingFaultHostTest(testtools.TestCase):
     def test_an_unknown_signal_is_refused(self):
         self.assertRaises(ValueError, sim_backend.SimulatedBackend,
                           topology.xeon2(), [], signal='psychic')
+
+
+class BandwidthTest(testtools.TestCase):
+
+    def test_each_domain_counts_its_vcpus_bytes_total_and_local(self):
+        rng = np.random.default_rng(0)
+        # Two vCPUs on node 0 (one all local, one all remote), one on 1.
+        accesses = np.array([[10.0, 0.0], [0.0, 30.0], [5.0, 5.0]])
+        domains = signals.bandwidth(rng, accesses, (0, 0, 1), 64, noise=0)
+        self.assertEqual({0: (40 * 64, 10 * 64), 1: (10 * 64, 5 * 64)},
+                         domains)
+
+    def test_readings_are_noisy_around_the_truth(self):
+        rng = np.random.default_rng(1)
+        accesses = np.array([[1e6, 1e6]])
+        totals = [signals.bandwidth(rng, accesses, (0,), 1)[0][0]
+                  for _ in range(400)]
+        self.assertAlmostEqual(2e6, np.mean(totals), delta=2e4)
+        spread = np.std(totals) / 2e6
+        self.assertGreater(spread, 0.5 * signals.BANDWIDTH_NOISE / 2 ** .5)
+        self.assertLess(spread, 2 * signals.BANDWIDTH_NOISE)
+
+
+class BandwidthHostTest(testtools.TestCase):
+    """The simulated backend as a host whose CPUs monitor bandwidth."""
+
+    def _host(self):
+        host = topology.xeon2()
+        # Both vCPUs on node 0, every page on node 1.
+        vm = fixtures.vm_at(host, 'private-stream', (0, 1), 1,
+                            memory_mb=2048)
+        return sim_backend.SimulatedBackend(
+            host, [vm], signal=locality.SIGNAL_BANDWIDTH), vm
+
+    def test_remote_memory_is_measured_from_the_first_period(self):
+        sim, _ = self._host()
+        guest = sim.observe().instances[0]
+        self.assertEqual(locality.SIGNAL_BANDWIDTH, guest.access_signal)
+        self.assertEqual(0, guest.accesses_per_node[0])
+        self.assertGreater(guest.accesses_per_node[1], 0)
+        # Every vCPU reaches across one link of distance 16.
+        for penalty in guest.vcpu_penalty:
+            self.assertAlmostEqual(0.6, penalty)
+
+    def test_the_kernel_moves_nothing_on_this_signal(self):
+        sim, vm = self._host()
+        before = vm.seg_mb.copy()
+        for _ in range(3):
+            sim.advance()
+        np.testing.assert_array_equal(before, vm.seg_mb)
+        self.assertEqual(0, vm.kernel_pages_moved)
