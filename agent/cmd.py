@@ -18,6 +18,7 @@ from agent import connection
 from agent import discovery
 from agent import domxml
 from agent import libvirt_backend
+from agent import monitorgroups
 from agent import notifier
 from agent import ovs
 from agent import pagemover
@@ -143,6 +144,8 @@ def build_agent(conf, sender=None, opener=None):
         bridge_interfaces=opts.bridge_interfaces,
         physnet_numa_nodes=physnet_numa_nodes(conf),
         page_mover=pagemover.PageMover() if opts.page_migration else None,
+        monitor_groups=(monitorgroups.MonitorGroups()
+                        if opts.bandwidth_monitoring else None),
         pid_dir=opts.qemu_pid_dir.lstrip('/'),
         agent_scope=scope.Scope.from_conf(opts),
         cpu_partition=cpu_partition(conf),

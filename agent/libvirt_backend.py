@@ -7,7 +7,9 @@ again later" (ConnectionLost), "forget it" (DomainGone) and "cannot here"
 
 Per guest it also reads its qemu process (found by :mod:`agent.guestproc`):
 memory per node from ``numa_maps``, the kernel's sampled accesses of its
-vCPU threads where NUMA balancing runs (:mod:`agent.numafaults`), how
+vCPU threads where NUMA balancing runs (:mod:`agent.numafaults`) or,
+where it does not and the CPU monitors memory bandwidth, the bytes those
+threads moved per node (:mod:`agent.resctrl`), how
 long those threads wait for a CPU (:mod:`agent.schedstat`) and, with a
 page mover (:class:`agent.pagemover.PageMover`), moves its pages. Its
 network traffic comes from libvirt's interface counters and, for SR-IOV
@@ -32,6 +34,7 @@ from agent import guestio
 from agent import guestproc
 from agent import numafaults
 from agent import numamaps
+from agent import resctrl
 from agent import schedstat
 from agent import sysfs
 from agent import vfstats
@@ -81,7 +84,8 @@ class LibvirtBackend(backend.Backend):
                  pid_dir=guestproc.PID_DIR, rate_window=MIN_RATE_WINDOW,
                  sleep=time.sleep, agent_scope=scope.Scope(),
                  cpu_partition=scope.CpuPartition(), uplinks_file=None,
-                 find_uplinks=None, vf_traffic=vfstats.query):
+                 find_uplinks=None, vf_traffic=vfstats.query,
+                 monitor_groups=None):
         self._connection = connection
         # Which guests are ours to manage (nova_numa_policy.scope), and
         # the CPUs nova's configuration gives them on this host.
@@ -129,6 +133,18 @@ class LibvirtBackend(backend.Backend):
         # threads' last measured window.
         self._waits = {}
         self._has_schedstat = None
+        # Memory bandwidth (agent.resctrl): the daemon's client that puts
+        # vCPU threads in monitoring groups (None: bandwidth not read);
+        # each guest's last reading; the threads known to be in each
+        # group; those a guest could not have monitored, not asked again
+        # until they change; the cache domain
+        # map, per topology; the last reason no signal was found.
+        self._monitor_groups = monitor_groups
+        self._bytes = {}
+        self._joined = {}
+        self._unmonitored = {}
+        self._domains = (None, None, None)
+        self._signal_said = ()
         # The vCPU threads' sched and schedstat files, kept open.
         self._thread_files = guestproc.OpenFiles()
 
@@ -152,18 +168,54 @@ class LibvirtBackend(backend.Backend):
         return frozenset(caps)
 
     def locality_signal(self):
-        """Hinting faults, while the kernel's NUMA balancing samples.
+        """The host's signal: hinting faults, memory bandwidth, or None.
 
-        Read at each call: an operator may turn ``kernel.numa_balancing``
-        on or off while the agent runs. A host of one node has nothing
-        to sample.
+        While the kernel's NUMA balancing runs it moves pages itself and
+        its samples are the signal: the loops bound where it may move
+        them rather than fight it. Without it, memory bandwidth, where the
+        CPU monitors it and bandwidth monitoring is on; the loops then own
+        page placement. Read at each call: an operator may turn
+        ``kernel.numa_balancing`` on or off, or mount resctrl, while the
+        agent runs. A host of one node has nothing to measure.
         """
         if len(self.topology().nodes) < 2:
             return None
         mode = numafaults.balancing_mode(self._root)
         if numafaults.samples_locality(mode):
-            return locality.SIGNAL_HINTING_FAULTS
-        return None
+            signal, why = locality.SIGNAL_HINTING_FAULTS, None
+        else:
+            why = self.bandwidth_missing()
+            signal = None if why else locality.SIGNAL_BANDWIDTH
+        self._say_signal(signal, why)
+        return signal
+
+    def _say_signal(self, signal, why):
+        """Log the signal when it changes, and why there is none."""
+        if (signal, why) == self._signal_said:
+            return
+        self._signal_said = (signal, why)
+        if signal:
+            LOG.info('Locality signal: %s', signal)
+        else:
+            LOG.warning('No locality signal: the kernel\'s NUMA balancing '
+                        'is off and memory bandwidth is not read (%s); '
+                        'the loops fall back to memory per node', why)
+
+    def bandwidth_missing(self):
+        """Why memory bandwidth per guest is not read here, or None."""
+        if self._monitor_groups is None:
+            return ('bandwidth monitoring is off ([numa_policy_agent] '
+                    'bandwidth_monitoring)')
+        why = resctrl.missing(self._root)
+        return why or self._domain_nodes()[1]
+
+    def _domain_nodes(self):
+        """({cache domain: node} or None, why not), kept per topology."""
+        topology = self.topology()
+        if self._domains[0] is not topology:
+            self._domains = (topology,) + resctrl.domain_nodes(self._root,
+                                                               topology)
+        return self._domains[1:]
 
     def measurements(self):
         """The locality signal, run-queue delay, interface traffic."""
@@ -345,6 +397,77 @@ class LibvirtBackend(backend.Backend):
         return accesses, locality.vcpu_penalties(
             topology, vcpu_cpus, {t.vcpu: t.per_node for t in threads})
 
+    def _bandwidth(self, pid, uuid, topology, vcpu_cpus, memory):
+        """The guest's accesses per node and vCPU penalties, from bytes."""
+        tids = (self._vcpu_thread_ids(pid, uuid, len(vcpu_cpus))
+                if pid is not None else {})
+        if not tids or not self._monitored(pid, uuid, frozenset(tids)):
+            self._bytes.pop(uuid, None)
+            return None, None
+        now = resctrl.read_group(self._root, uuid, self._domain_nodes()[0])
+        if now is None:
+            # Unreadable, or the group was removed: look again next time.
+            self._joined.pop(uuid, None)
+        moved = resctrl.moved(self._bytes.get(uuid), now)
+        self._bytes[uuid] = now
+        domains = {node: counts for node, counts in (moved or {}).items()
+                   if counts[0] > 0}
+        if not domains:
+            # The group's first reading, a group made anew, or a guest
+            # that moved nothing to memory: not measured, rather than 0.
+            return None, None
+        vcpu_nodes = [topology.node_of_cpu(cpu) for cpu in vcpu_cpus]
+        by_domain = locality.accesses_from_bandwidth(
+            domains, memory, {n: vcpu_nodes.count(n)
+                              for n in set(vcpu_nodes) if n is not None})
+        return locality.total_accesses(by_domain), locality.vcpu_penalties(
+            topology, vcpu_cpus, {v: by_domain.get(node, {})
+                                  for v, node in enumerate(vcpu_nodes)})
+
+    def _monitored(self, pid, uuid, tids):
+        """Whether the guest's vCPU threads are all in its group.
+
+        Puts them there when they are not; a refusal is said once and not
+        asked again until the guest's threads change.
+        """
+        if self._joined.get(uuid) == tids:
+            return True
+        if tids <= (resctrl.members(self._root, uuid) or frozenset()):
+            # Threads stay in a group until moved: its tasks file, which
+            # the kernel answers by walking every thread of the host, is
+            # read again only when the guest's threads change.
+            self._joined[uuid] = tids
+            return True
+        if self._unmonitored.get(uuid) == tids:
+            return False
+        try:
+            self._monitor_groups.join(pid, uuid, tids)
+        except errors.DomainGone:
+            return False
+        except errors.NotEnforceable as exc:
+            self._unmonitored[uuid] = tids
+            LOG.warning('No memory bandwidth for %s: %s', uuid, exc)
+            return False
+        # Counts of threads that just joined start now: this reading is
+        # the baseline of the next.
+        self._joined[uuid] = tids
+        self._bytes.pop(uuid, None)
+        return True
+
+    def _sweep_groups(self, keep):
+        """Remove the monitoring groups of ours not in ``keep``.
+
+        A group holds one of the CPU's few monitoring ids: guests gone,
+        and every guest while bandwidth is not the signal, give theirs
+        back. Groups left by an earlier agent are found by their names.
+        """
+        if self._monitor_groups is None:
+            return
+        for uuid in resctrl.our_groups(self._root) - keep:
+            self._monitor_groups.leave(uuid)
+            self._bytes.pop(uuid, None)
+            self._joined.pop(uuid, None)
+
     def _traffic_now(self, dom, uuid):
         """(bytes, packets) the guest's interfaces received and sent."""
         totals = []
@@ -402,6 +525,9 @@ class LibvirtBackend(backend.Backend):
         if signal == locality.SIGNAL_HINTING_FAULTS:
             accesses, penalties = self._sampled(pid, facts.uuid, topology,
                                                 vcpu_cpus)
+        elif signal == locality.SIGNAL_BANDWIDTH:
+            accesses, penalties = self._bandwidth(pid, facts.uuid, topology,
+                                                  vcpu_cpus, memory)
         io_rate = self._io_rate(dom, facts.uuid)
         cpu_wait = self._cpu_wait(pid, facts.uuid, len(vcpu_cpus))
         return backend.InstanceState(
@@ -450,7 +576,10 @@ class LibvirtBackend(backend.Backend):
                 # Gone or shut off since the listing: not ours to report.
                 LOG.debug('Skipping a domain that changed while observed: '
                           '%s', exc)
-        self._forget_all_but({i.uuid for i in instances})
+        live = {i.uuid for i in instances}
+        self._forget_all_but(live)
+        self._sweep_groups(live if signal == locality.SIGNAL_BANDWIDTH
+                           else set())
         return backend.HostSnapshot(
             topology=topology, usage=self._usage(topology),
             instances=tuple(instances), taken_at=self._clock(),
@@ -459,7 +588,8 @@ class LibvirtBackend(backend.Backend):
     def _forget_all_but(self, live):
         """Drop what is kept per guest for guests no longer running."""
         for kept in (self._facts, self._devices, self._vfs, self._traffic,
-                     self._vcpu_threads, self._waits):
+                     self._vcpu_threads, self._waits, self._unmonitored,
+                     self._joined):
             for uuid in set(kept) - live:
                 del kept[uuid]
         self._thread_files.sweep()

@@ -27,6 +27,13 @@ PRIVILEGED_HELP = (
     "qemu's user and group (user, group): the kernel then allows moving a "
     "guest's pages without CAP_SYS_PTRACE.")
 
+MONITOR_HELP = (
+    'Options of the oslo.privsep daemon that numa-policy-agent starts for '
+    'memory bandwidth monitoring ([numa_policy_agent] '
+    'bandwidth_monitoring). It runs as root with no capabilities: '
+    "resctrl's files are root's and ask for none. Leave user, group and "
+    'capabilities unset.')
+
 ACCOUNT_SAMPLE = {
     'user': "<QEMU's: qemu.conf's user, else libvirt-qemu or qemu>",
     'group': "<QEMU's: qemu.conf's group, else the user's name>",
@@ -62,7 +69,13 @@ def list_privileged_opts():
         if opt.name in ACCOUNT_HELP:
             opt.sample_default = ACCOUNT_SAMPLE[opt.name]
             opt.help = ACCOUNT_HELP[opt.name]
-    return [(group, opts + copy.deepcopy(privsep.OPTS))]
+    monitor = cfg.OptGroup(privsep.monitor.cfg_section,
+                           title='Bandwidth monitoring daemon of the agent',
+                           help=MONITOR_HELP)
+    monitor_opts = copy.deepcopy(priv_context.OPTS)
+    cfg.set_defaults(monitor_opts, capabilities=[])
+    return [(group, opts + copy.deepcopy(privsep.OPTS)),
+            (monitor, monitor_opts)]
 
 
 def list_placement_opts():

@@ -1,4 +1,4 @@
-"""The agent's one privileged context: moving a guest's pages.
+"""The agent's privileged contexts: moving pages, monitoring bandwidth.
 
 The agent runs unprivileged; only what needs privilege runs in the
 privsep daemon started through ``privsep-helper`` (sudo or rootwrap, see
@@ -18,6 +18,15 @@ the daemon refuses to serve as root unless ``user = root`` is set.
 
 Entry points live in :mod:`agent.pagemover`; what they accept is checked
 inside the daemon by :mod:`agent.trust`.
+
+A second context (:data:`monitor`, section ``[numa_policy_monitor]``)
+puts a guest's vCPU threads in a resctrl monitoring group, so the kernel
+counts their memory bandwidth (:mod:`agent.monitorgroups`). resctrl's
+files belong to root and take no capability, so that daemon runs as
+root with none at all: it can write what root owns, and its only entry
+points make, fill and remove the agent's own groups under
+``/sys/fs/resctrl/mon_groups``, for threads of a checked guest that sit
+in no one else's group.
 """
 
 import grp
@@ -60,6 +69,14 @@ pages = priv_context.PrivContext(
     capabilities=CAPABILITIES,
 )
 cfg.CONF.register_opts(OPTS, group=SECTION)
+
+MONITOR_SECTION = 'numa_policy_monitor'
+monitor = priv_context.PrivContext(
+    'agent',
+    cfg_section=MONITOR_SECTION,
+    pypath=__name__ + '.monitor',
+    capabilities=(),
+)
 
 _SETTING = re.compile(r'^\s*(user|group)\s*=\s*"([^"]*)"\s*$')
 
@@ -182,10 +199,26 @@ def checked_pid_dir():
     return _checked_pid_dir
 
 
+def checked_monitor_pid_dir():
+    """As :func:`checked_pid_dir`, for the monitor daemon: root by design.
+
+    Its configuration must still be root's alone, and it finds guests in
+    the same pid directory as the page daemon.
+    """
+    global _checked_monitor_pid_dir
+    if _checked_monitor_pid_dir is None:
+        check_configuration()
+        _checked_monitor_pid_dir = guest_pid_dir()
+    return _checked_monitor_pid_dir
+
+
+_checked_monitor_pid_dir = None
+
+
 def forget_checks():
     """Check again at the next call (tests change the configuration)."""
-    global _checked_pid_dir
-    _checked_pid_dir = None
+    global _checked_pid_dir, _checked_monitor_pid_dir
+    _checked_pid_dir = _checked_monitor_pid_dir = None
     guests.clear()
 
 

@@ -24,6 +24,7 @@ So inside the daemon, before anything else:
 import collections
 import errno
 import os
+import re
 import signal
 import stat
 import threading
@@ -36,6 +37,9 @@ MIN_PAGE_SIZE = 1 << 12
 MAX_PAGE_SIZE = 1 << 34
 # Checked guests kept (with two descriptors each) between calls.
 REMEMBERED = 256
+MAX_THREADS = 4096  # per call: more vCPUs than any guest has
+_UUID_TEXT = re.compile(r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-'
+                        r'[0-9a-f]{12}')
 
 
 class NotAGuest(PermissionError):
@@ -85,6 +89,36 @@ def addresses(values):
     for value in values:
         address(value)
     return values
+
+
+def thread_ids(values):
+    """A bounded tuple of thread ids; refuse anything else."""
+    if not isinstance(values, (list, tuple)):
+        raise TypeError('thread ids must be a list of integers')
+    if not values or len(values) > MAX_THREADS:
+        raise ValueError(f'1 to {MAX_THREADS} thread ids per call')
+    return tuple(integer(v, 'thread id', 1, MAX_PID) for v in values)
+
+
+def instance_uuid(value):
+    """A canonical, lower-case uuid text; refuse anything else.
+
+    It names a directory the daemon makes: nothing but hex digits and
+    dashes in fixed places gets that far.
+    """
+    if type(value) is not str:
+        raise TypeError(f'a uuid must be a text, not {type(value).__name__}')
+    if not _UUID_TEXT.fullmatch(value):
+        raise ValueError(f'{value[:40]!r} is not a lower-case uuid')
+    return value
+
+
+def carries_uuid(cmdline, uuid):
+    """Whether a QEMU command line (NUL-separated) says ``-uuid <uuid>``."""
+    args = cmdline.split(b'\0')
+    wanted = uuid.encode()
+    return any(arg == b'-uuid' and value == wanted
+               for arg, value in zip(args, args[1:]))
 
 
 def _private_to_root(status, what):

@@ -266,6 +266,32 @@ Related options:
 
 * ``qemu_pid_dir``.
 '''),
+    cfg.BoolOpt(
+        'bandwidth_monitoring',
+        default=False,
+        help='''
+Measure each guest's memory bandwidth per node with resctrl (Intel MBM,
+AMD's bandwidth monitoring): the agent puts the guest's vCPU threads in
+a monitoring group of its own, through a privsep daemon that runs as
+root with no capabilities.
+
+Used as the host's locality signal only while the kernel's NUMA
+balancing is off (``kernel.numa_balancing``): with it on, its hinting
+faults are the signal and the kernel moves pages itself. Needs resctrl
+mounted at ``/sys/fs/resctrl`` on a CPU that counts ``mbm_total_bytes``
+and ``mbm_local_bytes``, and one L3 cache domain per node at most (not
+sub-NUMA clustering). Threads libvirt or an operator already placed in
+a resctrl group are left where they are, unmeasured.
+
+Possible values:
+
+* False (do not monitor) or True: needs ``privsep-helper`` allowed
+  through sudo or rootwrap for the ``agent.privsep.monitor`` context.
+
+Related options:
+
+* ``page_migration``: the loops' page moves, which the bandwidth guides.
+'''),
     cfg.StrOpt(
         'qemu_pid_dir',
         default='/run/libvirt/qemu',

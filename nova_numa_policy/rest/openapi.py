@@ -109,7 +109,8 @@ SCHEMAS['HostExplanation'] = _object({
                        'latest report was generated.'),
     'locality_signal': {'type': 'string', 'nullable': True,
                         'description': 'The memory-locality signal the '
-                        'host measures (access-counters, hinting-faults); '
+                        'host measures (access-counters, hinting-faults, '
+                        'memory-bandwidth); '
                         'null when none. Carrefour and auto need one.'},
     'measurements': {'type': 'array', 'items': {'type': 'string'},
                      'description': 'Everything the host measures of its '

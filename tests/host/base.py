@@ -30,6 +30,7 @@ libvirt_uri = qemu:///system
 period = 5
 physnet_interfaces = {interfaces}
 page_migration = {page_migration}
+bandwidth_monitoring = {bandwidth_monitoring}
 dry_run = {dry_run}
 [numa_policy]
 uplinks_file = {uplinks_file}
@@ -166,11 +167,13 @@ class LabTestCase(testtools.TestCase):
     # -- the agent --------------------------------------------------------
 
     def agent_config(self, page_migration=False, dry_run=False,
-                     loops=(), interfaces='physnet1:eth0'):
+                     loops=(), interfaces='physnet1:eth0',
+                     bandwidth_monitoring=False):
         return AGENT_CONFIG.format(
             page_migration=page_migration, dry_run=dry_run,
             loops=','.join(loops), interfaces=interfaces,
-            uplinks_file=UPLINKS_FILE)
+            uplinks_file=UPLINKS_FILE,
+            bandwidth_monitoring=bandwidth_monitoring)
 
     def run_agent(self, periods=1, pause=0.0, user='nova', **options):
         """Periods of the real agent in the lab host, as ``user``.

@@ -13,7 +13,10 @@ what the kernel samples and what the agent does with it, not any gain.
 import time
 
 from nova_numa_policy import policy
+
+from agent import monitorgroups
 from tests.host import base
+from tests.labhost import deploy
 from tests.labhost import domains
 from tests.labhost import kernel
 
@@ -39,6 +42,8 @@ DISK = ("<devices><disk type='file' device='disk'>"
 # Samples the tests wait for before they judge anything.
 ENOUGH_SAMPLES = 64
 SAMPLING_TIMEOUT = 240
+# A guest the writer is not.
+OTHER_UUID = '1c9f3b63-4d2e-4f60-9bac-1d2e3f4a5b6c'
 # The shared-pages tests' buffer: 2048 pages.
 SHARED_MB = 8
 
@@ -158,6 +163,54 @@ class HintingFaultSignalTest(_MemoryWriterTest):
         self.assertIsNone(self.reported(report, guest).access_class)
         self.assertIn("loop carrefour not started: backend libvirt lacks "
                       "['access-counters']", log)
+
+
+class BandwidthTest(_MemoryWriterTest):
+    """Memory bandwidth where the CPU cannot count it: said, and refused.
+
+    The lab host's CPU is TCG's, which has no resctrl monitoring: the
+    kernel cannot mount resctrl. What is proven is the path an operator
+    meets on such a host, on the real kernel and the real monitoring
+    daemon started through sudo as deployed; counting itself cannot run.
+    """
+
+    def test_the_agent_says_why_and_the_daemon_touches_nothing(self):
+        self.balancing(False)
+        mount = self.lab.run('mkdir -p /tmp/resctrl && mount -t resctrl '
+                             'resctrl /tmp/resctrl', check=False)
+        self.assertNotEqual(0, mount.rc, 'resctrl mounted on a TCG CPU')
+        guest = self.start_writer()
+        thread = self.vcpu(guest)
+        # The real kernel's text for a thread while resctrl is unmounted.
+        text = self.lab.run(f'cat /proc/{guest.pid}/task/{thread.tid}/'
+                            'cpu_resctrl_groups').stdout
+        self.assertEqual(('', ''), monitorgroups.groups_of(text))
+        (report,), _, log = self.run_agent(
+            page_migration=True, bandwidth_monitoring=True,
+            loops=('carrefour',))
+        self.assertIsNone(report.locality_signal)
+        self.assertIn('No locality signal', log)
+        self.assertIn('resctrl is not mounted at /sys/fs/resctrl', log)
+        # The monitoring daemon, as nova starts it: root, no capability,
+        # and it writes nothing where resctrl is not mounted.
+        result = self.lab.call(
+            'tests.labhost.inside:privsep_probes', deploy.CONFIG_FILES,
+            [['join', [guest.pid, guest.uuid, [thread.tid]]],
+             ['join', [guest.pid, OTHER_UUID, [thread.tid]]],
+             ['join', [guest.pid, '../../etc', [thread.tid]]]],
+            module='monitorgroups', user='nova', timeout=300)
+        refused, other_guest, path = result['answers']
+        self.assertEqual('OSError', refused[0], refused)
+        self.assertIn('not a resctrl mount', refused[1])
+        self.assertEqual('NotAGuest', other_guest[0], other_guest)
+        self.assertEqual('ValueError', path[0], path)
+        (status,) = result['daemons']
+        self.addDetail('daemon-status', base.text(status))
+        fields = dict(line.split(':\t', 1) for line in status.splitlines()
+                      if ':\t' in line)
+        self.assertEqual('0', fields['Uid'].split()[0])
+        self.assertEqual(0, int(fields['CapEff'], 16))
+        self.assertEqual(0, int(fields['CapPrm'], 16))
 
 
 class VcpuWaitTest(_MemoryWriterTest):

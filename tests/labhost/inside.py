@@ -245,45 +245,52 @@ def plan_with_fault(config_files, uuid, actions, fault, periods_after=1):
             'calls': len(calls), 'log': _read(log_file) or ''}
 
 
-def privsep_probes(config_files, probes, helper_command=None):
-    """Call the privileged daemon's entry points with ``probes``.
+def privsep_probes(config_files, probes, helper_command=None,
+                   module='pagemover'):
+    """Call a privileged daemon's entry points with ``probes``.
 
     The daemon starts as the agent starts it: through sudo and the
     deployed rule, or through ``helper_command`` (as oslo.rootwrap would
-    let any privsep-helper line through). ``probes`` are (entry point
-    name, args) pairs; returns, for each, 'served' or the exception's
-    class name and message.
+    let any privsep-helper line through). ``module``: ``pagemover`` (the
+    page daemon) or ``monitorgroups`` (the monitoring daemon).
+    ``probes`` are (entry point name, args) pairs; returns, for each,
+    'served' and what it returned, or the exception's class name and
+    message.
     """
+    import importlib
+
     from oslo_config import cfg
 
     from agent import cmd
-    from agent import pagemover
     from agent import privsep
 
+    entry_points = importlib.import_module(f'agent.{module}')
+    context = 'pages' if module == 'pagemover' else 'monitor'
     args = []
     for path in config_files:
         args += ['--config-file', path]
     cmd.parse_args(args)
     if helper_command:
-        cfg.CONF.set_override('helper_command', helper_command,
-                              group=privsep.SECTION)
+        cfg.CONF.set_override(
+            'helper_command', helper_command,
+            group=getattr(privsep, context).cfg_section)
     answers = []
     for name, call_args in probes:
         try:
-            getattr(pagemover, name)(*call_args)
+            returned = getattr(entry_points, name)(*call_args)
         except Exception as exc:
             answers.append([type(exc).__name__, str(exc)])
         else:
-            answers.append(['served', ''])
-    return {'answers': answers, 'daemons': _privsep_daemons()}
+            answers.append(['served', repr(returned)])
+    return {'answers': answers, 'daemons': _privsep_daemons(context)}
 
 
-def _privsep_daemons():
-    """The status text of each running daemon of the agent's context."""
+def _privsep_daemons(context='pages'):
+    """The status text of each running daemon of an agent's context."""
     found = []
     for cmdline in glob.glob('/proc/[0-9]*/cmdline'):
         text = _read(cmdline) or ''
-        if 'privsep_context\0agent.privsep.pages' in text:
+        if f'privsep_context\0agent.privsep.{context}' in text:
             status = _read(os.path.join(os.path.dirname(cmdline), 'status'))
             if status:
                 found.append(status)

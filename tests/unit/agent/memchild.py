@@ -76,8 +76,9 @@ class MemoryChild(fixtures.Fixture):
 
     def __init__(self, size=64 * 1024 * 1024, user=None, group=None,
                  python=sys.executable, preexec_fn=None, guests=None,
-                 domain=None):
+                 domain=None, uuid=None):
         super().__init__()
+        self.uuid = uuid
         self.size = size
         self.user = user
         self.group = group
@@ -90,6 +91,8 @@ class MemoryChild(fixtures.Fixture):
         args = [self.python, '-c', _CHILD, str(self.size)]
         if self.guests is not None:
             args += ['-name', f'guest={self.domain},debug-threads=on']
+        if self.uuid is not None:
+            args += ['-uuid', self.uuid]
         self.process = subprocess.Popen(
             args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
             user=self.user, group=self.group, preexec_fn=self.preexec_fn)
