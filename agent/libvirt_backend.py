@@ -397,7 +397,8 @@ class LibvirtBackend(backend.Backend):
         return accesses, locality.vcpu_penalties(
             topology, vcpu_cpus, {t.vcpu: t.per_node for t in threads})
 
-    def _bandwidth(self, pid, uuid, topology, vcpu_cpus, memory):
+    def _bandwidth(self, pid, uuid, topology, vcpu_cpus, memory,
+                   memory_mode=None):
         """The guest's accesses per node and vCPU penalties, from bytes."""
         tids = (self._vcpu_thread_ids(pid, uuid, len(vcpu_cpus))
                 if pid is not None else {})
@@ -418,8 +419,7 @@ class LibvirtBackend(backend.Backend):
             return None, None
         vcpu_nodes = [topology.node_of_cpu(cpu) for cpu in vcpu_cpus]
         by_domain = locality.accesses_from_bandwidth(
-            domains, memory, {n: vcpu_nodes.count(n)
-                              for n in set(vcpu_nodes) if n is not None})
+            domains, memory, locality.first_touched(memory_mode))
         return locality.total_accesses(by_domain), locality.vcpu_penalties(
             topology, vcpu_cpus, {v: by_domain.get(node, {})
                                   for v, node in enumerate(vcpu_nodes)})
@@ -527,7 +527,8 @@ class LibvirtBackend(backend.Backend):
                                                 vcpu_cpus)
         elif signal == locality.SIGNAL_BANDWIDTH:
             accesses, penalties = self._bandwidth(pid, facts.uuid, topology,
-                                                  vcpu_cpus, memory)
+                                                  vcpu_cpus, memory,
+                                                  facts.memory_mode)
         io_rate = self._io_rate(dom, facts.uuid)
         cpu_wait = self._cpu_wait(pid, facts.uuid, len(vcpu_cpus))
         return backend.InstanceState(

@@ -33,8 +33,8 @@ SIGNALS = (SIGNAL_COUNTERS, SIGNAL_HINTING_FAULTS, SIGNAL_BANDWIDTH)
 PREFERENCE = (SIGNAL_BANDWIDTH, SIGNAL_HINTING_FAULTS)
 # Bytes of one memory access as bandwidth counts them: a cache line.
 LINE_BYTES = 64
-# How much a node's memory itself (not only what it holds beyond its
-# vCPUs' share) draws remote accesses (remote_weights).
+# How much a node's memory itself (not only what it holds beyond an even
+# share) draws remote accesses (remote_weights).
 EVEN_WEIGHT = 0.05
 # Signals whose numbers are samples, not totals: thresholds on an access
 # rate do not apply to them, a minimum number of samples does.
@@ -81,15 +81,25 @@ def kernel_balances(signal):
     return signal in KERNEL_BALANCED
 
 
+def first_touched(memory_mode):
+    """Whether memory under this ``<numatune>`` mode lies where touched.
+
+    ``memory_mode``: the running guest's mode, None for none. No mode, or
+    restrictive (cpuset.mems alone), is the kernel's default policy: a
+    page is placed on the node of the thread that first touched it.
+    Strict, interleave and preferred set a memory policy that places it.
+    """
+    return memory_mode in (None, enforcement.MODE_RESTRICTIVE)
+
+
 def kernel_balances_memory(memory_mode):
     """Whether the kernel's NUMA balancing samples and moves this memory.
 
-    ``memory_mode``: the running guest's ``<numatune>`` mode, None for
-    none. Only the default policy opts in: no mode, or restrictive
-    (cpuset.mems alone); strict, interleave and preferred set a memory
-    policy the kernel's balancing leaves alone.
+    Only the default policy opts in (:func:`first_touched`): strict,
+    interleave and preferred set a memory policy the kernel's balancing
+    leaves alone.
     """
-    return memory_mode in (None, enforcement.MODE_RESTRICTIVE)
+    return first_touched(memory_mode)
 
 
 def local_fraction(vcpu_nodes, accesses):
@@ -140,21 +150,23 @@ def vcpu_penalties(topology, vcpu_cpus, faults_by_vcpu):
     return penalties if any(p is not None for p in penalties) else None
 
 
-def accesses_from_bandwidth(domains, memory_mb_per_node, vcpus_per_node):
+def accesses_from_bandwidth(domains, memory_mb_per_node, first_touch=True):
     """Accesses per node from memory bandwidth per cache domain.
 
     ``domains``: {node: (total bytes, local bytes)} over a period, for
     the last-level cache domain on each node that ran the guest's vCPUs;
-    ``memory_mb_per_node``: the guest's resident memory;
-    ``vcpus_per_node``: how many of its vCPUs ran on each node. Returns
-    {cache node: {memory node: accesses}}, in cache lines.
+    ``memory_mb_per_node``: the guest's resident memory; ``first_touch``:
+    whether its memory lies where its threads first touched it (no memory
+    policy of its own). Returns {cache node: {memory node: accesses}}, in
+    cache lines.
 
     A domain's local bytes went to its own node. Where its remote bytes
     went is not measured (on a host of two nodes there is one place);
     they are shared out over the other nodes by :func:`remote_weights`.
     Bytes counted as local beyond the total are read as all local.
     """
-    weights = remote_weights(memory_mb_per_node, vcpus_per_node)
+    weights = remote_weights({**dict.fromkeys(domains, 0),
+                              **memory_mb_per_node}, first_touch)
     by_domain = {}
     for node, (total, local) in domains.items():
         local = min(local, total)
@@ -168,25 +180,25 @@ def accesses_from_bandwidth(domains, memory_mb_per_node, vcpus_per_node):
     return by_domain
 
 
-def remote_weights(memory_mb_per_node, vcpus_per_node):
+def remote_weights(memory_mb_per_node, first_touch=True):
     """How much of a remote access each node draws: {node: weight}.
 
-    A guest's threads first-touch their own data where they run, so the
-    memory a node holds beyond its vCPUs' share of the guest's memory
-    was allocated by threads elsewhere: data they share, or a node's
-    data placed away from it. That excess is what remote accesses reach;
-    a node's memory counts a little too, so that an evenly spread guest
-    draws its remote accesses as its memory lies.
+    Threads first-touch their own data where they run, so a node holding
+    more than an even share of a guest's memory holds what threads
+    allocated for others too: data they share, which is what remote
+    accesses reach most. That excess draws them; a node's memory counts
+    a little too, so that an evenly spread guest draws its remote
+    accesses as its memory lies. Memory a policy placed (interleaved,
+    bound, preferred) says nothing of who allocated it: there remote
+    accesses go as the memory lies.
     """
-    nodes = set(memory_mb_per_node) | set(vcpus_per_node)
-    memory = {n: max(memory_mb_per_node.get(n, 0), 0) for n in nodes}
-    held = sum(memory.values())
-    vcpus = sum(vcpus_per_node.values())
+    memory = {n: max(mb, 0) for n, mb in memory_mb_per_node.items()}
+    holding = [n for n, mb in memory.items() if mb > 0]
+    even = sum(memory.values()) / len(holding) if holding else 0.0
     weights = {}
-    for node in nodes:
-        fair = held * vcpus_per_node.get(node, 0) / vcpus if vcpus else 0
-        weights[node] = (max(memory[node] - fair, 0.0)
-                         + EVEN_WEIGHT * memory[node] + EVEN_WEIGHT)
+    for node, mb in memory.items():
+        excess = max(mb - even, 0.0) if first_touch else 0.0
+        weights[node] = excess + EVEN_WEIGHT * mb + EVEN_WEIGHT
     return weights
 
 

@@ -40,40 +40,43 @@ class AccessesFromBandwidthTest(testtools.TestCase):
         # vCPUs on node 0 moved 64 000 bytes, 16 000 of them local; with
         # two nodes, where the memory lies does not matter.
         by_domain = locality.accesses_from_bandwidth(
-            {0: (64000, 16000)}, {0: 10, 1: 0}, {0: 2})
+            {0: (64000, 16000)}, {0: 10, 1: 0})
         self.assertEqual({0: {0: 250, 1: 750}}, by_domain)
         self.assertEqual({0: 250, 1: 750},
                          locality.total_accesses(by_domain))
 
-    def test_remote_bytes_go_where_memory_exceeds_its_vcpus_share(self):
-        # Four vCPUs, one per node; node 1 holds 5 of the 8 GiB, so 3 GiB
-        # beyond its vCPU's share: what the others reach remotely.
+    def test_remote_bytes_go_where_memory_exceeds_an_even_share(self):
+        # Node 1 holds 5 of the guest's 8 GiB over four nodes: 3 GiB more
+        # than an even share, allocated for threads elsewhere.
         memory = {0: 1024, 1: 5120, 2: 1024, 3: 1024}
         by_domain = locality.accesses_from_bandwidth(
-            {0: (64000, 32000), 1: (64000, 64000)}, memory,
-            {0: 1, 1: 1, 2: 1, 3: 1})
+            {0: (64000, 32000), 1: (64000, 64000)}, memory)
         remote = by_domain[0]
         self.assertEqual(500, remote[0])
         self.assertGreater(remote[1], 0.9 * 500)
-        self.assertAlmostEqual(500, sum(remote.values()) - remote[0], delta=2)
+        self.assertAlmostEqual(500, sum(remote.values()) - remote[0],
+                               delta=2)
         self.assertEqual({0: 0, 1: 1000, 2: 0, 3: 0}, by_domain[1])
 
     def test_an_evenly_spread_guest_reaches_as_its_memory_lies(self):
-        weights = locality.remote_weights({0: 100, 1: 100, 2: 300},
-                                          {0: 1, 1: 1, 2: 1})
-        self.assertLess(weights[0], weights[2])
-        weights = locality.remote_weights({0: 100, 1: 100, 2: 100},
-                                          {0: 1, 1: 1, 2: 1})
-        self.assertEqual(weights[0], weights[2])
+        weights = locality.remote_weights({0: 100, 1: 100, 2: 100})
+        self.assertEqual(1, len(set(weights.values())))
+
+    def test_memory_a_policy_placed_draws_as_it_lies(self):
+        memory = {0: 100, 1: 100, 2: 400}
+        placed = locality.remote_weights(memory, first_touch=False)
+        self.assertAlmostEqual(4.0, placed[2] / placed[0], delta=0.05)
+        touched = locality.remote_weights(memory)
+        self.assertGreater(touched[2] / touched[0], 10)
 
     def test_remote_bytes_with_no_memory_elsewhere_are_spread_evenly(self):
         by_domain = locality.accesses_from_bandwidth(
-            {0: (6400, 0)}, {0: 100, 1: 0, 2: 0}, {0: 1})
+            {0: (6400, 0)}, {0: 100, 1: 0, 2: 0})
         self.assertEqual({0: 0, 1: 50, 2: 50}, by_domain[0])
 
     def test_local_above_total_is_read_as_all_local(self):
         by_domain = locality.accesses_from_bandwidth(
-            {0: (640, 6400)}, {0: 1, 1: 1}, {0: 1})
+            {0: (640, 6400)}, {0: 1, 1: 1})
         self.assertEqual({0: 10, 1: 0}, by_domain[0])
 
 

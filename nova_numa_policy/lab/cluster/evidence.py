@@ -32,7 +32,13 @@ HEADLINE_SIGNAL = locality.SIGNAL_HINTING_FAULTS
 # Ours again on perfect per-node access counters, which no Linux/KVM host
 # gives: the ceiling of what the loops could do, not a baseline.
 CEILING = 'ours, perfect counters'
-ROWS = STRATEGIES + (CEILING,)
+# Ours on hosts whose CPUs monitor memory bandwidth and whose kernel does
+# not balance: the other signal a Linux/KVM host can give (resctrl).
+BANDWIDTH = 'ours, memory bandwidth'
+ROWS = STRATEGIES + (BANDWIDTH, CEILING)
+# The signal each extra row runs ours on.
+ROW_SIGNALS = {CEILING: locality.SIGNAL_COUNTERS,
+               BANDWIDTH: locality.SIGNAL_BANDWIDTH}
 MIN_FRACTION = 0.95
 MAX_RSD = 0.02
 # A fraction of the optimum that prints as 1.000: the optimum is reached.
@@ -121,11 +127,11 @@ def run_one(scenario, strategy, seed, stream_seed=None, guard=None):
 
     Apart, the two seeds separate what arrives and leaves, and when, from
     what happens inside the hosts (see :func:`sources`). ``strategy`` is
-    one of :data:`ROWS`: the headline signal, or the ceiling's counters.
+    one of :data:`ROWS`: the headline signal, or an extra row's.
     """
     stream = seed if stream_seed is None else stream_seed
-    if strategy == CEILING:
-        strategy, signal = OURS, locality.SIGNAL_COUNTERS
+    if strategy in ROW_SIGNALS:
+        strategy, signal = OURS, ROW_SIGNALS[strategy]
     else:
         signal = HEADLINE_SIGNAL
     return simulation.run(scenarios.SCENARIOS[scenario].build(stream),

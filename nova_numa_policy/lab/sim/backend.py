@@ -214,8 +214,7 @@ class SimulatedBackend(backend.Backend):
         by_domain = locality.accesses_from_bandwidth(
             domains, {n: float(per_node[n])
                       for n in range(self.host.n_nodes)},
-            {int(n): int(c) for n, c in zip(*np.unique(
-                vcpu_nodes, return_counts=True))})
+            locality.first_touched(self.numatune.get(vm.uuid, (None,))[0]))
         accesses = locality.total_accesses(by_domain)
         if not sum(accesses.values()):
             return None, None

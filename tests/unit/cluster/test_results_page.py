@@ -17,6 +17,8 @@ def _cells(ours_low=(0.97, 0.97)):
                   if s != 'ours']
         # The ceiling is no baseline: far above ours, it misses nothing.
         cells.append(_cell(name, evidence.CEILING, (1.1, 1.1)))
+        # Nor is ours on another signal, far below ours.
+        cells.append(_cell(name, evidence.BANDWIDTH, (0.2, 0.3)))
     return cells
 
 
@@ -49,6 +51,9 @@ class TargetsTest(testtools.TestCase):
     def test_ours_against_the_ceiling_per_scenario(self):
         text = self._section(_cells())
         self.assertIn('per scenario: netperf 0.900, low 0.882.', text)
+        self.assertIn('**On memory bandwidth**: ours as a fraction of the '
+                      'optimum, per scenario: netperf 0.250, low 0.250.',
+                      text)
 
     def test_a_run_that_repeats_differently_is_on_the_page(self):
         self.assertIn('DIFFERENT', self._section(_cells(), repeated=False))

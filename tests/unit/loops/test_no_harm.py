@@ -39,11 +39,10 @@ KNOWN_GAPS_SAMPLED = {
     ('io-mix-reboot', ALL): 0.78,
 }
 
-# On memory bandwidth: BRM's penalty is memory distance only, and on more
-# than two nodes where remote bytes went is inferred from where memory
-# lies, which lags the hot pages Carrefour's interleave moves.
+# On memory bandwidth: on more than two nodes where remote bytes went is
+# inferred from where memory lies, which lags the hot pages Carrefour's
+# interleave moves; and the reboot draw.
 KNOWN_GAPS_BANDWIDTH = {
-    ('io-mix-reboot', ('brm',)): 0.77,
     ('io-mix-reboot', ('vnuioa',)): 0.76,
     ('io-mix-reboot', ALL): 0.76,
     ('auto-mix', ('auto',)): 0.90,
