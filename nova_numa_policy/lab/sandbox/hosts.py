@@ -23,7 +23,6 @@ from nova_numa_policy.lab.sim import backend as sim_backend
 from nova_numa_policy.lab.sim import scenarios
 from nova_numa_policy.lab.sim import state as sim_state
 from nova_numa_policy.lab.sim import topology
-from nova_numa_policy import locality
 
 PERIOD_S = 5.0
 NIC_NAME = 'eth0'
@@ -109,11 +108,10 @@ class ComputeRig(fixtures.Fixture):
         self._seed = seed
 
     def _setUp(self):
-        # What a Linux host measures: the kernel's hinting faults, its
-        # NUMA balancing on (doc/source/simulator.rst).
+        # What a Linux host measures (doc/source/simulator.rst).
         self.host = sim_backend.SimulatedBackend(
             sim_host(self.spec), [], PERIOD_S, self._seed,
-            signal=locality.SIGNAL_HINTING_FAULTS, hostname=self._nodename)
+            signal=self.spec.signal, hostname=self._nodename)
         self._rng = np.random.default_rng(self._seed)
         self.notifier = notifier.make_notifier(self._conf, self.spec.name)
         self.addCleanup(self.notifier.transport.cleanup)

@@ -14,6 +14,11 @@ class ComputeSpec:
     cores_per_node: int
     memory_mb_per_node: int
     nic_node: int  # the NUMA node of the compute's uplink
+    # What the compute measures of locality (nova_numa_policy.locality):
+    # the kernel's hinting faults, its balancing on, as distributions
+    # ship hosts of several nodes; or memory bandwidth, on a CPU that
+    # monitors it with the kernel's balancing off.
+    signal: str = 'hinting-faults'
 
     @property
     def memory_mb(self):
@@ -54,7 +59,8 @@ def computes(smoke):
     # host. Uplinks sit on different nodes so that NIC locality matters.
     hosts = [ComputeSpec('compute1', 2, 6, 8192, nic_node=0),
              ComputeSpec('compute2', 2, 6, 8192, nic_node=1),
-             ComputeSpec('compute3', 4, 3, 8192, nic_node=2)]
+             ComputeSpec('compute3', 4, 3, 8192, nic_node=2,
+                         signal='memory-bandwidth')]
     if not smoke:
         # Twice the servers: twice the hosts, or the load filter (rightly)
         # finds no node with headroom for the last ones.

@@ -266,6 +266,7 @@ class Script:
         return {'name': spec.name, 'nodes': spec.nodes,
                 'cores_per_node': spec.cores_per_node,
                 'memory_mb': spec.memory_mb, 'nic_node': spec.nic_node,
+                'signal': spec.signal,
                 'reports_sent': rig.sender.sent,
                 'last_report_seq': (api_hosts.get(spec.name) or {}).get(
                     'seq', 0)}

@@ -124,11 +124,13 @@ def held_back(actions, measured):
                     f"policy asks of the loops")
         return 'nothing measured for it yet'
     share = measured['local_share']
+    accesses = ('sampled accesses' if locality.is_sampled(measured['signal'])
+                else 'accesses')
     if share is not None and share >= LOCAL_ENOUGH:
-        return (f"already local: {share:.0%} of its sampled accesses on "
+        return (f"already local: {share:.0%} of its {accesses} on "
                 f"its vCPUs' nodes")
     return (f"{'-' if share is None else format(share, '.0%')} of its "
-            f"sampled accesses local, and no loop's threshold was crossed")
+            f"{accesses} local, and no loop's threshold was crossed")
 
 
 def server_record(boot, api_instance, series, actions, auto_choice,
@@ -198,7 +200,8 @@ def format_text(summary):
     for c in summary['computes']:
         lines.append(f"  {c['name']}: {c['nodes']} nodes x "
                      f"{c['cores_per_node']} CPUs, NIC on node "
-                     f"{c['nic_node']}, {c['reports_sent']} reports sent, "
+                     f"{c['nic_node']}, measures {c['signal']}, "
+                     f"{c['reports_sent']} reports sent, "
                      f"last stored seq {c['last_report_seq']}")
     lines += ['', f"{'server':14} {'policy':22} {'host':9} {'applied':22} "
               f"{'before':>6} {'after':>6} {'actions':>7}"]

@@ -135,11 +135,20 @@ class SmokeSummaryTest(SandboxTestBase):
             # What the loops did for it, or why they held back.
             self.assertTrue(bool(server['actions']) != bool(
                 server['held_back']), server)
-        # The hosts measure what Linux does: the kernel's hinting faults,
-        # for memory under the default policy only.
-        signals = {s['requested_policy']: s['signal'] for s in servers}
-        self.assertEqual('hinting-faults', signals['first-touch+carrefour'])
-        self.assertIsNone(signals['interleave'])
+        # Each host measures what its compute says: the kernel's hinting
+        # faults (memory under the default policy only), or memory
+        # bandwidth (every guest's vCPUs, whatever its memory policy).
+        host_signal = {c['name']: c['signal'] for c in summary['computes']}
+        self.assertEqual({'hinting-faults', 'memory-bandwidth'},
+                         set(host_signal.values()))
+        for server in servers:
+            expected = host_signal[server['host']]
+            if (expected == 'hinting-faults'
+                    and server['requested_policy'] in ('interleave',
+                                                       'home')):
+                expected = None
+            if server['signal'] is not None or expected is None:
+                self.assertEqual(expected, server['signal'], server)
         auto = next(s for s in servers if s['requested_policy'] == 'auto')
         self.assertIsNotNone(auto['auto_choice'])
         # Reports reached the collector through RabbitMQ for every host.

@@ -36,6 +36,15 @@ class HeldBackTest(testtools.TestCase):
         for measured, expected in cases:
             self.assertIn(expected, summary.held_back({}, measured))
 
+    def test_on_bandwidth_accesses_are_counted_not_sampled(self):
+        inst = backend.InstanceState(
+            uuid='vm', requested_policy='auto', vcpu_cpus=(0, 1),
+            accesses_per_node={0: 300, 1: 700},
+            access_signal=locality.SIGNAL_BANDWIDTH)
+        measured = summary.measurement(inst, s.topology())
+        self.assertIn("30% of its accesses local",
+                      summary.held_back({}, measured))
+
     def test_the_measurement_names_the_signal_and_the_local_share(self):
         measured = _measured({0: 250, 1: 750}, cpus=(4, 5))
         self.assertEqual(locality.SIGNAL_HINTING_FAULTS, measured['signal'])
