@@ -32,6 +32,7 @@ from agent import discovery
 from agent import domxml
 from agent import guestio
 from agent import guestproc
+from agent import monitorgroups
 from agent import numafaults
 from agent import numamaps
 from agent import resctrl
@@ -140,6 +141,7 @@ class LibvirtBackend(backend.Backend):
         # until they change; the cache domain
         # map, per topology; the last reason no signal was found.
         self._monitor_groups = monitor_groups
+        self._monitor_broken = None
         self._bytes = {}
         self._joined = {}
         self._unmonitored = {}
@@ -206,6 +208,8 @@ class LibvirtBackend(backend.Backend):
         if self._monitor_groups is None:
             return ('bandwidth monitoring is off ([numa_policy_agent] '
                     'bandwidth_monitoring)')
+        if self._monitor_broken:
+            return self._monitor_broken + '; restart the agent once fixed'
         why = resctrl.missing(self._root)
         return why or self._domain_nodes()[1]
 
@@ -443,6 +447,11 @@ class LibvirtBackend(backend.Backend):
         try:
             self._monitor_groups.join(pid, uuid, tids)
         except errors.DomainGone:
+            return False
+        except monitorgroups.MonitorUnavailable as exc:
+            # No guest can be measured: the host has no bandwidth signal
+            # until the agent restarts with the daemon set up.
+            self._monitor_broken = str(exc)
             return False
         except errors.NotEnforceable as exc:
             self._unmonitored[uuid] = tids

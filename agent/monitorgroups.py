@@ -48,6 +48,10 @@ class NotOursToMonitor(PermissionError):
     """A thread sits in a resctrl group someone else chose for it."""
 
 
+class MonitorUnavailable(errors.NotEnforceable):
+    """The monitoring daemon did not start (sudo or rootwrap not set up)."""
+
+
 def resctrl_mounted(mountinfo=None, where=None):
     """Whether ``where`` (resctrl's place) is a mount of resctrl."""
     mountinfo, where = mountinfo or MOUNTINFO, where or RESCTRL
@@ -216,8 +220,8 @@ class MonitorGroups:
                 f'cannot monitor the bandwidth of guest {uuid}: {exc}'
             ) from exc
         except _PRIVSEP_ERRORS as exc:
-            raise errors.NotEnforceable(
-                f'monitor daemon unavailable: {exc}') from exc
+            raise MonitorUnavailable(
+                f'the monitoring daemon is unavailable: {exc}') from exc
 
     def leave(self, uuid):
         try:

@@ -14,6 +14,7 @@ from nova_numa_policy import backend
 from nova_numa_policy import errors
 from nova_numa_policy import locality
 
+from agent import monitorgroups
 from agent import numafaults
 from agent import resctrl
 from agent import sysfs
@@ -212,6 +213,15 @@ class BackendBandwidthTest(base.TestDriverHostTest):
         self.backend._vcpu_threads.clear()
         self.instance()
         self.assertEqual(2, len(self.groups.joined))
+
+    def test_without_its_daemon_the_host_has_no_bandwidth_signal(self):
+        self.groups.refusal = monitorgroups.MonitorUnavailable(
+            'the monitoring daemon is unavailable: sudo: a password is '
+            'required')
+        self.assertIsNone(self.instance().accesses_per_node)
+        self.assertIsNone(self.backend.locality_signal())
+        self.assertIn('sudo: a password is required',
+                      self.backend.bandwidth_missing())
 
     def test_groups_of_guests_gone_are_removed(self):
         stale = '99999999-9999-4999-8999-999999999999'
