@@ -27,10 +27,6 @@ SIGNAL_COUNTERS = 'access-counters'
 SIGNAL_HINTING_FAULTS = 'hinting-faults'
 SIGNAL_BANDWIDTH = 'memory-bandwidth'
 SIGNALS = (SIGNAL_COUNTERS, SIGNAL_HINTING_FAULTS, SIGNAL_BANDWIDTH)
-# Where a host has several, the one the loops use: bandwidth counts every
-# access and leaves pages where the loops put them; hinting faults sample
-# touched pages and come with the kernel's own page moves.
-PREFERENCE = (SIGNAL_BANDWIDTH, SIGNAL_HINTING_FAULTS)
 # Bytes of one memory access as bandwidth counts them: a cache line.
 LINE_BYTES = 64
 # How much a node's memory itself (not only what it holds beyond an even
@@ -57,14 +53,6 @@ HOW_TO_MEASURE = ('mount resctrl (/sys/fs/resctrl) on a CPU with memory '
                   'balancing (sysctl kernel.numa_balancing=1); and turn '
                   'on the agent\'s page migration ([numa_policy_agent] '
                   'page_migration with the privileged helper)')
-
-
-def best(signals):
-    """The signal the loops should use among those a host has, or None."""
-    for signal in PREFERENCE:
-        if signal in signals:
-            return signal
-    return None
 
 
 def is_sampled(signal):

@@ -26,13 +26,6 @@ class BandwidthSignalTest(testtools.TestCase):
         self.assertFalse(locality.penalty_is_stall(signal))
         self.assertTrue(locality.penalty_is_stall(locality.SIGNAL_COUNTERS))
 
-    def test_bandwidth_is_preferred_to_hinting_faults(self):
-        both = {locality.SIGNAL_HINTING_FAULTS, locality.SIGNAL_BANDWIDTH}
-        self.assertEqual(locality.SIGNAL_BANDWIDTH, locality.best(both))
-        self.assertEqual(locality.SIGNAL_HINTING_FAULTS, locality.best(
-            {locality.SIGNAL_HINTING_FAULTS}))
-        self.assertIsNone(locality.best(()))
-
 
 class AccessesFromBandwidthTest(testtools.TestCase):
 
