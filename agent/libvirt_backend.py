@@ -27,15 +27,14 @@ from nova_numa_policy import errors
 from nova_numa_policy import locality
 from nova_numa_policy import scope
 
+from agent import bandwidth
 from agent import connection as connection_mod
 from agent import discovery
 from agent import domxml
 from agent import guestio
 from agent import guestproc
-from agent import monitorgroups
 from agent import numafaults
 from agent import numamaps
-from agent import resctrl
 from agent import schedstat
 from agent import sysfs
 from agent import vfstats
@@ -134,18 +133,11 @@ class LibvirtBackend(backend.Backend):
         # threads' last measured window.
         self._waits = {}
         self._has_schedstat = None
-        # Memory bandwidth (agent.resctrl): the daemon's client that puts
-        # vCPU threads in monitoring groups (None: bandwidth not read);
-        # each guest's last reading; the threads known to be in each
-        # group; those a guest could not have monitored, not asked again
-        # until they change; the cache domain
-        # map, per topology; the last reason no signal was found.
-        self._monitor_groups = monitor_groups
-        self._monitor_broken = None
-        self._bytes = {}
-        self._joined = {}
-        self._unmonitored = {}
-        self._domains = (None, None, None)
+        # Memory bandwidth per guest (agent.bandwidth), read only with
+        # the monitoring daemon's client; the last signal said, and why.
+        self._bandwidth_reader = (
+            bandwidth.GuestBandwidth(root, monitor_groups)
+            if monitor_groups is not None else None)
         self._signal_said = ()
         # The vCPU threads' sched and schedstat files, kept open.
         self._thread_files = guestproc.OpenFiles()
@@ -205,21 +197,10 @@ class LibvirtBackend(backend.Backend):
 
     def bandwidth_missing(self):
         """Why memory bandwidth per guest is not read here, or None."""
-        if self._monitor_groups is None:
+        if self._bandwidth_reader is None:
             return ('bandwidth monitoring is off ([numa_policy_agent] '
                     'bandwidth_monitoring)')
-        if self._monitor_broken:
-            return self._monitor_broken + '; restart the agent once fixed'
-        why = resctrl.missing(self._root)
-        return why or self._domain_nodes()[1]
-
-    def _domain_nodes(self):
-        """({cache domain: node} or None, why not), kept per topology."""
-        topology = self.topology()
-        if self._domains[0] is not topology:
-            self._domains = (topology,) + resctrl.domain_nodes(self._root,
-                                                               topology)
-        return self._domains[1:]
+        return self._bandwidth_reader.missing(self.topology())
 
     def measurements(self):
         """The locality signal, run-queue delay, interface traffic."""
@@ -406,76 +387,8 @@ class LibvirtBackend(backend.Backend):
         """The guest's accesses per node and vCPU penalties, from bytes."""
         tids = (self._vcpu_thread_ids(pid, uuid, len(vcpu_cpus))
                 if pid is not None else {})
-        if not tids or not self._monitored(pid, uuid, frozenset(tids)):
-            self._bytes.pop(uuid, None)
-            return None, None
-        now = resctrl.read_group(self._root, uuid, self._domain_nodes()[0])
-        if now is None:
-            # Unreadable, or the group was removed: look again next time.
-            self._joined.pop(uuid, None)
-        moved = resctrl.moved(self._bytes.get(uuid), now)
-        self._bytes[uuid] = now
-        domains = {node: counts for node, counts in (moved or {}).items()
-                   if counts[0] > 0}
-        if not domains:
-            # The group's first reading, a group made anew, or a guest
-            # that moved nothing to memory: not measured, rather than 0.
-            return None, None
-        vcpu_nodes = [topology.node_of_cpu(cpu) for cpu in vcpu_cpus]
-        by_domain = locality.accesses_from_bandwidth(
-            domains, memory, locality.first_touched(memory_mode))
-        return locality.total_accesses(by_domain), locality.vcpu_penalties(
-            topology, vcpu_cpus, {v: by_domain.get(node, {})
-                                  for v, node in enumerate(vcpu_nodes)})
-
-    def _monitored(self, pid, uuid, tids):
-        """Whether the guest's vCPU threads are all in its group.
-
-        Puts them there when they are not; a refusal is said once and not
-        asked again until the guest's threads change.
-        """
-        if self._joined.get(uuid) == tids:
-            return True
-        if tids <= (resctrl.members(self._root, uuid) or frozenset()):
-            # Threads stay in a group until moved: its tasks file, which
-            # the kernel answers by walking every thread of the host, is
-            # read again only when the guest's threads change.
-            self._joined[uuid] = tids
-            return True
-        if self._unmonitored.get(uuid) == tids:
-            return False
-        try:
-            self._monitor_groups.join(pid, uuid, tids)
-        except errors.DomainGone:
-            return False
-        except monitorgroups.MonitorUnavailable as exc:
-            # No guest can be measured: the host has no bandwidth signal
-            # until the agent restarts with the daemon set up.
-            self._monitor_broken = str(exc)
-            return False
-        except errors.NotEnforceable as exc:
-            self._unmonitored[uuid] = tids
-            LOG.warning('No memory bandwidth for %s: %s', uuid, exc)
-            return False
-        # Counts of threads that just joined start now: this reading is
-        # the baseline of the next.
-        self._joined[uuid] = tids
-        self._bytes.pop(uuid, None)
-        return True
-
-    def _sweep_groups(self, keep):
-        """Remove the monitoring groups of ours not in ``keep``.
-
-        A group holds one of the CPU's few monitoring ids: guests gone,
-        and every guest while bandwidth is not the signal, give theirs
-        back. Groups left by an earlier agent are found by their names.
-        """
-        if self._monitor_groups is None:
-            return
-        for uuid in resctrl.our_groups(self._root) - keep:
-            self._monitor_groups.leave(uuid)
-            self._bytes.pop(uuid, None)
-            self._joined.pop(uuid, None)
+        return self._bandwidth_reader.measure(pid, uuid, tids, topology,
+                                              vcpu_cpus, memory, memory_mode)
 
     def _traffic_now(self, dom, uuid):
         """(bytes, packets) the guest's interfaces received and sent."""
@@ -588,8 +501,9 @@ class LibvirtBackend(backend.Backend):
                           '%s', exc)
         live = {i.uuid for i in instances}
         self._forget_all_but(live)
-        self._sweep_groups(live if signal == locality.SIGNAL_BANDWIDTH
-                           else set())
+        if self._bandwidth_reader is not None:
+            self._bandwidth_reader.sweep(
+                live if signal == locality.SIGNAL_BANDWIDTH else set())
         return backend.HostSnapshot(
             topology=topology, usage=self._usage(topology),
             instances=tuple(instances), taken_at=self._clock(),
@@ -598,10 +512,11 @@ class LibvirtBackend(backend.Backend):
     def _forget_all_but(self, live):
         """Drop what is kept per guest for guests no longer running."""
         for kept in (self._facts, self._devices, self._vfs, self._traffic,
-                     self._vcpu_threads, self._waits, self._unmonitored,
-                     self._joined):
+                     self._vcpu_threads, self._waits):
             for uuid in set(kept) - live:
                 del kept[uuid]
+        if self._bandwidth_reader is not None:
+            self._bandwidth_reader.forget_all_but(live)
         self._thread_files.sweep()
 
     def _act(self, dom, what, func, *args):

@@ -15,10 +15,10 @@ period for 100 guests (0.35 % of one core at a 5 s period); the ratio to
 the bare reads says what the parsing costs.
 
 ``--signal bandwidth`` measures the memory-bandwidth reading instead
-(:meth:`LibvirtBackend._bandwidth`: each guest's monitoring group's
-counters read per cache domain, differenced, turned into accesses per
-node and per-vCPU penalties) against bare open-and-read of the same
-counter files. No CPU here monitors bandwidth, so the files are a tree
+(:meth:`agent.bandwidth.GuestBandwidth.measure`: each guest's monitoring
+group's counters read per cache domain, differenced, turned into
+accesses per node and per-vCPU penalties) against bare open-and-read of
+the same counter files. No CPU here monitors bandwidth, so the files are a tree
 of the kernel's layout on tmpfs: this measures the agent's side only;
 on resctrl each read also makes the kernel read a counter on a CPU of
 the domain, which is not measured.
@@ -35,6 +35,7 @@ import uuid as uuid_mod
 
 from nova_numa_policy import backend
 
+from agent import bandwidth
 from agent import libvirt_backend
 from agent import numafaults
 from agent import resctrl
@@ -150,23 +151,21 @@ def measure_bandwidth(count, periods):
         uuids = [str(uuid_mod.uuid4()) for _ in range(count)]
         for uuid in uuids:
             _write_counters(root, uuid, 1 << 20)
-        reader = libvirt_backend.LibvirtBackend(connection=None, root=root)
+        reader = bandwidth.GuestBandwidth(root, monitor_groups=None)
         topology = _topology()
         # Domain 0 on node 0, 1 on node 1; every guest's threads known to
         # be in its group, as after the first period.
         reader._domains = (topology, {0: 0, 1: 1}, None)
-        reader.topology = lambda: topology
         tids = {uuid: {1000 + 2 * i: 0, 1001 + 2 * i: 1}
                 for i, uuid in enumerate(uuids)}
-        reader._vcpu_thread_ids = lambda pid, uuid, n: tids[uuid]
         reader._joined = {uuid: frozenset(tids[uuid]) for uuid in uuids}
         cpus = (0, 2)
         memory = {0: 512, 1: 512}
 
         def ours():
             for i, uuid in enumerate(uuids):
-                accesses, _ = reader._bandwidth(i + 1, uuid, topology, cpus,
-                                                memory)
+                accesses, _ = reader.measure(i + 1, uuid, tids[uuid],
+                                             topology, cpus, memory)
                 measured.append(accesses is not None)
 
         measured = []

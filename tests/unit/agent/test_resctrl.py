@@ -14,6 +14,7 @@ from nova_numa_policy import backend
 from nova_numa_policy import errors
 from nova_numa_policy import locality
 
+from agent import libvirt_backend
 from agent import monitorgroups
 from agent import numafaults
 from agent import resctrl
@@ -153,7 +154,9 @@ class BackendBandwidthTest(base.TestDriverHostTest):
         host_fixtures.write_l3(self.root, {c: c // 4 for c in range(8)})
         guest_files.write(self.root, numafaults.SYSCTL, '0\n')
         self.groups = FakeMonitorGroups(self.root)
-        self.backend._monitor_groups = self.groups
+        self.backend = libvirt_backend.LibvirtBackend(
+            self.connection, root=self.root, sleep=lambda seconds: None,
+            monitor_groups=self.groups)
 
     def instance(self, uuid=base.HOME_FROM_NOVA):
         return [i for i in self.backend.observe().instances
@@ -199,7 +202,8 @@ class BackendBandwidthTest(base.TestDriverHostTest):
         self.assertFalse(resctrl.our_groups(self.root))
 
     def test_off_unless_asked_for_and_the_reason_says_so(self):
-        self.backend._monitor_groups = None
+        self.backend = libvirt_backend.LibvirtBackend(
+            self.connection, root=self.root, sleep=lambda seconds: None)
         self.assertIsNone(self.backend.locality_signal())
         self.assertIn('bandwidth_monitoring', self.backend.bandwidth_missing())
 
