@@ -67,18 +67,10 @@ class GuestBandwidth:
             self._joined.pop(uuid, None)
         moved = resctrl.moved(self._bytes.get(uuid), now)
         self._bytes[uuid] = now
-        domains = {node: counts for node, counts in (moved or {}).items()
-                   if counts[0] > 0}
-        if not domains:
-            # The group's first reading, a group made anew, or a guest
-            # that moved nothing to memory: not measured, rather than 0.
-            return None, None
-        vcpu_nodes = [topology.node_of_cpu(cpu) for cpu in vcpu_cpus]
-        by_domain = locality.accesses_from_bandwidth(
-            domains, memory, locality.first_touched(memory_mode))
-        return locality.total_accesses(by_domain), locality.vcpu_penalties(
-            topology, vcpu_cpus, {v: by_domain.get(node, {})
-                                  for v, node in enumerate(vcpu_nodes)})
+        # No difference yet (the group's first reading, or one made anew)
+        # reads as nothing moved: not measured.
+        return locality.measured_from_bandwidth(
+            topology, vcpu_cpus, moved or {}, memory, memory_mode)
 
     def _monitored(self, pid, uuid, tids):
         """Whether the guest's vCPU threads are all in its group.

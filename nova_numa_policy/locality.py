@@ -190,6 +190,27 @@ def remote_weights(memory_mb_per_node, first_touch=True):
     return weights
 
 
+def measured_from_bandwidth(topology, vcpu_cpus, domains, memory_mb_per_node,
+                            memory_mode=None):
+    """(accesses per node, vCPU penalties) from a period's bandwidth.
+
+    ``domains``: {node: (total bytes, local bytes)}; ``vcpu_cpus``: the
+    CPU each vCPU last ran on; ``memory_mode``: the guest's
+    ``<numatune>`` mode. A vCPU's penalty is its node's. (None, None)
+    when no domain moved a byte: not measured, rather than zero.
+    """
+    domains = {node: counts for node, counts in domains.items()
+               if counts[0] > 0}
+    if not domains:
+        return None, None
+    by_domain = accesses_from_bandwidth(domains, memory_mb_per_node,
+                                        first_touched(memory_mode))
+    return total_accesses(by_domain), vcpu_penalties(
+        topology, vcpu_cpus,
+        {v: by_domain.get(topology.node_of_cpu(cpu), {})
+         for v, cpu in enumerate(vcpu_cpus)})
+
+
 def total_accesses(by_domain):
     """{memory node: accesses} summed over the cache domains."""
     total = {}

@@ -2,6 +2,7 @@
 
 import testtools
 
+from nova_numa_policy import backend
 from nova_numa_policy import locality
 
 
@@ -71,6 +72,23 @@ class AccessesFromBandwidthTest(testtools.TestCase):
         by_domain = locality.accesses_from_bandwidth(
             {0: (640, 6400)}, {0: 1, 1: 1})
         self.assertEqual({0: 10, 1: 0}, by_domain[0])
+
+
+class MeasuredFromBandwidthTest(testtools.TestCase):
+
+    def test_each_vcpu_takes_its_nodes_penalty(self):
+        topology = backend.HostTopology(nodes=(
+            backend.NodeInfo(0, (0, 1), 1024, (10, 21)),
+            backend.NodeInfo(1, (2, 3), 1024, (21, 10))))
+        accesses, penalties = locality.measured_from_bandwidth(
+            topology, (0, 2), {0: (6400, 6400), 1: (6400, 0)},
+            {0: 100, 1: 100})
+        self.assertEqual({0: 200, 1: 0}, accesses)
+        self.assertEqual((0.0, 1.1), penalties)
+
+    def test_no_bytes_is_not_measured(self):
+        self.assertEqual((None, None), locality.measured_from_bandwidth(
+            None, (0,), {0: (0, 0)}, {0: 100}))
 
 
 class KernelBalancesMemoryTest(testtools.TestCase):

@@ -211,16 +211,10 @@ class SimulatedBackend(backend.Backend):
             self.rng, result.vcpu_accesses[first:last], vcpu_nodes,
             per_period)
         per_node = vm.memory_per_node_mb()
-        by_domain = locality.accesses_from_bandwidth(
-            domains, {n: float(per_node[n])
-                      for n in range(self.host.n_nodes)},
-            locality.first_touched(self.numatune.get(vm.uuid, (None,))[0]))
-        accesses = locality.total_accesses(by_domain)
-        if not sum(accesses.values()):
-            return None, None
-        return accesses, locality.vcpu_penalties(
-            self.topology(), tuple(int(c) for c in vm.vcpu_cpus),
-            {v: by_domain[int(node)] for v, node in enumerate(vcpu_nodes)})
+        return locality.measured_from_bandwidth(
+            self.topology(), tuple(int(c) for c in vm.vcpu_cpus), domains,
+            {n: float(per_node[n]) for n in range(self.host.n_nodes)},
+            self.numatune.get(vm.uuid, (None,))[0])
 
     def _kernel_balancing(self):
         """One period of Linux's NUMA balancing: samples, then its moves.
