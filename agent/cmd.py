@@ -17,6 +17,7 @@ from nova_numa_policy import scope
 from agent import connection
 from agent import discovery
 from agent import domxml
+from agent import hwsampling
 from agent import libvirt_backend
 from agent import monitorgroups
 from agent import notifier
@@ -146,6 +147,9 @@ def build_agent(conf, sender=None, opener=None):
         page_mover=pagemover.PageMover() if opts.page_migration else None,
         monitor_groups=(monitorgroups.MonitorGroups()
                         if opts.bandwidth_monitoring else None),
+        guest_samples=(hwsampling.GuestSamples(
+            opts.sysfs_root, opts.hardware_sample_period)
+            if opts.hardware_sampling else None),
         pid_dir=opts.qemu_pid_dir.lstrip('/'),
         agent_scope=scope.Scope.from_conf(opts),
         cpu_partition=cpu_partition(conf),

@@ -8,8 +8,9 @@ again later" (ConnectionLost), "forget it" (DomainGone) and "cannot here"
 Per guest it also reads its qemu process (found by :mod:`agent.guestproc`):
 memory per node from ``numa_maps``, the kernel's sampled accesses of its
 vCPU threads where NUMA balancing runs (:mod:`agent.numafaults`) or,
-where it does not and the CPU monitors memory bandwidth, the bytes those
-threads moved per node (:mod:`agent.resctrl`), how
+where it does not, the CPU's samples of their memory accesses
+(:mod:`agent.hwsampling`) or, where the CPU monitors memory bandwidth,
+the bytes those threads moved per node (:mod:`agent.resctrl`), how
 long those threads wait for a CPU (:mod:`agent.schedstat`) and, with a
 page mover (:class:`agent.pagemover.PageMover`), moves its pages. Its
 network traffic comes from libvirt's interface counters and, for SR-IOV
@@ -85,7 +86,7 @@ class LibvirtBackend(backend.Backend):
                  sleep=time.sleep, agent_scope=scope.Scope(),
                  cpu_partition=scope.CpuPartition(), uplinks_file=None,
                  find_uplinks=None, vf_traffic=vfstats.query,
-                 monitor_groups=None):
+                 monitor_groups=None, guest_samples=None):
         self._connection = connection
         # Which guests are ours to manage (nova_numa_policy.scope), and
         # the CPUs nova's configuration gives them on this host.
@@ -138,6 +139,9 @@ class LibvirtBackend(backend.Backend):
         self._bandwidth_reader = (
             bandwidth.GuestBandwidth(root, monitor_groups)
             if monitor_groups is not None else None)
+        # Hardware samples per guest (agent.hwsampling.GuestSamples), with
+        # the sampling daemon.
+        self._samples = guest_samples
         self._signal_said = ()
         # The vCPU threads' sched and schedstat files, kept open.
         self._thread_files = guestproc.OpenFiles()
@@ -162,13 +166,15 @@ class LibvirtBackend(backend.Backend):
         return frozenset(caps)
 
     def locality_signal(self):
-        """The host's signal: hinting faults, memory bandwidth, or None.
+        """The host's signal, or None.
 
         While the kernel's NUMA balancing runs it moves pages itself and
         its samples are the signal: the loops bound where it may move
-        them rather than fight it. Without it, memory bandwidth, where the
-        CPU monitors it and bandwidth monitoring is on; the loops then own
-        page placement. Read at each call: an operator may turn
+        them rather than fight it. Without it, the loops own page
+        placement, on what the CPU measures where it is turned on: its
+        samples of memory accesses first (each names the node that served
+        it), then memory bandwidth (where remote bytes went is inferred on
+        more than two nodes). Read at each call: an operator may turn
         ``kernel.numa_balancing`` on or off, or mount resctrl, while the
         agent runs. A host of one node has nothing to measure.
         """
@@ -178,10 +184,20 @@ class LibvirtBackend(backend.Backend):
         if numafaults.samples_locality(mode):
             signal, why = locality.SIGNAL_HINTING_FAULTS, None
         else:
-            why = self.bandwidth_missing()
-            signal = None if why else locality.SIGNAL_BANDWIDTH
+            signal, why = self._measured_by_cpu()
         self._say_signal(signal, why)
         return signal
+
+    def _measured_by_cpu(self):
+        """(hardware samples or memory bandwidth or None, why neither)."""
+        no_samples = self.samples_missing()
+        if no_samples is None:
+            return locality.SIGNAL_SAMPLES, None
+        no_bandwidth = self.bandwidth_missing()
+        if no_bandwidth is None:
+            return locality.SIGNAL_BANDWIDTH, None
+        return None, (f'hardware sampling: {no_samples}; memory bandwidth: '
+                      f'{no_bandwidth}')
 
     def _say_signal(self, signal, why):
         """Log the signal when it changes, and why there is none."""
@@ -192,8 +208,16 @@ class LibvirtBackend(backend.Backend):
             LOG.info('Locality signal: %s', signal)
         else:
             LOG.warning('No locality signal: the kernel\'s NUMA balancing '
-                        'is off and memory bandwidth is not read (%s); '
-                        'the loops fall back to memory per node', why)
+                        'is off, and neither hardware samples nor memory '
+                        'bandwidth are read (%s); the loops fall back to '
+                        'memory per node', why)
+
+    def samples_missing(self):
+        """Why the guests' memory accesses are not sampled here, or None."""
+        if self._samples is None:
+            return ('hardware sampling is off ([numa_policy_agent] '
+                    'hardware_sampling)')
+        return self._samples.missing()
 
     def bandwidth_missing(self):
         """Why memory bandwidth per guest is not read here, or None."""
@@ -390,6 +414,29 @@ class LibvirtBackend(backend.Backend):
         return self._bandwidth_reader.measure(pid, uuid, tids, topology,
                                               vcpu_cpus, memory, memory_mode)
 
+    def _hardware_samples(self, pid, uuid, topology, vcpu_cpus):
+        """The guest's accesses per node and vCPU penalties, sampled."""
+        tids = (self._vcpu_thread_ids(pid, uuid, len(vcpu_cpus))
+                if pid is not None else {})
+        return self._samples.measure(uuid, tids, topology, vcpu_cpus)
+
+    def _collect_samples(self, signal):
+        """Drain the period's samples of the guests whose threads we know.
+
+        A guest met for the first time has its threads listed while it is
+        observed: it is measured from the next period on.
+        """
+        if self._samples is None:
+            return signal
+        if signal != locality.SIGNAL_SAMPLES:
+            self._samples.idle()
+            return signal
+        if self._samples.collect(dict(self._vcpu_threads)):
+            return signal
+        # The daemon failed: no signal this period; the next one says why.
+        self._signal_said = ()
+        return None
+
     def _traffic_now(self, dom, uuid):
         """(bytes, packets) the guest's interfaces received and sent."""
         totals = []
@@ -447,6 +494,9 @@ class LibvirtBackend(backend.Backend):
         if signal == locality.SIGNAL_HINTING_FAULTS:
             accesses, penalties = self._sampled(pid, facts.uuid, topology,
                                                 vcpu_cpus)
+        elif signal == locality.SIGNAL_SAMPLES:
+            accesses, penalties = self._hardware_samples(
+                pid, facts.uuid, topology, vcpu_cpus)
         elif signal == locality.SIGNAL_BANDWIDTH:
             accesses, penalties = self._bandwidth(pid, facts.uuid, topology,
                                                   vcpu_cpus, memory,
@@ -486,7 +536,7 @@ class LibvirtBackend(backend.Backend):
         self._pf_counters = {}
         host_cpus = self._cpu_partition.floating(
             cpu for node in topology.nodes for cpu in node.cpus)
-        signal = self.locality_signal()
+        signal = self._collect_samples(self.locality_signal())
         instances = []
         for dom in domains:
             try:

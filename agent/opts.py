@@ -34,6 +34,13 @@ MONITOR_HELP = (
     "resctrl's files are root's and ask for none. Leave user, group and "
     'capabilities unset.')
 
+SAMPLER_HELP = (
+    'Options of the oslo.privsep daemon that numa-policy-agent starts for '
+    'hardware sampling ([numa_policy_agent] hardware_sampling). It runs '
+    "as QEMU's account (user, group), like the page migration daemon, "
+    'with CAP_PERFMON alone: what opening sampling events for every CPU, '
+    'with physical addresses, takes.')
+
 ACCOUNT_SAMPLE = {
     'user': "<QEMU's: qemu.conf's user, else libvirt-qemu or qemu>",
     'group': "<QEMU's: qemu.conf's group, else the user's name>",
@@ -64,18 +71,30 @@ def list_privileged_opts():
     # Names read better than capability numbers and are valid values.
     cfg.set_defaults(opts, capabilities=[
         capabilities.CAPS_BYVALUE[cap] for cap in privsep.CAPABILITIES])
-    # The account is found on the host where the daemon starts.
-    for opt in opts:
-        if opt.name in ACCOUNT_HELP:
-            opt.sample_default = ACCOUNT_SAMPLE[opt.name]
-            opt.help = ACCOUNT_HELP[opt.name]
+    _account_defaults(opts)
     monitor = cfg.OptGroup(privsep.monitor.cfg_section,
                            title='Bandwidth monitoring daemon of the agent',
                            help=MONITOR_HELP)
     monitor_opts = copy.deepcopy(priv_context.OPTS)
     cfg.set_defaults(monitor_opts, capabilities=[])
+    sampler = cfg.OptGroup(privsep.sampler.cfg_section,
+                           title='Hardware sampling daemon of the agent',
+                           help=SAMPLER_HELP)
+    sampler_opts = copy.deepcopy(priv_context.OPTS)
+    cfg.set_defaults(sampler_opts, capabilities=[
+        capabilities.CAPS_BYVALUE[cap]
+        for cap in privsep.SAMPLER_CAPABILITIES])
+    _account_defaults(sampler_opts)
     return [(group, opts + copy.deepcopy(privsep.OPTS)),
-            (monitor, monitor_opts)]
+            (monitor, monitor_opts), (sampler, sampler_opts)]
+
+
+def _account_defaults(opts):
+    """The account is found on the host where the daemon starts."""
+    for opt in opts:
+        if opt.name in ACCOUNT_HELP:
+            opt.sample_default = ACCOUNT_SAMPLE[opt.name]
+            opt.help = ACCOUNT_HELP[opt.name]
 
 
 def list_placement_opts():

@@ -1,4 +1,4 @@
-"""The agent's privileged contexts: moving pages, monitoring bandwidth.
+"""The agent's privileged contexts: moving pages, monitoring, sampling.
 
 The agent runs unprivileged; only what needs privilege runs in the
 privsep daemon started through ``privsep-helper`` (sudo or rootwrap, see
@@ -27,6 +27,13 @@ root with none at all: it can write what root owns, and its only entry
 points make, fill and remove the agent's own groups under
 ``/sys/fs/resctrl/mon_groups``, for threads of a checked guest that sit
 in no one else's group.
+
+A third (:data:`sampler`, section ``[numa_policy_sampler]``) holds the
+host's hardware sampling events (:mod:`agent.hwsampling`): opening them
+for every CPU, with physical addresses, takes ``CAP_PERFMON`` and
+nothing else. Like the page daemon it runs as QEMU's account, not root;
+it hands the agent counts of samples per vCPU thread and node, of
+threads of checked guests, never an address.
 """
 
 import grp
@@ -78,6 +85,16 @@ monitor = priv_context.PrivContext(
     capabilities=(),
 )
 
+SAMPLER_SECTION = 'numa_policy_sampler'
+# CAP_PERFMON (Linux 5.8): oslo.privsep names it from 3.0 on.
+SAMPLER_CAPABILITIES = (capabilities.CAP_PERFMON,)
+sampler = priv_context.PrivContext(
+    'agent',
+    cfg_section=SAMPLER_SECTION,
+    pypath=__name__ + '.sampler',
+    capabilities=SAMPLER_CAPABILITIES,
+)
+
 _SETTING = re.compile(r'^\s*(user|group)\s*=\s*"([^"]*)"\s*$')
 
 
@@ -122,26 +139,26 @@ def qemu_account(qemu_conf=QEMU_CONF, accounts=DISTRIBUTION_ACCOUNTS):
 
 def _set_account_defaults():
     user, group = qemu_account()
-    if user is not None:
-        cfg.CONF.set_default('user', user, group=SECTION)
-    if group is not None:
-        cfg.CONF.set_default('group', group, group=SECTION)
+    for section in (SECTION, SAMPLER_SECTION):
+        if user is not None:
+            cfg.CONF.set_default('user', user, group=section)
+        if group is not None:
+            cfg.CONF.set_default('group', group, group=section)
 
 
 _set_account_defaults()
 
 
-def check_not_root():
+def check_not_root(section=SECTION):
     """Refuse to serve as root unless ``user = root`` was asked for.
 
     Without a QEMU account to default to, the daemon would stay root:
-    better no page moves than a root daemon nobody chose.
+    better no page moves (or samples) than a root daemon nobody chose.
     """
-    if os.geteuid() == 0 and cfg.CONF[SECTION].user != ROOT:
+    if os.geteuid() == 0 and cfg.CONF[section].user != ROOT:
         raise PermissionError(
-            'the privileged daemon runs as root: set [numa_policy_privileged]'
-            ' user and group to the account QEMU runs as (or user = root to '
-            'mean it)')
+            f'the privileged daemon runs as root: set [{section}] user and '
+            f'group to the account QEMU runs as (or user = root to mean it)')
 
 
 def _writable_by_others(path):
@@ -215,10 +232,25 @@ def checked_monitor_pid_dir():
 _checked_monitor_pid_dir = None
 
 
+def checked_sampler_pid_dir():
+    """As :func:`checked_pid_dir`, for the sampling daemon."""
+    global _checked_sampler_pid_dir
+    if _checked_sampler_pid_dir is None:
+        check_not_root(SAMPLER_SECTION)
+        check_configuration()
+        _checked_sampler_pid_dir = guest_pid_dir()
+    return _checked_sampler_pid_dir
+
+
+_checked_sampler_pid_dir = None
+
+
 def forget_checks():
     """Check again at the next call (tests change the configuration)."""
     global _checked_pid_dir, _checked_monitor_pid_dir
+    global _checked_sampler_pid_dir
     _checked_pid_dir = _checked_monitor_pid_dir = None
+    _checked_sampler_pid_dir = None
     guests.clear()
 
 

@@ -209,3 +209,32 @@ def read_nics(root, physnet_interfaces, bridge_interfaces, found=()):
         if nic is not None:
             nics.append(nic)
     return tuple(nics)
+
+
+MEMORY_DIR = 'sys/devices/system/memory'
+
+
+def memory_blocks(root):
+    """({node: memory block numbers}, block size in bytes) of the host.
+
+    Each node's directory links the memory blocks it holds
+    (``node<N>/memory<M>``); ``block_size_bytes`` is in hex. ({}, None)
+    on a kernel built without memory blocks (no CONFIG_MEMORY_HOTPLUG).
+    """
+    size = _read(root, MEMORY_DIR, 'block_size_bytes')
+    if not size:
+        return {}, None
+    blocks = {}
+    for node in node_ids(root):
+        try:
+            names = os.listdir(os.path.join(root, NODE_DIR, f'node{node}'))
+        except OSError:
+            continue
+        blocks[node] = sorted(int(n[6:]) for n in names
+                              if n.startswith('memory') and n[6:].isdigit())
+    return blocks, int(size, 16)
+
+
+def online_cpus(root):
+    """The CPUs the kernel has online."""
+    return parse_cpulist(_read(root, 'sys/devices/system/cpu/online'))

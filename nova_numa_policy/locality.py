@@ -16,6 +16,10 @@ observes carries accesses per node from that signal, or none:
   the remote bytes went to is not measured, and is shared out as the
   guest's memory is (:func:`accesses_from_bandwidth`), exactly so on a
   host of two nodes.
+* ``hardware-samples``: the CPU's samples of the ops a guest's vCPUs ran
+  (AMD IBS op; see :mod:`agent.hwsampling`), those memory served counted
+  per node that served them, times the sampling period: an estimate of
+  accesses per node, so rates are meaningful.
 
 Without a signal the loops fall back to memory per node, and the report
 says no signal was measured.
@@ -26,7 +30,9 @@ from nova_numa_policy import enforcement
 SIGNAL_COUNTERS = 'access-counters'
 SIGNAL_HINTING_FAULTS = 'hinting-faults'
 SIGNAL_BANDWIDTH = 'memory-bandwidth'
-SIGNALS = (SIGNAL_COUNTERS, SIGNAL_HINTING_FAULTS, SIGNAL_BANDWIDTH)
+SIGNAL_SAMPLES = 'hardware-samples'
+SIGNALS = (SIGNAL_COUNTERS, SIGNAL_HINTING_FAULTS, SIGNAL_BANDWIDTH,
+           SIGNAL_SAMPLES)
 # Bytes of one memory access as bandwidth counts them: a cache line.
 LINE_BYTES = 64
 # How much a node's memory itself (not only what it holds beyond an even
@@ -48,9 +54,12 @@ KERNEL_BALANCED = frozenset({SIGNAL_HINTING_FAULTS})
 STALL_PENALTY = frozenset({SIGNAL_COUNTERS})
 
 # What an operator enables for a host to measure locality.
-HOW_TO_MEASURE = ('mount resctrl (/sys/fs/resctrl) on a CPU with memory '
-                  'bandwidth monitoring, or turn on the kernel\'s NUMA '
-                  'balancing (sysctl kernel.numa_balancing=1); and turn '
+HOW_TO_MEASURE = ('turn on the kernel\'s NUMA balancing (sysctl '
+                  'kernel.numa_balancing=1), or the agent\'s hardware '
+                  'sampling on a CPU with AMD IBS ([numa_policy_agent] '
+                  'hardware_sampling), or mount resctrl (/sys/fs/resctrl) '
+                  'on a CPU with memory bandwidth monitoring '
+                  '([numa_policy_agent] bandwidth_monitoring); and turn '
                   'on the agent\'s page migration ([numa_policy_agent] '
                   'page_migration with the privileged helper)')
 

@@ -292,6 +292,53 @@ Related options:
 
 * ``page_migration``: the loops' page moves, which the bandwidth guides.
 '''),
+    cfg.BoolOpt(
+        'hardware_sampling',
+        default=False,
+        help='''
+Sample the memory accesses of the guests' vCPUs with the CPU's
+instruction sampling (AMD IBS op): each sample memory served names, by
+its physical address, the node that served it. One sampling event per
+online CPU is held by a privsep daemon that runs as QEMU's account with
+``CAP_PERFMON`` alone and hands the agent counts per vCPU thread and
+node.
+
+Used as the host's locality signal only while the kernel's NUMA
+balancing is off (``kernel.numa_balancing``), and before memory
+bandwidth where both are on. Needs an AMD CPU with IBS (the ``ibs_op``
+PMU in ``/sys/bus/event_source/devices``), Linux 5.8 or later
+(``CAP_PERFMON``) and memory blocks per node in sysfs. Intel's PEBS
+cannot sample a guest from the host: there the agent says so and uses
+another signal.
+
+Possible values:
+
+* False (do not sample) or True: needs ``privsep-helper`` allowed
+  through sudo or rootwrap for the ``agent.privsep.sampler`` context.
+
+Related options:
+
+* ``hardware_sample_period``: how often the CPU samples.
+* ``page_migration``: the loops' page moves, which the samples guide.
+'''),
+    cfg.IntOpt(
+        'hardware_sample_period',
+        default=1000000,
+        min=4096,
+        max=1 << 27,
+        help='''
+Ops each CPU runs between two samples, with ``hardware_sampling``.
+
+A smaller period samples more, costs more (an interrupt per sample) and
+fills the per-CPU buffers sooner: each holds 16384 samples a period, and
+the kernel drops and counts those beyond. The kernel rounds it down to
+a multiple of 16 and refuses more than the CPU's counter holds
+(1,048,560 ops without IBS's extended counter).
+
+Possible values:
+
+* 4096 to 134217728.
+'''),
     cfg.StrOpt(
         'qemu_pid_dir',
         default='/run/libvirt/qemu',

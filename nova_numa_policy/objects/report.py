@@ -149,7 +149,9 @@ class NumaHostReport(base.NumaPolicyObject):
     # Version 1.3: measurements; NumaInstanceReport 1.2
     # Version 1.4: locality_signal and measurements may say
     #              memory-bandwidth
-    VERSION = '1.4'
+    # Version 1.5: locality_signal and measurements may say
+    #              hardware-samples
+    VERSION = '1.5'
 
     fields = {
         'host': fields.StringField(),
@@ -185,9 +187,12 @@ class NumaHostReport(base.NumaPolicyObject):
 
     # Signals a version added, and what a consumer of an older version
     # is told instead: the older signal whose numbers mean the same to it
-    # (memory bandwidth, like counters, counts accesses; rates hold).
+    # (memory bandwidth, like counters, counts accesses; rates hold; so
+    # do hardware samples, scaled by their sampling period).
     SIGNAL_ADDED_IN = {locality.SIGNAL_BANDWIDTH:
-                       ('1.4', locality.SIGNAL_COUNTERS)}
+                       ('1.4', locality.SIGNAL_COUNTERS),
+                       locality.SIGNAL_SAMPLES:
+                       ('1.5', locality.SIGNAL_COUNTERS)}
 
     DEFAULTS = {'nics': [], 'instances': [], 'enforceable_policies': [],
                 'boot_id': None, 'locality_signal': None,

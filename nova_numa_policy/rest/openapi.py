@@ -110,7 +110,7 @@ SCHEMAS['HostExplanation'] = _object({
     'locality_signal': {'type': 'string', 'nullable': True,
                         'description': 'The memory-locality signal the '
                         'host measures (access-counters, hinting-faults, '
-                        'memory-bandwidth); '
+                        'memory-bandwidth, hardware-samples); '
                         'null when none. Carrefour and auto need one.'},
     'measurements': {'type': 'array', 'items': {'type': 'string'},
                      'description': 'Everything the host measures of its '

@@ -21,7 +21,7 @@ VERSION = 'nova_numa_policy_object.version'
 # The fingerprint of every object: a change to an object's fields without
 # a version bump fails here, so no report silently changes on the wire.
 OBJECT_FINGERPRINTS = {
-    'NumaHostReport': '1.4-3f190539753441ce04f4fe7d705e2f61',
+    'NumaHostReport': '1.5-3f190539753441ce04f4fe7d705e2f61',
     'NumaNodeReport': '1.0-f78e3f67dd4a4d3fbba359d03bf22c11',
     'NumaNicReport': '1.0-35807ac8be78b380438ee8177f88e6ed',
     'NumaInstanceReport': '1.2-66b3be3b5de3561cd7d79820bee79994',
@@ -29,9 +29,9 @@ OBJECT_FINGERPRINTS = {
 
 
 class FutureHostReport(report_obj.NumaHostReport):
-    """What a newer agent would send: version 1.5 with one more field."""
+    """What a newer agent would send: version 1.6 with one more field."""
 
-    VERSION = '1.5'
+    VERSION = '1.6'
     fields = dict(report_obj.NumaHostReport.fields,
                   power_watts=fields.IntegerField())
     DEFAULTS = dict(report_obj.NumaHostReport.DEFAULTS, power_watts=0)
@@ -42,7 +42,7 @@ class FutureHostReport(report_obj.NumaHostReport):
 
     def obj_make_compatible(self, primitive, target_version):
         super().obj_make_compatible(primitive, target_version)
-        if target_version in ('1.0', '1.1', '1.2', '1.3', '1.4'):
+        if target_version in ('1.0', '1.1', '1.2', '1.3', '1.4', '1.5'):
             primitive.pop('power_watts', None)
 
 
@@ -104,7 +104,7 @@ class VersionCompatibilityTest(testtools.TestCase):
 
     def test_current_consumer_reads_a_newer_minor_report(self):
         primitive = report_wire.dump_report(_future_report())
-        self.assertEqual('1.5', primitive[VERSION])
+        self.assertEqual('1.6', primitive[VERSION])
         back = report_wire.load_report(primitive)
         self.assertIsInstance(back, report_obj.NumaHostReport)
         self.assertNotIn('power_watts', back.fields)
@@ -172,6 +172,23 @@ class VersionCompatibilityTest(testtools.TestCase):
         current = report_wire.dump_report(report)
         self.assertEqual('memory-bandwidth', current[DATA]['locality_signal'])
         self.assertEqual('memory-bandwidth', report_wire.load_report(
+            current).locality_signal)
+
+    def test_pinned_to_1_4_hardware_samples_read_as_counters(self):
+        # Samples are scaled by their period: accesses, as counters are.
+        report = report_factory.make_report(
+            locality_signal='hardware-samples',
+            measurements=['hardware-samples', 'interface-traffic'])
+        primitive = report_wire.dump_report(report, target_version='1.4')
+        self.assertEqual('access-counters',
+                         primitive[DATA]['locality_signal'])
+        self.assertEqual(['access-counters', 'interface-traffic'],
+                         primitive[DATA]['measurements'])
+        self.assertEqual('access-counters', report_wire.load_report(
+            primitive).locality_signal)
+        current = report_wire.dump_report(report)
+        self.assertEqual('1.5', current[VERSION])
+        self.assertEqual('hardware-samples', report_wire.load_report(
             current).locality_signal)
 
     def test_an_unknown_locality_signal_is_malformed(self):
