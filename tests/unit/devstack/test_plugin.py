@@ -330,6 +330,20 @@ class ProjectConfigTest(PluginTestCase):
         # Its daemon is privileged too: the file is root's.
         self.assertIn(('sudo_chmod', '0640', node.conf), node.calls())
 
+    def test_hardware_sampling_is_off_unless_asked_for(self):
+        node = self.node()
+        node.run('stack:post-config')
+        self.assertFalse(self._load(node).numa_policy_agent
+                         .hardware_sampling)
+        node = self.node(COMPUTE_ONLY,
+                         NUMA_POLICY_AGENT_HARDWARE_SAMPLING='True',
+                         NUMA_POLICY_AGENT_PAGE_MIGRATION='False')
+        node.run('stack:post-config')
+        self.assertTrue(self._load(node).numa_policy_agent
+                        .hardware_sampling)
+        # Its daemon holds CAP_PERFMON: the file is root's.
+        self.assertIn(('sudo_chmod', '0640', node.conf), node.calls())
+
     def test_compute_node_gets_only_the_agent(self):
         node = self.node(COMPUTE_ONLY)
         node.run('stack:post-config')
