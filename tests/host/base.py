@@ -31,6 +31,7 @@ period = 5
 physnet_interfaces = {interfaces}
 page_migration = {page_migration}
 bandwidth_monitoring = {bandwidth_monitoring}
+hardware_sampling = {hardware_sampling}
 dry_run = {dry_run}
 [numa_policy]
 uplinks_file = {uplinks_file}
@@ -168,12 +169,13 @@ class LabTestCase(testtools.TestCase):
 
     def agent_config(self, page_migration=False, dry_run=False,
                      loops=(), interfaces='physnet1:eth0',
-                     bandwidth_monitoring=False):
+                     bandwidth_monitoring=False, hardware_sampling=False):
         return AGENT_CONFIG.format(
             page_migration=page_migration, dry_run=dry_run,
             loops=','.join(loops), interfaces=interfaces,
             uplinks_file=UPLINKS_FILE,
-            bandwidth_monitoring=bandwidth_monitoring)
+            bandwidth_monitoring=bandwidth_monitoring,
+            hardware_sampling=hardware_sampling)
 
     def run_agent(self, periods=1, pause=0.0, user='nova', **options):
         """Periods of the real agent in the lab host, as ``user``.

@@ -6,6 +6,15 @@ kernel's NUMA balancing samples those writes as hinting faults of the
 vCPU thread. Its vCPU runs on node 0; its memory is placed on node 1 at
 start (a restrictive nodeset of node 1).
 
+Under the lab host's TCG the guest's firmware runs for a long time
+before the boot sector's loop: once, with the kernel's balancing off,
+the loop's first word (0x1000 at 64 KiB) was still unwritten four
+minutes after start, and at half a minute the firmware was still
+running and no boot sector was in memory. The vCPU thread's writes are
+then the firmware's, which go to the guest's RAM on node 1 too: what
+the kernel samples and the agent does here holds for them as for the
+loop's.
+
 The lab host's nodes are emulated and equally fast: these tests prove
 what the kernel samples and what the agent does with it, not any gain.
 """

@@ -29,8 +29,9 @@ def install(lab, bin_dir=None):
     links = ' && '.join(
         f'ln -sf {shlex.quote(os.path.join(bin_dir, name))} /usr/bin/{name}'
         for name in COMMANDS)
-    # The rule as shipped, with the monitoring daemon's line turned on,
-    # as on a host with [numa_policy_agent] bandwidth_monitoring.
+    # The rule as shipped, with the monitoring and sampling daemons'
+    # lines turned on, as on a host with [numa_policy_agent]
+    # bandwidth_monitoring and hardware_sampling.
     lab.run(f'{links} && sed "s/^# nova ALL/nova ALL/" '
             f'{shlex.quote(SUDOERS)} > /etc/sudoers.d/numa-policy-agent && '
             f'chmod 0440 /etc/sudoers.d/numa-policy-agent && '

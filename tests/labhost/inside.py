@@ -245,6 +245,11 @@ def plan_with_fault(config_files, uuid, actions, fault, periods_after=1):
             'calls': len(calls), 'log': _read(log_file) or ''}
 
 
+# The privsep context of each module's entry points.
+CONTEXTS = {'pagemover': 'pages', 'monitorgroups': 'monitor',
+            'hwsampling': 'sampler'}
+
+
 def privsep_probes(config_files, probes, helper_command=None,
                    module='pagemover'):
     """Call a privileged daemon's entry points with ``probes``.
@@ -252,7 +257,8 @@ def privsep_probes(config_files, probes, helper_command=None,
     The daemon starts as the agent starts it: through sudo and the
     deployed rule, or through ``helper_command`` (as oslo.rootwrap would
     let any privsep-helper line through). ``module``: ``pagemover`` (the
-    page daemon) or ``monitorgroups`` (the monitoring daemon).
+    page daemon), ``monitorgroups`` (the monitoring daemon) or
+    ``hwsampling`` (the sampling daemon).
     ``probes`` are (entry point name, args) pairs; returns, for each,
     'served' and what it returned, or the exception's class name and
     message.
@@ -265,7 +271,7 @@ def privsep_probes(config_files, probes, helper_command=None,
     from agent import privsep
 
     entry_points = importlib.import_module(f'agent.{module}')
-    context = 'pages' if module == 'pagemover' else 'monitor'
+    context = CONTEXTS[module]
     args = []
     for path in config_files:
         args += ['--config-file', path]
@@ -295,3 +301,117 @@ def _privsep_daemons(context='pages'):
             if status:
                 found.append(status)
     return found
+
+
+def _counts_text(counts):
+    """{tid: {node: samples}} with text keys, as JSON carries it."""
+    return {str(tid): {str(node): n for node, n in per_node.items()}
+            for tid, per_node in counts.items()}
+
+
+# A process that writes one word of its own page, a thousand times a
+# second, after printing the word's address.
+_PAGE_WRITER = """
+import ctypes, mmap, time
+page = mmap.mmap(-1, mmap.PAGESIZE)
+word = ctypes.c_long.from_buffer(page)
+print(ctypes.addressof(word), flush=True)
+while True:
+    word.value += 1
+    time.sleep(0.001)
+"""
+
+
+def sample_writes(pid, tid, address, seconds):
+    """A thread's writes to one address, sampled by a real perf event.
+
+    A hardware breakpoint (write, 8 bytes) on thread ``tid`` of process
+    ``pid``, every write sampled with its physical address, read through
+    the agent's ring buffer and counted per node by the agent's sampling
+    (:class:`agent.hwsampling.HostSampling`). Also the kernel's own
+    answer for the page's node: move_pages(2) asked, moving nothing.
+    """
+    import array
+
+    from agent import hwsampling
+    from agent import pagemover
+    from agent import perfevents
+    from agent import perfsamples
+
+    sample_type = (perfsamples.SAMPLE_TID | perfsamples.SAMPLE_ADDR
+                   | perfsamples.SAMPLE_PHYS_ADDR)
+    event = perfevents.attr(
+        perfevents.TYPE_BREAKPOINT, sample_period=1,
+        sample_type=sample_type, bp_type=2, bp_addr=address, bp_len=8)
+    ring = perfevents.Ring(perfevents.open_event(event, pid=tid), 8)
+    sampling = hwsampling.HostSampling([ring], hwsampling.node_ranges('/'),
+                                       sample_type)
+    try:
+        time.sleep(seconds)
+        counts, lost = sampling.counts()
+    finally:
+        sampling.close()
+    _, status = pagemover._move_pages(pid, array.array('Q', [address]),
+                                      None, 0)
+    return {'counts': _counts_text(counts), 'lost': lost,
+            'kernel_node': status[0]}
+
+
+def sampled_page_moves(seconds, nodes=(1, 0)):
+    """A page written by a process of its own, sampled on each of ``nodes``.
+
+    The page is moved by move_pages(2) to each node in turn, then its
+    writes sampled for ``seconds`` (:func:`sample_writes`). Returns the
+    writer's pid and, per node, what was sampled and what the kernel said.
+    """
+    import array
+    import subprocess
+    import sys
+
+    from agent import pagemover
+
+    writer = subprocess.Popen([sys.executable, '-c', _PAGE_WRITER],
+                              stdout=subprocess.PIPE)
+    try:
+        address = int(writer.stdout.readline())
+        found = []
+        for node in nodes:
+            pagemover._move_pages(writer.pid, array.array('Q', [address]),
+                                  node, pagemover.MPOL_MF_MOVE_ALL)
+            found.append(sample_writes(writer.pid, writer.pid, address,
+                                       seconds))
+        return {'pid': writer.pid, 'moves': found}
+    finally:
+        writer.kill()
+        writer.wait()
+
+
+def cpu_wide_samples(seconds):
+    """Threads sampled by one software event per online CPU, as IBS is.
+
+    The agent's per-CPU events and rings (:func:`agent.hwsampling.
+    open_per_cpu`) on the CPU clock, which every CPU has: {tid: samples}.
+    """
+    from agent import hwsampling
+    from agent import perfevents
+    from agent import perfsamples
+    from agent import sysfs
+
+    event = perfevents.attr(perfevents.TYPE_SOFTWARE, config=0,
+                            sample_period=1000000,
+                            sample_type=perfsamples.SAMPLE_TID)
+    rings = hwsampling.open_per_cpu(event, sysfs.online_cpus('/'))
+    found = {}
+    try:
+        time.sleep(seconds)
+        for ring in rings:
+            samples, _ = perfsamples.decode(ring.drain(),
+                                            perfsamples.SAMPLE_TID)
+            for sample in samples:
+                if sample.tid:  # 0: a CPU's idle task, no one's thread
+                    found[str(sample.tid)] = found.get(str(sample.tid),
+                                                       0) + 1
+    finally:
+        for ring in rings:
+            ring.close()
+    return {'samples': found, 'rings': len(rings)}
