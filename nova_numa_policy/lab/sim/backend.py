@@ -24,6 +24,10 @@ MIGRATION_US_PER_PAGE = 4.0
 VCPU_MOVE_COST_S = 0.002
 
 
+# The stream of hardware samples' draws, beside the host's seed.
+SAMPLE_STREAM = 1
+
+
 class SimulatedBackend(backend.Backend):
     name = 'simulated'
 
@@ -52,6 +56,11 @@ class SimulatedBackend(backend.Backend):
                 self.numatune.get(vm.uuid, (None,))[0])
         self.period_s = period_s
         self.rng = np.random.default_rng(seed)
+        # Hardware samples draw from a stream of their own: their noise
+        # must not change the host's other draws (where a rebooted guest
+        # lands), or a run on samples would differ from one on counters
+        # by more than what the samples say.
+        self.sample_rng = np.random.default_rng([seed, SAMPLE_STREAM])
         self.signal = signal
         self.noise = noise
         self.now = 0.0
@@ -190,6 +199,8 @@ class SimulatedBackend(backend.Backend):
                                    result.vcpu_penalty[first:last])
         if self.signal == locality.SIGNAL_BANDWIDTH:
             return self._bandwidth_measured(vm, result, first, last)
+        if self.signal == locality.SIGNAL_SAMPLES:
+            return self._samples_measured(vm, result, first, last)
         faults = self._faults.get(vm.uuid)
         if faults is None or not faults.sum():
             # No signal, a guest the kernel does not scan, or one that
@@ -200,6 +211,22 @@ class SimulatedBackend(backend.Backend):
         return accesses, locality.vcpu_penalties(
             self.topology(), tuple(int(c) for c in vm.vcpu_cpus),
             {v: {n: int(faults[v, n]) for n in range(self.host.n_nodes)}
+             for v in range(vm.n_vcpus)})
+
+    def _samples_measured(self, vm, result, first, last):
+        """Accesses and penalties as the agent derives them from samples."""
+        samples = signals.hardware_samples(
+            self.sample_rng, result.vcpu_accesses[first:last]
+            * self.host.freq_ghz * 1e9 * self.period_s,
+            signals.ACCESSES_PER_SAMPLE)
+        if not samples.sum():
+            return None, None
+        nodes = range(self.host.n_nodes)
+        accesses = {n: int(samples[:, n].sum() * signals.ACCESSES_PER_SAMPLE)
+                    for n in nodes}
+        return accesses, locality.vcpu_penalties(
+            self.topology(), tuple(int(c) for c in vm.vcpu_cpus),
+            {v: {n: int(samples[v, n]) for n in nodes}
              for v in range(vm.n_vcpus)})
 
     def _bandwidth_measured(self, vm, result, first, last):

@@ -1,6 +1,6 @@
 """What a simulated host measures of locality, and what its kernel moves.
 
-A simulated host gives one of three signals, as real hosts do:
+A simulated host gives one of these signals, as real hosts do:
 
 * perfect counters (``access-counters``): every access of the period
   counted per node, with 1 % noise. No Linux/KVM host gives this; runs on
@@ -43,6 +43,11 @@ a whole agent period at a time:
   are read with :data:`BANDWIDTH_NOISE` relative noise, drawn apart for
   the total and the remote part. The kernel does not balance on this
   signal (its NUMA balancing is off on such a host in the simulation).
+* hardware samples (``hardware-samples``): the CPU samples one op in a
+  period; a sample memory served names the node holding its data. Over
+  a period a vCPU's samples per node are a Poisson draw of its accesses
+  there over :data:`ACCESSES_PER_SAMPLE`, scaled back by it as the agent
+  does. The kernel does not balance on this signal either.
 
 Pure: numpy arrays in, numpy arrays out; draws come from the caller's
 generator.
@@ -64,6 +69,10 @@ LOCAL_ENOUGH = 0.7
 # (prefetches and write-backs are counted, some parts under-count under
 # load); 5 % is an order of magnitude, not a measured figure.
 BANDWIDTH_NOISE = 0.05
+# Memory accesses per hardware sample: at the agent's default period one
+# op in a million is sampled, and a sampled op is a memory access as
+# often as the guest's ops are; so about one sample per million accesses.
+ACCESSES_PER_SAMPLE = 1e6
 
 
 def coverage(memory_mb, period_s, scan_period_s):
@@ -182,6 +191,14 @@ def apply_moves(seg_mb, moves, free_mb):
         free[target] -= wanted.sum()
         moved += wanted.sum()
     return np.maximum(seg_mb, 0.0), moved
+
+
+def hardware_samples(rng, vcpu_accesses, per_sample=ACCESSES_PER_SAMPLE):
+    """vCPUs x nodes: the memory samples a period of accesses gives.
+
+    ``vcpu_accesses``: vCPUs x nodes, the period's accesses.
+    """
+    return rng.poisson(np.asarray(vcpu_accesses, float) / per_sample)
 
 
 def bandwidth(rng, vcpu_accesses, vcpu_nodes, bytes_per_access,

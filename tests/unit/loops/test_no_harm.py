@@ -3,7 +3,8 @@
 Table-driven over every scenario (but the 100-guest benchmark) and every
 loop alone and all together, seeds 0-4, 40 periods (a scenario with a
 reboot runs until its measured half follows the reboot), on perfect
-counters, on the kernel's hinting faults and on memory bandwidth.
+counters, on the kernel's hinting faults, on memory bandwidth and on
+hardware samples.
 KNOWN_GAPS are the cases
 where the target is not met yet, each with its reason in
 doc/source/loops.rst, "Known gaps": they assert the floor reached today,
@@ -49,6 +50,18 @@ KNOWN_GAPS_BANDWIDTH = {
     ('auto-mix', ALL): 0.90,
 }
 
+# On hardware samples: at one sample per million accesses the 8-node
+# host's guests have about a hundred samples per node and period, and
+# auto's classes and Carrefour's moves follow their noise; and the
+# reboot draw.
+KNOWN_GAPS_SAMPLES = {
+    ('io-mix-reboot', ('brm',)): 0.85,
+    ('io-mix-reboot', ('vnuioa',)): 0.79,
+    ('io-mix-reboot', ALL): 0.79,
+    ('auto-mix', ('auto',)): 0.88,
+    ('auto-mix', ALL): 0.88,
+}
+
 
 def _cases():
     for name in scenarios.SCENARIOS:
@@ -80,3 +93,6 @@ class NoHarmPerGuestTest(testtools.TestCase):
 
     def test_nor_on_memory_bandwidth(self):
         self._check(locality.SIGNAL_BANDWIDTH, KNOWN_GAPS_BANDWIDTH)
+
+    def test_nor_on_hardware_samples(self):
+        self._check(locality.SIGNAL_SAMPLES, KNOWN_GAPS_SAMPLES)

@@ -247,3 +247,58 @@ class BandwidthHostTest(testtools.TestCase):
             sim.advance()
         np.testing.assert_array_equal(before, vm.seg_mb)
         self.assertEqual(0, vm.kernel_pages_moved)
+
+
+class HardwareSamplesTest(testtools.TestCase):
+
+    def test_a_poisson_draw_of_the_accesses_per_sample(self):
+        rng = np.random.default_rng(2)
+        accesses = np.array([[4e8, 1e8]])
+        draws = np.array([signals.hardware_samples(rng, accesses, 1e6)[0]
+                          for _ in range(400)])
+        np.testing.assert_allclose([400, 100], draws.mean(axis=0), rtol=0.02)
+        # Poisson: the variance is the mean.
+        np.testing.assert_allclose([400, 100], draws.var(axis=0), rtol=0.2)
+
+
+class HardwareSamplesHostTest(testtools.TestCase):
+    """The simulated backend as a host whose CPU samples its accesses."""
+
+    def _host(self, signal=locality.SIGNAL_SAMPLES):
+        host = topology.xeon2()
+        # Both vCPUs on node 0, every page on node 1.
+        vm = fixtures.vm_at(host, 'private-stream', (0, 1), 1,
+                            memory_mb=2048)
+        return sim_backend.SimulatedBackend(host, [vm], signal=signal), vm
+
+    def test_remote_memory_is_sampled_where_it_lies(self):
+        sim, _ = self._host()
+        guest = sim.observe().instances[0]
+        self.assertEqual(locality.SIGNAL_SAMPLES, guest.access_signal)
+        self.assertEqual(0, guest.accesses_per_node[0])
+        self.assertGreater(guest.accesses_per_node[1], 0)
+        self.assertEqual(0, guest.accesses_per_node[1]
+                         % signals.ACCESSES_PER_SAMPLE)
+        for penalty in guest.vcpu_penalty:
+            self.assertAlmostEqual(0.6, penalty)
+
+    def test_sampling_leaves_the_hosts_other_draws_alone(self):
+        # A host that samples draws from its own stream as one that
+        # measures nothing does.
+        sampled, _ = self._host()
+        blind, _ = self._host(None)
+        for _ in range(3):
+            self.assertIsNotNone(
+                sampled.observe().instances[0].accesses_per_node)
+            blind.observe()
+            sampled.advance()
+            blind.advance()
+        self.assertEqual(sampled.rng.random(), blind.rng.random())
+
+    def test_the_kernel_moves_nothing_on_this_signal(self):
+        sim, vm = self._host()
+        before = vm.seg_mb.copy()
+        for _ in range(3):
+            sim.advance()
+        np.testing.assert_array_equal(before, vm.seg_mb)
+        self.assertEqual(0, vm.kernel_pages_moved)
