@@ -158,38 +158,27 @@ class VersionCompatibilityTest(testtools.TestCase):
         self.assertEqual('hinting-faults', report_wire.load_report(
             report_wire.dump_report(report)).locality_signal)
 
-    def test_pinned_to_1_3_memory_bandwidth_reads_as_counters(self):
-        # A 1.3 consumer knows no memory-bandwidth signal and would drop
-        # the report; counters are what it means to that consumer.
-        report = report_factory.make_report(
-            locality_signal='memory-bandwidth',
-            measurements=['cpu-wait', 'memory-bandwidth'])
-        primitive = report_wire.dump_report(report, target_version='1.3')
-        self.assertEqual('access-counters',
-                         primitive[DATA]['locality_signal'])
-        self.assertEqual(['access-counters', 'cpu-wait'],
-                         primitive[DATA]['measurements'])
-        current = report_wire.dump_report(report)
-        self.assertEqual('memory-bandwidth', current[DATA]['locality_signal'])
-        self.assertEqual('memory-bandwidth', report_wire.load_report(
-            current).locality_signal)
-
-    def test_pinned_to_1_4_hardware_samples_read_as_counters(self):
-        # Samples are scaled by their period: accesses, as counters are.
-        report = report_factory.make_report(
-            locality_signal='hardware-samples',
-            measurements=['hardware-samples', 'interface-traffic'])
-        primitive = report_wire.dump_report(report, target_version='1.4')
-        self.assertEqual('access-counters',
-                         primitive[DATA]['locality_signal'])
-        self.assertEqual(['access-counters', 'interface-traffic'],
-                         primitive[DATA]['measurements'])
-        self.assertEqual('access-counters', report_wire.load_report(
-            primitive).locality_signal)
-        current = report_wire.dump_report(report)
-        self.assertEqual('1.5', current[VERSION])
-        self.assertEqual('hardware-samples', report_wire.load_report(
-            current).locality_signal)
+    def test_a_signal_pinned_below_its_version_reads_as_counters(self):
+        # A consumer older than a signal would drop the report; counters
+        # are what it means to that consumer: memory bandwidth counts
+        # accesses, and samples are scaled by their period to accesses.
+        for signal, older in (('memory-bandwidth', '1.3'),
+                              ('hardware-samples', '1.4')):
+            report = report_factory.make_report(
+                locality_signal=signal,
+                measurements=['cpu-wait', signal])
+            primitive = report_wire.dump_report(report,
+                                                target_version=older)
+            self.assertEqual('access-counters',
+                             primitive[DATA]['locality_signal'])
+            self.assertEqual(['access-counters', 'cpu-wait'],
+                             primitive[DATA]['measurements'])
+            self.assertEqual('access-counters', report_wire.load_report(
+                primitive).locality_signal)
+            current = report_wire.dump_report(report)
+            self.assertEqual('1.5', current[VERSION])
+            self.assertEqual(signal, report_wire.load_report(
+                current).locality_signal)
 
     def test_an_unknown_locality_signal_is_malformed(self):
         primitive = report_wire.dump_report(report_factory.make_report())

@@ -27,6 +27,7 @@ from tests.unit.agent import base
 from tests.unit.agent import memchild
 from tests.unit.agent import test_numafaults
 from tests.unit.agent import test_pagemove_backend as guest_files
+from tests.unit.agent import test_resctrl
 
 UUID = '0b8f2a52-3c1d-4e5f-8a9b-0c1d2e3f4a5b'
 OTHER = '1c9f3b63-4d2e-4f60-9bac-1d2e3f4a5b6c'
@@ -247,15 +248,9 @@ class BackendSamplingTest(base.TestDriverHostTest):
 
     def setUp(self):
         super().setUp()
-        guest_files.write_qemu(self.root, 'instance-00000002',
-                               base.HOME_FROM_NOVA, PID)
-        test_numafaults.write_threads(self.root, PID, {
-            PID + 1: ('CPU 0/KVM', {}), PID + 2: ('CPU 1/KVM', {})})
-        guest_files.write(self.root, f'proc/{PID}/numa_maps',
-                          '7f0000000000 default anon=1024 N0=768 N1=256\n')
+        test_resctrl.write_home_guest(self.root)
         host_fixtures.write_ibs_op(self.root)
         host_fixtures.write_memory_blocks(self.root, {0: [0], 1: [1]})
-        guest_files.write(self.root, numafaults.SYSCTL, '0\n')
         self.daemon = FakeDaemon()
         self.log = self.useFixture(fixtures.FakeLogger(level=logging.INFO))
         self.backend = self.sampling_backend()

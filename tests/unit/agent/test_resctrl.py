@@ -39,6 +39,18 @@ def write_counters(root, uuid, per_domain):
                           f'{local}\n')
 
 
+def write_home_guest(root):
+    """HOME_FROM_NOVA's qemu: two vCPU threads, memory 3:1 on nodes 0, 1."""
+    guest_files.write_qemu(root, 'instance-00000002', base.HOME_FROM_NOVA,
+                           PID)
+    test_numafaults.write_threads(root, PID, {
+        PID + 1: ('CPU 0/KVM', {}), PID + 2: ('CPU 1/KVM', {})})
+    guest_files.write(root, f'proc/{PID}/numa_maps',
+                      '7f0000000000 default anon=1024 N0=768 N1=256\n')
+    # The kernel does not balance.
+    guest_files.write(root, numafaults.SYSCTL, '0\n')
+
+
 class FakeMonitorGroups:
     """The monitor daemon, on a resctrl tree under ``root``."""
 
@@ -144,15 +156,9 @@ class BackendBandwidthTest(base.TestDriverHostTest):
 
     def setUp(self):
         super().setUp()
-        guest_files.write_qemu(self.root, 'instance-00000002',
-                               base.HOME_FROM_NOVA, PID)
-        test_numafaults.write_threads(self.root, PID, {
-            PID + 1: ('CPU 0/KVM', {}), PID + 2: ('CPU 1/KVM', {})})
-        guest_files.write(self.root, f'proc/{PID}/numa_maps',
-                          '7f0000000000 default anon=1024 N0=768 N1=256\n')
+        write_home_guest(self.root)
         host_fixtures.write_resctrl(self.root)
         host_fixtures.write_l3(self.root, {c: c // 4 for c in range(8)})
-        guest_files.write(self.root, numafaults.SYSCTL, '0\n')
         self.groups = FakeMonitorGroups(self.root)
         self.backend = libvirt_backend.LibvirtBackend(
             self.connection, root=self.root, sleep=lambda seconds: None,

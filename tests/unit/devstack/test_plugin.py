@@ -316,33 +316,23 @@ class ProjectConfigTest(PluginTestCase):
         self.assertEqual({'public': 'br-ex'},
                          conf.numa_policy_agent.physnet_interfaces)
 
-    def test_bandwidth_monitoring_is_off_unless_asked_for(self):
-        node = self.node()
-        node.run('stack:post-config')
-        self.assertFalse(self._load(node).numa_policy_agent
-                         .bandwidth_monitoring)
-        node = self.node(COMPUTE_ONLY,
-                         NUMA_POLICY_AGENT_BANDWIDTH_MONITORING='True',
-                         NUMA_POLICY_AGENT_PAGE_MIGRATION='False')
-        node.run('stack:post-config')
-        self.assertTrue(self._load(node).numa_policy_agent
-                        .bandwidth_monitoring)
-        # Its daemon is privileged too: the file is root's.
-        self.assertIn(('sudo_chmod', '0640', node.conf), node.calls())
-
-    def test_hardware_sampling_is_off_unless_asked_for(self):
-        node = self.node()
-        node.run('stack:post-config')
-        self.assertFalse(self._load(node).numa_policy_agent
-                         .hardware_sampling)
-        node = self.node(COMPUTE_ONLY,
-                         NUMA_POLICY_AGENT_HARDWARE_SAMPLING='True',
-                         NUMA_POLICY_AGENT_PAGE_MIGRATION='False')
-        node.run('stack:post-config')
-        self.assertTrue(self._load(node).numa_policy_agent
-                        .hardware_sampling)
-        # Its daemon holds CAP_PERFMON: the file is root's.
-        self.assertIn(('sudo_chmod', '0640', node.conf), node.calls())
+    def test_cpu_measurements_are_off_unless_asked_for(self):
+        for setting, option in (
+                ('NUMA_POLICY_AGENT_BANDWIDTH_MONITORING',
+                 'bandwidth_monitoring'),
+                ('NUMA_POLICY_AGENT_HARDWARE_SAMPLING', 'hardware_sampling')):
+            node = self.node()
+            node.run('stack:post-config')
+            self.assertFalse(getattr(self._load(node).numa_policy_agent,
+                                     option))
+            node = self.node(COMPUTE_ONLY,
+                             NUMA_POLICY_AGENT_PAGE_MIGRATION='False',
+                             **{setting: 'True'})
+            node.run('stack:post-config')
+            self.assertTrue(getattr(self._load(node).numa_policy_agent,
+                                    option))
+            # Its daemon is privileged too: the file is root's.
+            self.assertIn(('sudo_chmod', '0640', node.conf), node.calls())
 
     def test_compute_node_gets_only_the_agent(self):
         node = self.node(COMPUTE_ONLY)

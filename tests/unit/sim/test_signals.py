@@ -219,26 +219,32 @@ class BandwidthTest(testtools.TestCase):
         self.assertLess(spread, 2 * signals.BANDWIDTH_NOISE)
 
 
-class BandwidthHostTest(testtools.TestCase):
-    """The simulated backend as a host whose CPUs monitor bandwidth."""
+class _MeasuredByTheCpu:
+    """A host whose CPU measures ``SIGNAL``, its kernel not balancing.
 
-    def _host(self):
+    Both vCPUs on node 0, every page on node 1; ``measured=False``: the
+    same host measuring nothing.
+    """
+
+    SIGNAL = None
+
+    def _host(self, measured=True):
         host = topology.xeon2()
-        # Both vCPUs on node 0, every page on node 1.
         vm = fixtures.vm_at(host, 'private-stream', (0, 1), 1,
                             memory_mb=2048)
         return sim_backend.SimulatedBackend(
-            host, [vm], signal=locality.SIGNAL_BANDWIDTH), vm
+            host, [vm], signal=self.SIGNAL if measured else None), vm
 
     def test_remote_memory_is_measured_from_the_first_period(self):
         sim, _ = self._host()
         guest = sim.observe().instances[0]
-        self.assertEqual(locality.SIGNAL_BANDWIDTH, guest.access_signal)
+        self.assertEqual(self.SIGNAL, guest.access_signal)
         self.assertEqual(0, guest.accesses_per_node[0])
         self.assertGreater(guest.accesses_per_node[1], 0)
         # Every vCPU reaches across one link of distance 16.
         for penalty in guest.vcpu_penalty:
             self.assertAlmostEqual(0.6, penalty)
+        return guest
 
     def test_the_kernel_moves_nothing_on_this_signal(self):
         sim, vm = self._host()
@@ -247,6 +253,12 @@ class BandwidthHostTest(testtools.TestCase):
             sim.advance()
         np.testing.assert_array_equal(before, vm.seg_mb)
         self.assertEqual(0, vm.kernel_pages_moved)
+
+
+class BandwidthHostTest(_MeasuredByTheCpu, testtools.TestCase):
+    """The simulated backend as a host whose CPUs monitor bandwidth."""
+
+    SIGNAL = locality.SIGNAL_BANDWIDTH
 
 
 class HardwareSamplesTest(testtools.TestCase):
@@ -261,32 +273,22 @@ class HardwareSamplesTest(testtools.TestCase):
         np.testing.assert_allclose([400, 100], draws.var(axis=0), rtol=0.2)
 
 
-class HardwareSamplesHostTest(testtools.TestCase):
+class HardwareSamplesHostTest(_MeasuredByTheCpu, testtools.TestCase):
     """The simulated backend as a host whose CPU samples its accesses."""
 
-    def _host(self, signal=locality.SIGNAL_SAMPLES):
-        host = topology.xeon2()
-        # Both vCPUs on node 0, every page on node 1.
-        vm = fixtures.vm_at(host, 'private-stream', (0, 1), 1,
-                            memory_mb=2048)
-        return sim_backend.SimulatedBackend(host, [vm], signal=signal), vm
+    SIGNAL = locality.SIGNAL_SAMPLES
 
-    def test_remote_memory_is_sampled_where_it_lies(self):
-        sim, _ = self._host()
-        guest = sim.observe().instances[0]
-        self.assertEqual(locality.SIGNAL_SAMPLES, guest.access_signal)
-        self.assertEqual(0, guest.accesses_per_node[0])
-        self.assertGreater(guest.accesses_per_node[1], 0)
+    def test_remote_memory_is_measured_from_the_first_period(self):
+        guest = super().test_remote_memory_is_measured_from_the_first_period()
+        # Samples times the accesses each stands for.
         self.assertEqual(0, guest.accesses_per_node[1]
                          % signals.ACCESSES_PER_SAMPLE)
-        for penalty in guest.vcpu_penalty:
-            self.assertAlmostEqual(0.6, penalty)
 
     def test_sampling_leaves_the_hosts_other_draws_alone(self):
         # A host that samples draws from its own stream as one that
         # measures nothing does.
         sampled, _ = self._host()
-        blind, _ = self._host(None)
+        blind, _ = self._host(measured=False)
         for _ in range(3):
             self.assertIsNotNone(
                 sampled.observe().instances[0].accesses_per_node)
@@ -294,11 +296,3 @@ class HardwareSamplesHostTest(testtools.TestCase):
             sampled.advance()
             blind.advance()
         self.assertEqual(sampled.rng.random(), blind.rng.random())
-
-    def test_the_kernel_moves_nothing_on_this_signal(self):
-        sim, vm = self._host()
-        before = vm.seg_mb.copy()
-        for _ in range(3):
-            sim.advance()
-        np.testing.assert_array_equal(before, vm.seg_mb)
-        self.assertEqual(0, vm.kernel_pages_moved)
