@@ -35,10 +35,16 @@ CEILING = 'ours, perfect counters'
 # Ours on hosts whose CPUs monitor memory bandwidth and whose kernel does
 # not balance: the other signal a Linux/KVM host can give (resctrl).
 BANDWIDTH = 'ours, memory bandwidth'
-ROWS = STRATEGIES + (BANDWIDTH, CEILING)
+# Ours on hosts whose CPU samples memory accesses (AMD IBS) and whose
+# kernel does not balance.
+SAMPLES = 'ours, hardware samples'
+# Ours on a signal a host can give other than the headline's.
+OTHER_SIGNALS = (BANDWIDTH, SAMPLES)
+ROWS = STRATEGIES + OTHER_SIGNALS + (CEILING,)
 # The signal each extra row runs ours on.
 ROW_SIGNALS = {CEILING: locality.SIGNAL_COUNTERS,
-               BANDWIDTH: locality.SIGNAL_BANDWIDTH}
+               BANDWIDTH: locality.SIGNAL_BANDWIDTH,
+               SAMPLES: locality.SIGNAL_SAMPLES}
 MIN_FRACTION = 0.95
 MAX_RSD = 0.02
 # A fraction of the optimum that prints as 1.000: the optimum is reached.

@@ -19,6 +19,7 @@ def _cells(ours_low=(0.97, 0.97)):
         cells.append(_cell(name, evidence.CEILING, (1.1, 1.1)))
         # Nor is ours on another signal, far below ours.
         cells.append(_cell(name, evidence.BANDWIDTH, (0.2, 0.3)))
+        cells.append(_cell(name, evidence.SAMPLES, (0.2, 0.3)))
     return cells
 
 
@@ -51,9 +52,10 @@ class TargetsTest(testtools.TestCase):
     def test_ours_against_the_ceiling_per_scenario(self):
         text = self._section(_cells())
         self.assertIn('per scenario: netperf 0.900, low 0.882.', text)
-        self.assertIn('**On memory bandwidth**: ours as a fraction of the '
-                      'optimum, per scenario: netperf 0.250, low 0.250.',
-                      text)
+        for signal in ('memory bandwidth', 'hardware samples'):
+            self.assertIn(f'**On {signal}**: ours as a fraction of the '
+                          'optimum, per scenario: netperf 0.250, low 0.250.',
+                          text)
 
     def test_a_run_that_repeats_differently_is_on_the_page(self):
         self.assertIn('DIFFERENT', self._section(_cells(), repeated=False))
