@@ -142,6 +142,10 @@ class LibvirtBackend(backend.Backend):
         # Hardware samples per guest (agent.hwsampling.GuestSamples), with
         # the sampling daemon.
         self._samples = guest_samples
+        self._samples_drained_at = None
+        # (time, (accesses, penalties)) of each guest's last bandwidth
+        # reading: one within a rate window of it is not read anew.
+        self._bandwidth_read = {}
         self._signal_said = ()
         # The vCPU threads' sched and schedstat files, kept open.
         self._thread_files = guestproc.OpenFiles()
@@ -408,11 +412,22 @@ class LibvirtBackend(backend.Backend):
 
     def _bandwidth(self, pid, uuid, topology, vcpu_cpus, memory,
                    memory_mode=None):
-        """The guest's accesses per node and vCPU penalties, from bytes."""
+        """The guest's accesses per node and vCPU penalties, from bytes.
+
+        Read again only a rate window after the last reading: an
+        observation right after it (the one after an action, for the
+        report) would count milliseconds of bytes as a period's.
+        """
+        now = self._clock()
+        last = self._bandwidth_read.get(uuid)
+        if last is not None and now - last[0] < self._rate_window:
+            return last[1]
         tids = (self._vcpu_thread_ids(pid, uuid, len(vcpu_cpus))
                 if pid is not None else {})
-        return self._bandwidth_reader.measure(pid, uuid, tids, topology,
-                                              vcpu_cpus, memory, memory_mode)
+        measured = self._bandwidth_reader.measure(
+            pid, uuid, tids, topology, vcpu_cpus, memory, memory_mode)
+        self._bandwidth_read[uuid] = (now, measured)
+        return measured
 
     def _hardware_samples(self, pid, uuid, topology, vcpu_cpus):
         """The guest's accesses per node and vCPU penalties, sampled."""
@@ -424,14 +439,23 @@ class LibvirtBackend(backend.Backend):
         """Drain the period's samples of the guests whose threads we know.
 
         A guest met for the first time has its threads listed while it is
-        observed: it is measured from the next period on.
+        observed: it is measured from the next period on. An observation
+        within a rate window of the last drain (the one after an action,
+        for the report) keeps the last samples, as rates do: draining
+        then would read milliseconds as a period.
         """
         if self._samples is None:
             return signal
         if signal != locality.SIGNAL_SAMPLES:
             self._samples.idle()
+            self._samples_drained_at = None
+            return signal
+        now = self._clock()
+        if (self._samples_drained_at is not None
+                and now - self._samples_drained_at < self._rate_window):
             return signal
         if self._samples.collect(dict(self._vcpu_threads)):
+            self._samples_drained_at = now
             return signal
         # The daemon failed: no signal this period; the next one says why.
         self._signal_said = ()
@@ -562,7 +586,7 @@ class LibvirtBackend(backend.Backend):
     def _forget_all_but(self, live):
         """Drop what is kept per guest for guests no longer running."""
         for kept in (self._facts, self._devices, self._vfs, self._traffic,
-                     self._vcpu_threads, self._waits):
+                     self._vcpu_threads, self._waits, self._bandwidth_read):
             for uuid in set(kept) - live:
                 del kept[uuid]
         if self._bandwidth_reader is not None:

@@ -256,12 +256,16 @@ class BackendSamplingTest(base.TestDriverHostTest):
         self.backend = self.sampling_backend()
 
     def sampling_backend(self, **options):
+        self.clock = guest_files.FakeClock()
         return libvirt_backend.LibvirtBackend(
             self.connection, root=self.root, sleep=lambda seconds: None,
+            clock=self.clock,
             guest_samples=hwsampling.GuestSamples(self.root, PERIOD,
                                                   self.daemon), **options)
 
-    def instance(self, uuid=base.HOME_FROM_NOVA):
+    def instance(self, uuid=base.HOME_FROM_NOVA, after=5.0):
+        """The guest as observed ``after`` seconds after the last look."""
+        self.clock.now += after
         return [i for i in self.backend.observe().instances
                 if i.uuid == uuid][0]
 
@@ -284,6 +288,16 @@ class BackendSamplingTest(base.TestDriverHostTest):
         self.assertEqual({0: 2 * PERIOD, 1: 14 * PERIOD},
                          guest.accesses_per_node)
         self.assertEqual(2, len(guest.vcpu_penalty))
+
+    def test_a_look_right_after_the_last_keeps_its_samples(self):
+        self.instance()
+        self.daemon.samples = {PID + 1: {1: 6}}
+        measured = self.instance().accesses_per_node
+        # The observation after an action, for the report: no drain.
+        self.assertEqual(measured, self.instance(after=0.05)
+                         .accesses_per_node)
+        self.assertEqual(2, len(self.daemon.drained))
+        self.assertEqual({1: 6 * PERIOD}, measured)
 
     def test_before_bandwidth_and_after_the_kernels_faults(self):
         host_fixtures.write_resctrl(self.root)

@@ -160,11 +160,14 @@ class BackendBandwidthTest(base.TestDriverHostTest):
         host_fixtures.write_resctrl(self.root)
         host_fixtures.write_l3(self.root, {c: c // 4 for c in range(8)})
         self.groups = FakeMonitorGroups(self.root)
+        self.clock = guest_files.FakeClock()
         self.backend = libvirt_backend.LibvirtBackend(
             self.connection, root=self.root, sleep=lambda seconds: None,
-            monitor_groups=self.groups)
+            monitor_groups=self.groups, clock=self.clock)
 
-    def instance(self, uuid=base.HOME_FROM_NOVA):
+    def instance(self, uuid=base.HOME_FROM_NOVA, after=5.0):
+        """The guest as observed ``after`` seconds after the last look."""
+        self.clock.now += after
         return [i for i in self.backend.observe().instances
                 if i.uuid == uuid][0]
 
@@ -195,6 +198,21 @@ class BackendBandwidthTest(base.TestDriverHostTest):
         self.assertEqual((expected, expected), guest.vcpu_penalty)
         # Joined once: the threads are known to be in the group.
         self.assertEqual(1, len(self.groups.joined))
+
+    def test_a_look_right_after_the_last_reads_no_bytes_anew(self):
+        self.instance()
+        write_counters(self.root, base.HOME_FROM_NOVA,
+                       {0: (0, 0), 1: (0, 0)})
+        self.instance()
+        write_counters(self.root, base.HOME_FROM_NOVA,
+                       {0: (0, 0), 1: (65536, 16384)})
+        measured = self.instance().accesses_per_node
+        # Bytes moved in the 50 ms since: not read as a period's.
+        write_counters(self.root, base.HOME_FROM_NOVA,
+                       {0: (0, 0), 1: (65600, 16400)})
+        self.assertEqual(measured, self.instance(after=0.05)
+                         .accesses_per_node)
+        self.assertEqual({0: 768, 1: 256}, measured)
 
     def test_where_the_kernel_balances_its_faults_are_the_signal(self):
         self.instance()
