@@ -11,13 +11,14 @@ Intel's PEBS is not used: the kernel turns host PEBS off on every entry
 into a guest (it would write its records while the guest runs), so from
 the host it sees no guest access at all.
 
-IBS events exist per CPU only (the kernel takes no IBS event for one
-thread): one event per online CPU samples every thread, and samples are
-counted per thread. Opening them with physical addresses takes
-``CAP_PERFMON``; they are held by a privsep daemon with that capability
-alone (:data:`agent.privsep.sampler`), which hands the agent counts per
-vCPU thread and node, for threads of guests it checked itself, never an
-address. Three layers:
+IBS events are opened per CPU, which every kernel takes (those up to
+6.1 at least take no IBS event for one thread): one event per online
+CPU samples every thread, and samples are counted per thread. IBS
+cannot leave out guest mode, which is what is wanted here. Opening them
+with physical addresses takes ``CAP_PERFMON``; they are held by a
+privsep daemon with that capability alone (:data:`agent.privsep.sampler`),
+which hands the agent counts per vCPU thread and node, for threads of
+guests it checked itself, never an address. Three layers:
 
 * pure: :func:`missing`, :func:`sampling_attr`, :class:`HostSampling`'s
   counting (records decoded by :mod:`agent.perfsamples`);
