@@ -57,6 +57,9 @@ RING_PAGES = 128
 MIN_PERIOD = 4096
 MAX_PERIOD = 1 << 27
 MAX_GUESTS = 1024  # per drain: more guests than a host runs
+# Share of a period's samples the kernel may drop (its buffers full)
+# before the agent says the sampling period is too short.
+LOST_WARNING = 0.1
 
 NO_PMU = ('the CPU offers no instruction sampling the host can read of '
           'its guests (AMD IBS op: /sys/bus/event_source/devices/ibs_op); '
@@ -105,17 +108,22 @@ class HostSampling:
         self.sample_type = sample_type
 
     def counts(self):
-        """({tid: {node: samples}}, samples lost) since the last call."""
-        found, lost = {}, 0
+        """({tid: {node: samples}}, (samples read, samples lost)).
+
+        Since the last call; every sample read is counted in the second,
+        the accesses memory served alone in the first.
+        """
+        found, taken, lost = {}, 0, 0
         for ring in self.rings:
             samples, dropped = perfsamples.decode(ring.drain(),
                                                   self.sample_type)
+            taken += len(samples)
             lost += dropped
             perfsamples.merge(found, perfsamples.tally(
                 samples, self.ranges,
                 memory_only=bool(self.sample_type
                                  & perfsamples.SAMPLE_DATA_SRC)))
-        return found, lost
+        return found, (taken, lost)
 
     def close(self):
         for ring in self.rings:
@@ -209,15 +217,15 @@ def drain(guests):
     """Samples since the last drain of each guest's threads, per node.
 
     ``guests``: [(pid, uuid, [thread id])]. Returns (counts, refused,
-    lost): counts ``[(uuid, [(tid, node, samples)])]`` for each guest that
-    checked out, ``[(uuid, why)]`` for each that did not, and how many
-    samples the kernel dropped. Samples of every other thread of the host
-    are dropped here.
+    (read, lost)): counts ``[(uuid, [(tid, node, samples)])]`` for each
+    guest that checked out, ``[(uuid, why)]`` for each that did not, how
+    many samples were read and how many the kernel dropped. Samples of
+    every other thread of the host are dropped here.
     """
     guests = _checked_guests(guests)
     if _host is None:
         raise OSError(errno.ENODATA, 'sampling has not started')
-    found, lost = _host[1].counts()
+    found, totals = _host[1].counts()
     counts, refused = [], []
     for pid, uuid, tids in guests:
         try:
@@ -227,7 +235,7 @@ def drain(guests):
             continue
         counts.append((uuid, [(tid, node, count) for tid in own
                               for node, count in found.get(tid, {}).items()]))
-    return counts, refused, lost
+    return counts, refused, totals
 
 
 @privsep.sampler.entrypoint
@@ -265,6 +273,7 @@ class GuestSamples:
         # {uuid: {tid: {node: samples}}} of the last drain.
         self._counts = {}
         self._refused = set()
+        self._warned_lost = False
 
     def missing(self):
         """Why guests' accesses are not sampled here, or None."""
@@ -285,7 +294,7 @@ class GuestSamples:
                 self._started = True
                 LOG.info('Sampling memory accesses on %d CPUs, one op in %d',
                          cpus, self.period)
-            counts, refused, lost = self._daemon.drain(
+            counts, refused, (taken, lost) = self._daemon.drain(
                 [(pid, uuid, sorted(tids))
                  for uuid, (pid, tids) in sorted(guests.items()) if tids])
         except (OSError, ValueError, TypeError) + _PRIVSEP_ERRORS as exc:
@@ -300,10 +309,22 @@ class GuestSamples:
             if uuid not in self._refused:
                 LOG.warning('No hardware samples for %s: %s', uuid, why)
         self._refused = {uuid for uuid, _ in refused}
-        if lost:
-            LOG.debug('The kernel dropped %d samples (ring buffers full)',
-                      lost)
+        self._say_lost(taken, lost)
         return True
+
+    def _say_lost(self, taken, lost):
+        """Warn once when the kernel drops a share of the samples."""
+        if not lost:
+            return
+        share = lost / (taken + lost)
+        if share > LOST_WARNING and not self._warned_lost:
+            self._warned_lost = True
+            LOG.warning('The kernel dropped %d of %d samples in a period '
+                        '(its buffers were full): raise [numa_policy_agent] '
+                        'hardware_sample_period', lost, taken + lost)
+        else:
+            LOG.debug('The kernel dropped %d of %d samples', lost,
+                      taken + lost)
 
     def measure(self, uuid, tids, topology, vcpu_cpus):
         """(accesses per node, vCPU penalties) of one period, or Nones.

@@ -348,7 +348,7 @@ def sample_writes(pid, tid, address, seconds):
                                        sample_type)
     try:
         time.sleep(seconds)
-        counts, lost = sampling.counts()
+        counts, (_, lost) = sampling.counts()
     finally:
         sampling.close()
     _, status = pagemover._move_pages(pid, array.array('Q', [address]),

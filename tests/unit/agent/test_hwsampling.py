@@ -74,6 +74,7 @@ class FakeDaemon:
         self.samples = {}
         self.refused = {}
         self.failure = None
+        self.totals = (0, 0)
 
     def start(self, period):
         if self.failure:
@@ -92,7 +93,7 @@ class FakeDaemon:
                                   for node, n in self.samples.get(
                                       tid, {}).items()]))
         self.samples = {}
-        return counts, refused, 0
+        return counts, refused, self.totals
 
     def stop(self):
         self.stopped += 1
@@ -145,6 +146,17 @@ class GuestSamplesTest(testtools.TestCase):
         self.assertIn('Permission denied', why)
         self.assertIn('restart the agent', why)
 
+    def test_buffers_that_overflow_are_said_once(self):
+        self.daemon.totals = (950, 50)
+        self.samples.collect({})
+        self.assertNotIn('dropped', self.log.output)
+        self.daemon.totals = (500, 500)
+        for _ in range(3):
+            self.samples.collect({})
+        self.assertEqual(1, self.log.output.count(
+            'The kernel dropped 500 of 1000 samples'))
+        self.assertIn('hardware_sample_period', self.log.output)
+
     def test_stopped_while_not_the_signal(self):
         self.samples.idle()
         self.assertEqual(0, self.daemon.stopped)
@@ -165,7 +177,7 @@ class FakeHost:
 
     def counts(self):
         counts, self._counts = self._counts, {}
-        return counts, 3
+        return counts, (40, 3)
 
 
 class InProcessSampler(fixtures.Fixture):
@@ -200,7 +212,7 @@ class DaemonTest(testtools.TestCase):
         counts, refused, lost = hwsampling.drain(
             [(child.pid, UUID, [child.pid, os.getpid()])])
         self.assertEqual([(UUID, [(child.pid, 1, 3)])], counts)
-        self.assertEqual(([], 3), (refused, lost))
+        self.assertEqual(([], [40, 3]), (refused, list(lost)))
 
     def test_a_process_that_is_not_the_guest_is_refused(self):
         child = self.sampler.child(uuid=OTHER)
