@@ -16,8 +16,9 @@ class ComputeSpec:
     nic_node: int  # the NUMA node of the compute's uplink
     # What the compute measures of locality (nova_numa_policy.locality):
     # the kernel's hinting faults, its balancing on, as distributions
-    # ship hosts of several nodes; or memory bandwidth, on a CPU that
-    # monitors it with the kernel's balancing off.
+    # ship hosts of several nodes; or, with the kernel's balancing off,
+    # memory bandwidth on a CPU that monitors it, or hardware samples on
+    # a CPU that samples memory accesses.
     signal: str = 'hinting-faults'
 
     @property
@@ -64,7 +65,8 @@ def computes(smoke):
     if not smoke:
         # Twice the servers: twice the hosts, or the load filter (rightly)
         # finds no node with headroom for the last ones.
-        hosts += [ComputeSpec('compute4', 4, 3, 8192, nic_node=0),
+        hosts += [ComputeSpec('compute4', 4, 3, 8192, nic_node=0,
+                              signal='hardware-samples'),
                   ComputeSpec('compute5', 2, 6, 8192, nic_node=1),
                   ComputeSpec('compute6', 4, 3, 8192, nic_node=3)]
     return tuple(hosts)
