@@ -20,7 +20,6 @@ node that served them (:class:`NodeRanges`, from the kernel's memory
 blocks per node).
 """
 
-import bisect
 import collections
 import struct
 
@@ -68,17 +67,8 @@ def sample_layout(sample_type):
     return tuple(name for name, bit in names if sample_type & bit)
 
 
-def _sample(words, layout):
-    values = dict(zip(layout, words))
-    tid_word = values.pop('tid', 0)
-    return Sample(pid=tid_word & 0xffffffff, tid=tid_word >> 32,
-                  addr=values.get('addr', 0),
-                  data_src=values.get('data_src', 0),
-                  phys_addr=values.get('phys_addr', 0))
-
-
 def decode(data, sample_type):
-    """(samples, lost) in ``data``, the bytes read off a ring buffer.
+    """(:class:`Columns`, lost) in ``data``, bytes read off a ring buffer.
 
     Records of other types (throttling, for one) are skipped; a record
     cut short (a reader that copied part of the buffer) ends the walk.
@@ -87,7 +77,7 @@ def decode(data, sample_type):
     fast = _decode_uniform(data, layout)
     if fast is not None:
         return fast
-    samples, lost, offset = [], 0, 0
+    found, lost, offset = [], 0, 0
     words = struct.Struct('<%dQ' % len(layout))
     while offset + HEADER.size <= len(data):
         kind, _misc, size = HEADER.unpack_from(data, offset)
@@ -95,11 +85,12 @@ def decode(data, sample_type):
             break
         body = offset + HEADER.size
         if kind == RECORD_SAMPLE and size >= HEADER.size + words.size:
-            samples.append(_sample(words.unpack_from(data, body), layout))
+            found.append(words.unpack_from(data, body))
         elif kind == RECORD_LOST and size >= HEADER.size + 16:
             lost += struct.unpack_from('<Q', data, body + 8)[0]
         offset += size
-    return samples, lost
+    records = numpy.array(found, dtype=[(name, '<u8') for name in layout])
+    return Columns(records, layout), lost
 
 
 def _decode_uniform(data, layout):
@@ -121,7 +112,7 @@ def _decode_uniform(data, layout):
 
 
 class Columns:
-    """Samples decoded at once: columns instead of one tuple each."""
+    """Decoded samples: one numpy column per field, not a tuple each."""
 
     def __init__(self, records, layout):
         self._records = records
@@ -146,14 +137,8 @@ class Columns:
 
 
 def served_by_memory(data_src):
-    """Whether ``data_src`` says memory (not a cache) served the access."""
-    level = (data_src >> MEM_LVL_SHIFT) & 0x3fff
-    if level & MEM_LVL_RAM and level & MEM_LVL_HIT:
-        return True
-    return (data_src >> MEM_LVLNUM_SHIFT) & 0xf in MEM_LVLNUM_MEMORY
-
-
-def _served_by_memory_column(data_src):
+    """Whether each ``data_src`` says memory (not a cache) served it."""
+    data_src = numpy.asarray(data_src, dtype='<u8')
     level = (data_src >> MEM_LVL_SHIFT) & 0x3fff
     by_level = ((level & MEM_LVL_RAM) != 0) & ((level & MEM_LVL_HIT) != 0)
     by_number = numpy.isin((data_src >> MEM_LVLNUM_SHIFT) & 0xf,
@@ -176,19 +161,7 @@ class NodeRanges:
                        for block in numbers)
         self._blocks = numpy.array([b for b, _ in owner], dtype='<u8')
         self._nodes = numpy.array([n for _, n in owner], dtype='<i8')
-        self._block_list = [b for b, _ in owner]
         self.block_size = block_size
-
-    def __bool__(self):
-        return bool(len(self._blocks))
-
-    def node_of(self, phys_addr):
-        """The node holding ``phys_addr``, None if no block covers it."""
-        block = phys_addr // self.block_size
-        index = bisect.bisect_left(self._block_list, block)
-        if index < len(self._block_list) and self._block_list[index] == block:
-            return int(self._nodes[index])
-        return None
 
     def nodes_of(self, phys_addrs):
         """The node of each address (numpy), -1 where no block covers it."""
@@ -205,29 +178,15 @@ class NodeRanges:
 def tally(samples, ranges, memory_only=True):
     """{tid: {node: samples}} of the accesses memory served, per node.
 
-    ``samples``: what :func:`decode` gave (a list of :class:`Sample` or
-    :class:`Columns`). A sample with no physical address, one no memory
-    block covers, or (``memory_only``, for events that say where data
-    came from) one a cache served counts nowhere.
+    ``samples``: the :class:`Columns` :func:`decode` gave. A sample with
+    no physical address, one no memory block covers, or
+    (``memory_only``, for events that say where data came from) one a
+    cache served counts nowhere.
     """
-    if isinstance(samples, Columns):
-        return _tally_columns(samples, ranges, memory_only)
-    counts = collections.defaultdict(collections.Counter)
-    for sample in samples:
-        if not sample.phys_addr or (
-                memory_only and not served_by_memory(sample.data_src)):
-            continue
-        node = ranges.node_of(sample.phys_addr)
-        if node is not None:
-            counts[sample.tid][node] += 1
-    return {tid: dict(per_node) for tid, per_node in counts.items()}
-
-
-def _tally_columns(samples, ranges, memory_only):
     phys = samples.column('phys_addr')
     keep = phys != 0
     if memory_only:
-        keep &= _served_by_memory_column(samples.column('data_src'))
+        keep &= served_by_memory(samples.column('data_src'))
     nodes = ranges.nodes_of(phys[keep])
     tids = samples.column('tid')[keep]
     known = nodes >= 0

@@ -92,9 +92,9 @@ class DataSourceTest(testtools.TestCase):
                (0x80 | 0x04) << 5: False}
 
     def test_memory_served_it_or_not(self):
-        for data_src, served in self.SOURCES.items():
-            self.assertEqual(served, perfsamples.served_by_memory(data_src),
-                             hex(data_src))
+        self.assertEqual(list(self.SOURCES.values()),
+                         perfsamples.served_by_memory(
+                             list(self.SOURCES)).tolist())
 
     def test_a_buffer_at_once_reads_the_sources_alike(self):
         ranges = perfsamples.NodeRanges({0: [0]}, BLOCK)
@@ -119,13 +119,14 @@ class NodeRangesTest(testtools.TestCase):
                                              BLOCK)
 
     def test_each_address_on_the_node_of_its_block(self):
+        # -1: no block covers it.
         cases = {0: 0, BLOCK - 1: 0, BLOCK: 0, 2 * BLOCK: 1,
-                 4 * BLOCK - 1: 1, 4 * BLOCK: 0, 5 * BLOCK: None,
-                 100 * BLOCK: None}
-        for address, node in cases.items():
-            self.assertEqual(node, self.ranges.node_of(address), address)
-        self.assertEqual([-1 if n is None else n for n in cases.values()],
+                 4 * BLOCK - 1: 1, 4 * BLOCK: 0, 5 * BLOCK: -1,
+                 100 * BLOCK: -1}
+        self.assertEqual(list(cases.values()),
                          self.ranges.nodes_of(list(cases)).tolist())
+        self.assertEqual([-1], perfsamples.NodeRanges({}, BLOCK).nodes_of(
+            [BLOCK]).tolist())
 
     def test_read_from_the_kernels_memory_blocks(self):
         root = self.useFixture(fixtures.TempDir()).path
@@ -140,14 +141,13 @@ class TallyTest(testtools.TestCase):
 
     def test_per_thread_and_node_of_what_memory_served(self):
         ranges = perfsamples.NodeRanges({0: [0], 1: [1]}, BLOCK)
-        samples = [
-            perfsamples.Sample(9, 11, 0, LOCAL_RAM, 4096),
-            perfsamples.Sample(9, 11, 0, REMOTE_RAM, BLOCK + 4096),
-            perfsamples.Sample(9, 11, 0, REMOTE_RAM, BLOCK + 8192),
-            perfsamples.Sample(9, 12, 0, L3_HIT, 4096),
-            perfsamples.Sample(9, 12, 0, LOCAL_RAM, 0),
-            perfsamples.Sample(9, 12, 0, LOCAL_RAM, 9 * BLOCK),
-        ]
+        samples, _ = perfsamples.decode(
+            sample(9, 11, LOCAL_RAM, 4096)
+            + sample(9, 11, REMOTE_RAM, BLOCK + 4096)
+            + sample(9, 11, REMOTE_RAM, BLOCK + 8192)
+            + sample(9, 12, L3_HIT, 4096)
+            + sample(9, 12, LOCAL_RAM, 0)
+            + sample(9, 12, LOCAL_RAM, 9 * BLOCK), FULL)
         self.assertEqual({11: {0: 1, 1: 2}},
                          perfsamples.tally(samples, ranges))
         # An event that says nothing of where data came from: every
