@@ -29,8 +29,6 @@ import errno
 import logging
 import os
 
-from oslo_privsep import daemon as privsep_daemon
-
 from nova_numa_policy import errors
 
 from agent import privsep
@@ -201,10 +199,6 @@ def leave(uuid):
     return True
 
 
-_PRIVSEP_ERRORS = (privsep_daemon.FailedToDropPrivileges,
-                   privsep_daemon.ProtocolError)
-
-
 class MonitorGroups:
     """The backend's side: every call goes to the monitor daemon."""
 
@@ -219,14 +213,14 @@ class MonitorGroups:
             raise errors.NotEnforceable(
                 f'cannot monitor the bandwidth of guest {uuid}: {exc}'
             ) from exc
-        except _PRIVSEP_ERRORS as exc:
+        except privsep.DAEMON_ERRORS as exc:
             raise MonitorUnavailable(
                 f'the monitoring daemon is unavailable: {exc}') from exc
 
     def leave(self, uuid):
         try:
             return leave(uuid)
-        except (OSError, ValueError, TypeError) + _PRIVSEP_ERRORS as exc:
+        except (OSError, ValueError, TypeError) + privsep.DAEMON_ERRORS as exc:
             LOG.warning('Could not remove the bandwidth monitoring group of '
                         '%s: %s', uuid, exc)
             return False

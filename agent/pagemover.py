@@ -25,7 +25,6 @@ import os
 import platform
 
 import numpy
-from oslo_privsep import daemon as privsep_daemon
 
 from nova_numa_policy import errors
 
@@ -240,10 +239,6 @@ def _translate(exc, pid, target):
     return errors.NotEnforceable(f'moving pages of process {pid}: {exc}')
 
 
-_PRIVSEP_ERRORS = (privsep_daemon.FailedToDropPrivileges,
-                   privsep_daemon.ProtocolError)
-
-
 def _daemon_error(exc):
     # privsep-helper did not start (sudo or rootwrap not set up) or broke.
     return errors.NotEnforceable(f'privsep daemon unavailable: {exc}')
@@ -261,7 +256,7 @@ class PageMover:
     def numa_maps(self, pid):
         try:
             return read_numa_maps(pid)
-        except _PRIVSEP_ERRORS as exc:
+        except privsep.DAEMON_ERRORS as exc:
             raise _daemon_error(exc) from exc
 
     def mappings(self, pid):
@@ -275,7 +270,7 @@ class PageMover:
             raise errors.NotEnforceable(
                 f'cannot read the mappings of process {pid}: {exc}; the '
                 f'privsep daemon must run as its owner') from exc
-        except _PRIVSEP_ERRORS as exc:
+        except privsep.DAEMON_ERRORS as exc:
             raise _daemon_error(exc) from exc
         if numa_maps is None:
             raise ProcessGone(f'process {pid} is gone')
@@ -294,7 +289,7 @@ class PageMover:
             return self._execute(pid, windows, source, target, pages)
         except OSError as exc:
             raise _translate(exc, pid, target) from exc
-        except _PRIVSEP_ERRORS as exc:
+        except privsep.DAEMON_ERRORS as exc:
             raise _daemon_error(exc) from exc
 
     def _execute(self, pid, windows, source, target, pages):

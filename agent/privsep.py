@@ -44,6 +44,7 @@ import stat
 
 from oslo_config import cfg
 from oslo_privsep import capabilities
+from oslo_privsep import daemon as privsep_daemon
 from oslo_privsep import priv_context
 
 from agent import trust
@@ -94,6 +95,12 @@ sampler = priv_context.PrivContext(
     pypath=__name__ + '.sampler',
     capabilities=SAMPLER_CAPABILITIES,
 )
+
+# What a call raises when its daemon did not start (sudo or rootwrap not
+# set up, privileges not dropped) or its channel broke: no entry point's
+# own refusal.
+DAEMON_ERRORS = (privsep_daemon.FailedToDropPrivileges,
+                 privsep_daemon.ProtocolError)
 
 _SETTING = re.compile(r'^\s*(user|group)\s*=\s*"([^"]*)"\s*$')
 
