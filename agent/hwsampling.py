@@ -30,8 +30,6 @@ import errno
 import logging
 import os
 
-from oslo_privsep import daemon as privsep_daemon
-
 from nova_numa_policy import locality
 
 from agent import perfevents
@@ -247,10 +245,6 @@ def stop():
         _host = None
 
 
-_PRIVSEP_ERRORS = (privsep_daemon.FailedToDropPrivileges,
-                   privsep_daemon.ProtocolError)
-
-
 class Daemon:
     """The entry points, as :class:`GuestSamples` calls them."""
 
@@ -274,12 +268,19 @@ class GuestSamples:
         self._counts = {}
         self._refused = set()
         self._warned_lost = False
+        # What the host lacks, read once: its CPU's PMUs and its memory
+        # blocks do not change while the agent runs, and listing every
+        # node's blocks each period is thousands of entries on a large
+        # host.
+        self._lacks = ()
 
     def missing(self):
         """Why guests' accesses are not sampled here, or None."""
         if self._broken:
             return self._broken + '; restart the agent once fixed'
-        return missing(self._root)
+        if self._lacks == ():
+            self._lacks = missing(self._root)
+        return self._lacks
 
     def collect(self, guests):
         """Drain the samples of one period; ``guests``: {uuid: (pid, tids)}.
@@ -297,7 +298,7 @@ class GuestSamples:
             counts, refused, (taken, lost) = self._daemon.drain(
                 [(pid, uuid, sorted(tids))
                  for uuid, (pid, tids) in sorted(guests.items()) if tids])
-        except (OSError, ValueError, TypeError) + _PRIVSEP_ERRORS as exc:
+        except (OSError, ValueError, TypeError) + privsep.DAEMON_ERRORS as exc:
             self._broken = f'the sampling daemon cannot sample: {exc}'
             LOG.warning('No hardware samples: %s', self._broken)
             return False
@@ -357,5 +358,5 @@ class GuestSamples:
         self._started = False
         try:
             self._daemon.stop()
-        except (OSError,) + _PRIVSEP_ERRORS as exc:
+        except (OSError,) + privsep.DAEMON_ERRORS as exc:
             LOG.warning('Could not stop hardware sampling: %s', exc)

@@ -139,6 +139,14 @@ class GuestSamplesTest(testtools.TestCase):
         self.assertEqual((None, None), self.samples.measure(
             UUID, {11: 0}, self.topology, (0,)))
 
+    def test_what_the_host_lacks_is_read_once(self):
+        self.assertIsNone(self.samples.missing())
+        # Gone from sysfs now: the agent read the host when it started.
+        os.remove(os.path.join(self.root, 'sys/bus/event_source/devices/'
+                               'ibs_op/type'))
+        self.assertIsNone(self.samples.missing())
+        self.assertEqual(hwsampling.NO_PMU, hwsampling.missing(self.root))
+
     def test_a_daemon_that_cannot_sample_breaks_it_until_restart(self):
         self.daemon.failure = OSError(errno.EACCES, 'Permission denied')
         self.assertFalse(self.samples.collect({UUID: (5, {11: 0})}))
