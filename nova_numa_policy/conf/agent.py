@@ -331,7 +331,10 @@ Ops each CPU runs between two samples, with ``hardware_sampling``.
 
 A smaller period samples more, costs more (an interrupt per sample) and
 fills the per-CPU buffers sooner: each holds 16384 samples a period, and
-the kernel drops and counts those beyond. The kernel rounds it down to
+the kernel drops and counts those beyond. It also measures small guests
+more finely: the do-no-harm guard reads a guest's progress from its
+samples, good to about one over the square root of their number per
+period. The kernel rounds it down to
 a multiple of 16 and refuses more than the CPU's counter holds
 (1,048,560 ops without IBS's extended counter).
 

@@ -56,6 +56,11 @@ samples. Without this, a guest whose reference froze before the kernel
 helped it could lose much of that help to other guests' moves and
 still read as above its reference.
 
+On hardware samples a guest's progress is its sampled accesses, good
+to about one over the square root of its samples per period: a guest
+giving a thousand is read to about 3 %, coarser than ``tolerance``, and
+the guard sees its harm late (doc/source/loops.rst, "Known gaps").
+
 Actions on a guest itself are never refused for its own sake: a loop
 acting on a slowed guest is trying to repair it. Guests without a
 measurable progress (no counters, no I/O) are not protected by the guard;
