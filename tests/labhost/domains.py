@@ -18,6 +18,7 @@ import datetime
 import uuid as uuid_mod
 
 from nova.virt.libvirt import config as vconfig
+from nova.virt.libvirt import designer
 
 from nova_numa_policy import backend
 from nova_numa_policy import enforcement
@@ -84,6 +85,18 @@ def kept_by_the_driver(guest, extra_specs, cpus):
     guest.metadata.append(driver.NumaPolicyMetadata(record))
     guest.cpuset = set(cpus)
     return guest
+
+
+def vf_interface(mac, vf_address):
+    """An SR-IOV VF port as nova's VIF driver writes one (``direct``).
+
+    nova's ``vnic_type=direct``: ``<interface type='hostdev'>`` whose
+    source is the VF's PCI address, libvirt binding it to vfio-pci.
+    """
+    conf = vconfig.LibvirtConfigGuestInterface()
+    conf.mac_addr = mac
+    designer.set_vif_host_backend_hw_veb(conf, 'hostdev', vf_address, None)
+    return conf
 
 
 def physnet_nic(physnet, node):

@@ -415,3 +415,96 @@ def cpu_wide_samples(seconds):
         for ring in rings:
             ring.close()
     return {'samples': found, 'rings': len(rings)}
+
+
+# -- SR-IOV (the sriov-nodes lab host's igb NIC) -------------------------
+
+PCI_DEVICES = '/sys/bus/pci/devices'
+SRIOV_DRIVER = '/sys/bus/pci/drivers/igb'
+QEMU_CONF = '/etc/libvirt/qemu.conf'
+# Lab departures for VFIO under emulation (doc/source/labhost.rst): the
+# emulated IOMMU remaps no interrupts, which VFIO refuses unless told;
+# and under the lab host's chroot libvirt's private /dev for QEMU lacked
+# the VFIO group's node, so QEMU uses the lab host's /dev.
+UNSAFE_INTERRUPTS = ('/sys/module/vfio_iommu_type1/parameters/'
+                     'allow_unsafe_interrupts')
+NO_NAMESPACES = 'namespaces = []  # lab host: VFIO under a chroot'
+
+
+def _sh(*args):
+    import subprocess
+    return subprocess.run(args, check=True, capture_output=True,
+                          text=True).stdout
+
+
+def prepare_sriov(vfs):
+    """The NIC's PF up with ``vfs`` VFs, ready for VFIO; its addresses.
+
+    Idempotent: the lab host is shared by the tests of a process.
+    """
+    _sh('modprobe', 'igb')
+    _sh('modprobe', 'vfio_iommu_type1')
+    with open(UNSAFE_INTERRUPTS, 'w') as f:
+        f.write('Y')
+    _sh('modprobe', 'vfio-pci')
+    (pf_address,) = [name for name in os.listdir(SRIOV_DRIVER)
+                     if name.count(':') == 2]
+    device = os.path.join(PCI_DEVICES, pf_address)
+    (pf,) = os.listdir(os.path.join(device, 'net'))
+    _sh('ip', 'link', 'set', pf, 'up')
+    if int(_read(os.path.join(device, 'sriov_numvfs'))) != vfs:
+        with open(os.path.join(device, 'sriov_numvfs'), 'w') as f:
+            f.write('0')
+        with open(os.path.join(device, 'sriov_numvfs'), 'w') as f:
+            f.write(str(vfs))
+    if NO_NAMESPACES not in (_read(QEMU_CONF) or ''):
+        with open(QEMU_CONF, 'a') as f:
+            f.write(NO_NAMESPACES + '\n')
+        _restart_libvirtd()
+    return {'pf': pf, 'pf_address': pf_address}
+
+
+def sriov_view(pf_address):
+    """A PF's VFs: as the kernel links and reports them, as the agent reads.
+
+    The kernel's report is iproute2's (``ip -j -s link``), a reader other
+    than the agent's own rtnetlink request.
+    """
+    import json
+
+    from agent import vfstats
+
+    device = os.path.join(PCI_DEVICES, pf_address)
+    (pf,) = os.listdir(os.path.join(device, 'net'))
+    links = {name[len('virtfn'):]: os.path.basename(
+        os.readlink(os.path.join(device, name)))
+        for name in os.listdir(device) if name.startswith('virtfn')}
+    (link,) = json.loads(_sh('ip', '-j', '-s', 'link', 'show', 'dev', pf))
+    return {'pf': pf, 'links': links,
+            'iproute2': link.get('vfinfo_list', []),
+            'mapped': {address: vfstats.vf_of('/', address)
+                       for address in [*links.values(), pf_address]},
+            'agent': vfstats.query(pf)}
+
+
+def observe_with_vf_reads(uuid):
+    """One observation by the agent's libvirt backend, its VF reads kept.
+
+    The PFs it asked the kernel about (rtnetlink, as the agent does),
+    their answers, and what it observed of guest ``uuid``.
+    """
+    from agent import connection
+    from agent import libvirt_backend
+    from agent import vfstats
+
+    asked = {}
+
+    def recorded(pf):
+        asked[pf] = vfstats.query(pf)
+        return asked[pf]
+
+    backend = libvirt_backend.LibvirtBackend(
+        connection.Connection(SYSTEM_URI), vf_traffic=recorded)
+    (inst,) = [i for i in backend.observe().instances if i.uuid == uuid]
+    return {'asked': asked, 'io_rate': inst.io_rate,
+            'hands_off_reason': inst.hands_off_reason}

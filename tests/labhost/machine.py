@@ -28,6 +28,7 @@ import tempfile
 import threading
 import time
 
+from tests.labhost import emulator as emulator_mod
 from tests.labhost import initramfs
 from tests.labhost import topology as topology_mod
 
@@ -215,15 +216,17 @@ class LabHost:
 
     def boot(self):
         kernel = check_available()
+        emulator = emulator_mod.for_devices(
+            topology_mod.devices_needed(self.topology))
         self.workdir = tempfile.mkdtemp(prefix='numa-lab-')
         try:
-            self._boot(kernel)
+            self._boot(kernel, emulator)
         except BaseException:
             self.shutdown()
             raise
         return self
 
-    def _boot(self, kernel):
+    def _boot(self, kernel, emulator):
         started = time.monotonic()
         initrd = os.path.join(self.workdir, 'initrd.gz')
         with open(initrd, 'wb') as f:
@@ -237,11 +240,12 @@ class LabHost:
         args = topology_mod.qemu_args(
             self.topology, kernel.image, initrd, cmdline,
             (('hostroot', '/', True), ('lab', self.share, False)),
-            accel=self.accel)
+            accel=self.accel, qemu=emulator.command)
         self._console = open(os.path.join(self.workdir, 'console.log'), 'wb')
         self._qemu = subprocess.Popen(
             args, stdin=subprocess.DEVNULL, stdout=self._console,
-            stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+            stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
+            env=emulator.environ())
         with _live_lock:
             _live.add(self)
         self._wait_ready(started + self.boot_timeout)

@@ -25,6 +25,9 @@ class LabTopology:
     distances: tuple
     # The node the NIC's PCI expander bridge is attached to; None: no NIC.
     nic_node: int | None = None
+    # An SR-IOV NIC (QEMU's igb) instead of virtio, behind an emulated
+    # IOMMU so that its VFs can be passed to domains (VFIO).
+    sriov: bool = False
 
     def __post_init__(self):
         problems = distance_problems(self.distances, self.nodes)
@@ -33,6 +36,8 @@ class LabTopology:
         if self.nic_node is not None and not 0 <= self.nic_node < self.nodes:
             raise ValueError(f'{self.name}: NIC on node {self.nic_node}, '
                              f'which does not exist')
+        if self.sriov and self.nic_node is None:
+            raise ValueError(f'{self.name}: an SR-IOV NIC needs a node')
 
     @property
     def cpus(self):
@@ -79,7 +84,14 @@ FOUR_NODES = LabTopology(
                (32, 28, 12, 10)),
     nic_node=2)
 
-TOPOLOGIES = {t.name: t for t in (TWO_NODES, FOUR_NODES)}
+# TWO_NODES with an SR-IOV NIC on node 1 (emulated by a newer QEMU than
+# Debian 12's: tests/labhost/emulator.py).
+SRIOV_NODES = dataclasses.replace(TWO_NODES, name='sriov-nodes', sriov=True)
+
+TOPOLOGIES = {t.name: t for t in (TWO_NODES, FOUR_NODES, SRIOV_NODES)}
+
+# QEMU's igb offers up to 7 VFs.
+SRIOV_NIC = 'igb'
 
 # PCI bus numbers of the expander bridge: above those of the root bus.
 EXPANDER_BUS = 128
@@ -102,19 +114,54 @@ def numa_args(topology):
 
 
 def nic_args(topology):
-    """A virtio NIC behind a PCIe expander bridge on ``nic_node``.
+    """A NIC behind a PCIe expander bridge on ``nic_node``.
 
-    The kernel gives the NIC's PCI function the bridge's node; the
-    virtio device below it has no node of its own (the agent must look
-    at the PCI parent).
+    The kernel gives the NIC's PCI function the bridge's node; a virtio
+    device below it has no node of its own (the agent must look at the
+    PCI parent). An SR-IOV NIC's VFs sit on the same bus as their PF.
     """
     if topology.nic_node is None:
         return []
+    model = SRIOV_NIC if topology.sriov else 'virtio-net-pci'
     return ['-device', f'pxb-pcie,id=pxb0,bus_nr={EXPANDER_BUS},'
                        f'numa_node={topology.nic_node},bus=pcie.0',
             '-device', 'pcie-root-port,id=rp0,bus=pxb0,chassis=1',
             '-netdev', 'user,id=net0,restrict=on',
-            '-device', 'virtio-net-pci,netdev=net0,bus=rp0,romfile=']
+            '-device', f'{model},netdev=net0,bus=rp0,romfile=']
+
+
+def iommu_args(topology):
+    """An emulated Intel IOMMU, for passing the NIC's VFs to domains.
+
+    Created before the PCI devices it translates for. Without interrupt
+    remapping: QEMU emulates it only beside KVM's split irqchip.
+    """
+    if not topology.sriov:
+        return []
+    return ['-device', 'intel-iommu,intremap=off']
+
+
+def accel_option(topology, accel):
+    """QEMU's ``-accel`` value.
+
+    Under TCG with the emulated IOMMU, one thread runs every vCPU: with a
+    thread per vCPU, QEMU 10.0 sometimes aborted while the lab host
+    booted (``iotlb_to_section``: a vCPU's TLB naming a memory section
+    another vCPU's PCI set-up had just replaced).
+    """
+    if accel == 'tcg' and topology.sriov:
+        return 'tcg,thread=single'
+    return accel
+
+
+def kernel_args(topology):
+    """Kernel command line words the topology needs."""
+    return ['intel_iommu=on'] if topology.sriov else []
+
+
+def devices_needed(topology):
+    """Device models beyond those every QEMU has."""
+    return (SRIOV_NIC,) if topology.sriov else ()
 
 
 def share_args(tag, path, readonly):
@@ -126,20 +173,24 @@ def share_args(tag, path, readonly):
                        f'bus=pcie.0']
 
 
-def qemu_args(topology, kernel, initrd, cmdline, shares, accel='tcg'):
+def qemu_args(topology, kernel, initrd, cmdline, shares, accel='tcg',
+              qemu=('qemu-system-x86_64',)):
     """The whole QEMU command line of a lab host.
 
     ``shares``: (tag, host path, read-only) triples. The serial console
     is QEMU's stdout; nothing else is emulated (no display, no disk).
+    ``qemu``: the emulator's command (tests/labhost/emulator.py).
     """
     cpu = 'host' if accel == 'kvm' else 'max'
-    args = ['qemu-system-x86_64', '-machine', f'q35,accel={accel}',
+    cmdline = ' '.join([cmdline, *kernel_args(topology)])
+    args = [*qemu, '-machine', 'q35', '-accel', accel_option(topology, accel),
             '-cpu', cpu, '-m', f'{topology.memory_mb}M',
             '-smp', f'{topology.cpus},sockets={topology.nodes},'
                     f'cores={topology.cpus_per_node},threads=1',
             '-nodefaults', '-no-user-config', '-display', 'none',
             '-vga', 'none', '-serial', 'stdio', '-no-reboot',
             '-kernel', kernel, '-initrd', initrd, '-append', cmdline]
+    args += iommu_args(topology)
     args += numa_args(topology)
     for tag, path, readonly in shares:
         args += share_args(tag, path, readonly)
