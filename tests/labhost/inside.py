@@ -423,7 +423,8 @@ PCI_DEVICES = '/sys/bus/pci/devices'
 SRIOV_DRIVER = '/sys/bus/pci/drivers/igb'
 QEMU_CONF = '/etc/libvirt/qemu.conf'
 # Lab departures for VFIO under emulation (doc/source/labhost.rst): the
-# emulated IOMMU remaps no interrupts, which VFIO refuses unless told;
+# emulated IOMMU is started without interrupt remapping, which VFIO
+# refuses unless told;
 # and under the lab host's chroot libvirt's private /dev for QEMU lacked
 # the VFIO group's node, so QEMU uses the lab host's /dev.
 UNSAFE_INTERRUPTS = ('/sys/module/vfio_iommu_type1/parameters/'

@@ -90,7 +90,7 @@ SRIOV_NODES = dataclasses.replace(TWO_NODES, name='sriov-nodes', sriov=True)
 
 TOPOLOGIES = {t.name: t for t in (TWO_NODES, FOUR_NODES, SRIOV_NODES)}
 
-# QEMU's igb offers up to 7 VFs.
+# QEMU's model of an Intel 82576, a NIC with SR-IOV.
 SRIOV_NIC = 'igb'
 
 # PCI bus numbers of the expander bridge: above those of the root bus.
@@ -133,8 +133,9 @@ def nic_args(topology):
 def iommu_args(topology):
     """An emulated Intel IOMMU, for passing the NIC's VFs to domains.
 
-    Created before the PCI devices it translates for. Without interrupt
-    remapping: QEMU emulates it only beside KVM's split irqchip.
+    Created before the PCI devices it translates for. It is started
+    without interrupt remapping, so VFIO must be told to accept that
+    (``tests.labhost.inside.prepare_sriov``).
     """
     if not topology.sriov:
         return []
@@ -145,9 +146,8 @@ def accel_option(topology, accel):
     """QEMU's ``-accel`` value.
 
     Under TCG with the emulated IOMMU, one thread runs every vCPU: with a
-    thread per vCPU, QEMU 10.0 sometimes aborted while the lab host
-    booted (``iotlb_to_section``: a vCPU's TLB naming a memory section
-    another vCPU's PCI set-up had just replaced).
+    thread per vCPU, QEMU 10.0 once aborted while the lab host booted,
+    on an assertion in its TLB code (``iotlb_to_section``).
     """
     if accel == 'tcg' and topology.sriov:
         return 'tcg,thread=single'
