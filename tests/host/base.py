@@ -6,6 +6,7 @@ domains inside. Tests look at what the kernel says (numa_maps,
 Cpus_allowed_list, cgroup files), never only at what the agent reports.
 """
 
+import time
 import uuid as uuid_mod
 
 import testtools
@@ -50,6 +51,12 @@ user = libvirt-qemu
 group = libvirt-qemu
 """
 
+# How often a test waiting for the kernel reads it again. Each read is a
+# request the emulated lab host serves with its own CPUs: no faster.
+POLL_SECONDS = 2
+# How long the guest's RAM may take to stop growing after it started.
+SETTLE_TIMEOUT = 60
+
 # Interleaving page by page leaves each of two nodes close to half.
 INTERLEAVE_MIN_SHARE = 0.45
 
@@ -82,7 +89,7 @@ class LabTestCase(testtools.TestCase):
         super().setUp()
         try:
             self.lab = self.useFixture(
-                fixture.LabHostFixture(self.TOPOLOGY)).lab
+                fixture.LabHostFixture(self.TOPOLOGY, self.id())).lab
         except (initramfs.LabUnavailable, machine.LabError) as exc:
             if machine.required():
                 self.fail(f'the lab host must run here '
@@ -110,6 +117,43 @@ class LabTestCase(testtools.TestCase):
                                 paused=paused)
         return Guest(started['name'], started['uuid'], started['pid'],
                      plan, xml)
+
+    def eventually(self, read, done, what, timeout, describe=repr):
+        """Read the kernel until ``done(read())``; that value.
+
+        The kernel acts on its own time (page migration, NUMA balancing,
+        a process starting): a test reads until what it asserts holds,
+        within ``timeout`` seconds, and fails saying what it last saw.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            value = read()
+            if done(value):
+                return value
+            if time.monotonic() > deadline:
+                self.fail(f'not seen within {timeout:.0f} s: {what}; '
+                          f'last seen: {describe(value)}')
+            time.sleep(POLL_SECONDS)
+
+    def settled_view(self, guest):
+        """The guest's view once its RAM stops growing between two reads.
+
+        A guest started a moment ago still touches new pages (its
+        firmware runs under emulation): a count read then is not the
+        count of a moment later.
+        """
+        views = []
+
+        def read():
+            views.append(self.view(guest))
+            return [v.ram.pages for v in views[-2:]]
+
+        def steady(last_two):
+            return len(last_two) == 2 and last_two[0] == last_two[1]
+
+        self.eventually(read, steady, "the guest RAM's pages per node the "
+                        'same in two reads', SETTLE_TIMEOUT)
+        return views[-1]
 
     def view(self, guest):
         """The kernel's view of the guest's QEMU process, now."""

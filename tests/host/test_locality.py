@@ -55,6 +55,9 @@ SAMPLING_TIMEOUT = 240
 OTHER_UUID = '1c9f3b63-4d2e-4f60-9bac-1d2e3f4a5b6c'
 # The shared-pages tests' buffer: 2048 pages.
 SHARED_MB = 8
+BUFFER_PAGES = SHARED_MB * 256
+# How long numa_maps may take to count a buffer the kernel is moving.
+COUNT_TIMEOUT = 60
 
 
 def sampled_nodes(thread):
@@ -73,6 +76,7 @@ class _MemoryWriterTest(base.LabTestCase):
         super().setUp()
         self.lab.call('tests.labhost.inside:write_file', BOOT_IMAGE,
                       BOOT_SECTOR.hex())
+        self.addCleanup(self.lab.run, f'rm -f {BOOT_IMAGE}')
         self.balancing(True)
 
     def balancing(self, on):
@@ -104,17 +108,14 @@ class _MemoryWriterTest(base.LabTestCase):
         return thread
 
     def wait_for(self, guest, done, what, timeout=SAMPLING_TIMEOUT):
-        """Poll the kernel until ``done(vCPU thread, view)``; the view."""
-        deadline = time.monotonic() + timeout
-        while True:
+        """Read the kernel until ``done(vCPU thread, view)``; the view."""
+        def read():
             view = self.view(guest)
-            thread = self.vcpu(guest, view)
-            if done(thread, view):
-                return view
-            if time.monotonic() > deadline:
-                self.fail(f'{what} within {timeout} s: {thread}, '
-                          f'{view.ram.pages}')
-            time.sleep(2)
+            return self.vcpu(guest, view), view
+
+        return self.eventually(
+            read, lambda seen: done(*seen), what, timeout,
+            describe=lambda seen: f'{seen[0]}, {seen[1].ram.pages}')[1]
 
     def sampled(self, guest):
         return self.vcpu(guest, self.wait_for(
@@ -185,6 +186,8 @@ class BandwidthTest(_MemoryWriterTest):
 
     def test_the_agent_says_why_and_the_daemon_touches_nothing(self):
         self.balancing(False)
+        self.addCleanup(self.lab.run, 'umount /tmp/resctrl 2>/dev/null; '
+                                      'rmdir /tmp/resctrl')
         mount = self.lab.run('mkdir -p /tmp/resctrl && mount -t resctrl '
                              'resctrl /tmp/resctrl', check=False)
         self.assertNotEqual(0, mount.rc, 'resctrl mounted on a TCG CPU')
@@ -226,17 +229,27 @@ class VcpuWaitTest(_MemoryWriterTest):
     """Run-queue delay: the writer's vCPU, alone, then sharing its CPU."""
 
     def kernel_wait_share(self, guest, seconds=3):
-        """The vCPU thread's waiting share, from the kernel's schedstat."""
+        """The vCPU thread's waiting share, from the kernel's schedstat.
+
+        Over windows of ``seconds`` until one in which the thread was
+        runnable at all: while the guest's firmware halts its vCPU (longer
+        under a loaded machine), the thread neither runs nor waits.
+        """
         path = f'/proc/{guest.pid}/task/{self.vcpu(guest).tid}/schedstat'
 
         def times():
             ran, waited = self.lab.run(f'cat {path}').stdout.split()[:2]
             return int(ran), int(waited)
 
-        before = times()
-        time.sleep(seconds)
-        after = times()
-        ran, waited = after[0] - before[0], after[1] - before[1]
+        def window():
+            before = times()
+            time.sleep(seconds)
+            after = times()
+            return after[0] - before[0], after[1] - before[1]
+
+        ran, waited = self.eventually(
+            window, lambda delta: sum(delta) > 0,
+            'the vCPU thread runnable in a window', 60)
         return waited / (ran + waited)
 
     def hog(self, cpu):
@@ -375,13 +388,12 @@ class SharedPagesTest(base.LabTestCase):
             f'{self.lab.python} -m tests.labhost.sharer {SHARED_MB} '
             f'{where}{" ".join(map(str, cpus))} > {out} 2>&1 & echo $!'
         ).stdout)
+        self.addCleanup(self.lab.run, f'rm -f {out}')
         self.addCleanup(self.lab.run, f'kill {pid}', check=False)
-        deadline = time.monotonic() + 120
-        while not self.lab.read(out).strip():
-            if time.monotonic() > deadline:
-                self.fail(f'the writers on CPUs {cpus} did not start')
-            time.sleep(1)
-        return pid, int(self.lab.read(out).split()[0], 16)
+        printed = self.eventually(
+            lambda: self.lab.read(out).strip(), bool,
+            f'the writers on CPUs {cpus} printing their buffer', 120)
+        return pid, int(printed.split()[0], 16)
 
     def buffer_pages(self, pid, address):
         # The mapping holding the buffer: the kernel may have merged it
@@ -391,34 +403,41 @@ class SharedPagesTest(base.LabTestCase):
             if m.address <= address), key=lambda m: m.address)
         return buffer.pages
 
-    def wait_for(self, done, what):
-        deadline = time.monotonic() + SAMPLING_TIMEOUT
-        while not done():
-            if time.monotonic() > deadline:
-                self.fail(f'{what} within {SAMPLING_TIMEOUT} s')
-            time.sleep(2)
+    def pages_until(self, writer, done, what, seen,
+                    timeout=SAMPLING_TIMEOUT):
+        """Read ``writer``'s buffer until ``done(pages)``, kept in ``seen``.
+
+        numa_maps counts present pages only: a page (or a whole huge
+        page) the kernel is migrating at the moment of a read is missing
+        from it until the move ends (once 1539 of 2048 pages were
+        counted, 509 short: about a huge page's worth).
+        """
+        def read():
+            seen.append(self.buffer_pages(*writer))
+            return seen[-1]
+
+        return self.eventually(read, done, what, timeout)
 
     def test_pages_written_from_both_nodes_do_not_stay_spread(self):
         node0, node1 = (self.TOPOLOGY.node_cpus(n) for n in (0, 1))
         spread = self.start_sharer(node0[0], node1[0])
         packed = self.start_sharer(*node0)
-        # (Allocated interleaved: the kernel may have moved some already.)
+        # Every page written, whatever the kernel has moved already.
         for writer in (spread, packed):
-            pages = self.buffer_pages(*writer)
-            self.assertGreaterEqual(sum(pages.values()), SHARED_MB * 256)
-        self.wait_for(
-            lambda: kernel.share_on(self.buffer_pages(*packed), {0}) > 0.9,
-            "the kernel bringing node 0's writers' pages to node 0")
+            self.pages_until(
+                writer, lambda pages: sum(pages.values()) >= BUFFER_PAGES,
+                f'numa_maps counting all {BUFFER_PAGES} pages of the '
+                f'buffer', [], timeout=COUNT_TIMEOUT)
+        self.pages_until(
+            packed, lambda pages: kernel.share_on(pages, {0}) > 0.9,
+            "the kernel bringing node 0's writers' pages to node 0", [])
         seen = []
-
-        def gathered():
-            pages = self.buffer_pages(*spread)
-            seen.append(pages)
-            return max(kernel.share_on(pages, {n}) for n in (0, 1)) > 0.75
-
         self.addDetail('spread-buffer', base.text(repr(seen)))
-        self.wait_for(gathered, 'the kernel gathering the pages both '
-                                'nodes write on one of them')
+        self.pages_until(
+            spread, lambda pages: max(kernel.share_on(pages, {n})
+                                      for n in (0, 1)) > 0.75,
+            'the kernel gathering the pages both nodes write on one of '
+            'them', seen)
 
     def test_pages_both_nodes_write_as_much_go_back_and_forth(self):
         # One writer per node, nothing else running: the kernel neither
@@ -428,15 +447,11 @@ class SharedPagesTest(base.LabTestCase):
         node0, node1 = (self.TOPOLOGY.node_cpus(n) for n in (0, 1))
         writer = self.start_sharer(node0[0], node1[0], on_node=0)
         seen = []
-
-        def share_on_0():
-            pages = self.buffer_pages(*writer)
-            seen.append(pages)
-            return kernel.share_on(pages, {0})
-
         self.addDetail('buffer', base.text(repr(seen)))
-        self.wait_for(lambda: share_on_0() < 0.5,
-                      'the kernel moving half the pages off node 0')
+        self.pages_until(
+            writer, lambda pages: kernel.share_on(pages, {0}) < 0.5,
+            'the kernel moving half the pages off node 0', seen)
         lowest = min(kernel.share_on(p, {0}) for p in seen)
-        self.wait_for(lambda: share_on_0() > lowest + 0.15,
-                      'the kernel moving pages back to node 0')
+        self.pages_until(
+            writer, lambda pages: kernel.share_on(pages, {0}) > lowest + 0.15,
+            'the kernel moving pages back to node 0', seen)

@@ -63,7 +63,9 @@ class VnuioaPageMoveTest(_IoGuestOnNode0):
         self.pages_per_second = 1000
         budget = self.pages_per_second * 5  # period = 5 s
         guest = self.start_on_node0()
-        before = self.view(guest).ram.pages
+        # Counted once the guest stops touching new pages: the count
+        # after the moves must be of the same pages.
+        before = self.settled_view(guest).ram.pages
         self.assertEqual({0}, {n for n, p in before.items() if p})
         (report,), (actions,), log = self.run_agent(
             page_migration=True, loops=('vnuioa',))
@@ -107,7 +109,7 @@ class VnuioaPageMoveTest(_IoGuestOnNode0):
         self.pages_per_second = 1000
         budget = self.pages_per_second * 5
         guest = self.start_on_node0()
-        total = sum(self.view(guest).ram.pages.values())
+        total = sum(self.settled_view(guest).ram.pages.values())
         periods = -(-total // (2 * budget)) + 1
         reports, actions, log = self.run_agent(
             periods=periods, page_migration=True, loops=('vnuioa',))
