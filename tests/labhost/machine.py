@@ -13,6 +13,7 @@ Emulated nodes have no latency difference: a lab host proves mechanisms
 """
 
 import atexit
+import compileall
 import ctypes
 import dataclasses
 import itertools
@@ -51,6 +52,13 @@ DEFAULT_PRELOAD = ('libvirt', 'oslo_config.cfg', 'oslo_log.log',
                    'nova_numa_policy.objects.wire', 'agent.cmd',
                    'tests.labhost.inside')
 PR_SET_PDEATHSIG = 1
+# The lab host runs only this project's tests: no speculative-execution
+# mitigations, which cost every system call and context switch dearly
+# under emulation (Python starts about a fifth faster without them).
+LAB_KERNEL_ARGS = 'mitigations=off'
+# The project's packages, compiled to bytecode here before a boot.
+PROJECT_PACKAGES = ('agent', 'nova_numa_policy', 'placement_filters',
+                    'tests')
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _live = set()
@@ -94,6 +102,21 @@ def check_available():
             f'{QEMU} not found (apt-get install qemu-system-x86)')
     initramfs.find_busybox()
     return initramfs.find_kernel()
+
+
+def compile_project():
+    """Write the project's bytecode here, natively, before a boot.
+
+    The lab host's root is this machine's, read-only: its Python cannot
+    write a ``.pyc``, so every process it starts (the agent, a privsep
+    daemon, a forked call importing a module anew) would compile the
+    project's modules from source under emulation, seconds each time.
+    Up-to-date files are left as they are; a checkout where nothing was
+    compiled yet (tox sets PYTHONDONTWRITEBYTECODE) takes a few seconds.
+    """
+    for package in PROJECT_PACKAGES:
+        compileall.compile_dir(os.path.join(PROJECT, package), quiet=1,
+                               workers=0)
 
 
 def _kvm_usable():
@@ -228,6 +251,7 @@ class LabHost:
 
     def _boot(self, kernel, emulator):
         started = time.monotonic()
+        compile_project()
         initrd = os.path.join(self.workdir, 'initrd.gz')
         with open(initrd, 'wb') as f:
             f.write(initramfs.build(kernel, initramfs.find_busybox()))
@@ -236,7 +260,8 @@ class LabHost:
             os.makedirs(os.path.join(self.share, sub))
         self._write_config()
         self.accel = choose_accel(kernel, initrd, self.workdir)
-        cmdline = (f'console=ttyS0 quiet panic=-1 lab.guest={GUEST_SCRIPT}')
+        cmdline = (f'console=ttyS0 quiet panic=-1 {LAB_KERNEL_ARGS} '
+                   f'lab.guest={GUEST_SCRIPT}')
         args = topology_mod.qemu_args(
             self.topology, kernel.image, initrd, cmdline,
             (('hostroot', '/', True), ('lab', self.share, False)),
