@@ -16,6 +16,7 @@ class FirstRunTest(base.LabTestCase):
         command = shlex.quote(AGENT) + ' ' + ' '.join(args)
         if config is not None:
             self.lab.run(f'cat > /tmp/agent-cli.conf <<"EOF"\n{config}EOF')
+            self.addCleanup(self.lab.run, 'rm -f /tmp/agent-cli.conf')
             command += ' --config-file /tmp/agent-cli.conf'
         return self.lab.run(command, user='nova', check=False, timeout=300)
 

@@ -52,6 +52,11 @@ class PrivilegedHelperTest(base.LabTestCase):
                              helper_command=helper_command, user=user,
                              timeout=300)
 
+    def write_evil_conf(self):
+        self.lab.run(f'cat > /tmp/evil.conf <<"EOF"\n{EVIL_CONF}EOF',
+                     user='nova')
+        self.addCleanup(self.lab.run, 'rm -f /tmp/evil.conf')
+
     def sudo(self, args, listing=False):
         line = ' '.join(shlex.quote(a) for a in args)
         return self.lab.run(f'sudo -n {"-l " if listing else ""}{line}',
@@ -110,8 +115,7 @@ class PrivilegedHelperTest(base.LabTestCase):
 
     def test_sudo_admits_the_agents_command_line_only(self):
         self.assertEqual(0, self.sudo(HELPER, listing=True).rc)
-        self.lab.run(f'cat > /tmp/evil.conf <<"EOF"\n{EVIL_CONF}EOF',
-                     user='nova')
+        self.write_evil_conf()
         for line in (
                 HELPER + ['--config-file', '/tmp/evil.conf'],
                 HELPER[:-1] + [SOCKET + ' --config-file /tmp/evil.conf'],
@@ -125,8 +129,7 @@ class PrivilegedHelperTest(base.LabTestCase):
     def test_a_configuration_the_caller_wrote_serves_nothing(self):
         # As oslo.rootwrap would let through: privsep-helper as root with
         # a --config-file of the agent's user's own appended.
-        self.lab.run(f'cat > /tmp/evil.conf <<"EOF"\n{EVIL_CONF}EOF',
-                     user='nova')
+        self.write_evil_conf()
         helper = ' '.join(HELPER[:5] + ['--config-file', '/tmp/evil.conf'])
         (answer,) = self.probe(('read_numa_maps', [self.guest.pid]),
                                helper_command=helper, user=None)

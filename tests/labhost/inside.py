@@ -123,6 +123,91 @@ def remove_domains():
     return removed
 
 
+# -- the state a test leaves (tests/labhost/fixture.py) --------------------
+
+# Processes the host tier starts in a lab host, by a word of their
+# command line: none may outlive the test that started it.
+TEST_PROCESSES = ('lab-busy', 'lab-hog', 'tests.labhost.sharer',
+                  'privsep-helper', 'numa-policy-agent', 'sleep 600')
+# What the agent leaves on a host; removed after each test.
+AGENT_FILES = ('/etc/nova/nova.conf', '/etc/nova/numa-policy-agent.conf',
+               '/tmp/numa-policy-uplinks.json')
+AGENT_LOGS = '/tmp/lab-agent-*.log'
+# Kernel settings tests change and must put back.
+SETTINGS = ('/proc/sys/kernel/numa_balancing',)
+# /tmp entries that come and go on their own: the request server's work
+# directory and the privsep daemons' socket directories (tmp*).
+SCRATCH_ENTRIES = ('lab-requests', 'root')
+
+
+def settled_state():
+    """What a test may not change for good: settings, links, /tmp."""
+    return {'settings': {path: (_read(path) or '').strip()
+                         for path in SETTINGS},
+            'links': sorted(os.listdir('/sys/class/net')),
+            'tmp': sorted(_own_tmp_entries())}
+
+
+def _own_tmp_entries():
+    return {name for name in os.listdir('/tmp')
+            if name not in SCRATCH_ENTRIES and not name.startswith('tmp')}
+
+
+def _test_processes():
+    """'pid: command line' of every test process still running."""
+    found = []
+    for path in glob.glob('/proc/[0-9]*/cmdline'):
+        line = (_read(path) or '').replace('\0', ' ').strip()
+        if any(word in line for word in TEST_PROCESSES):
+            found.append(f'{path.split("/")[2]}: {line[:120]}')
+    return sorted(found)
+
+
+def leftovers(expected, grace=10.0):
+    """What the last test left behind, against ``expected``; [] if clean.
+
+    ``expected`` is :func:`settled_state` read after boot. Processes get
+    ``grace`` seconds to finish exiting (a privsep daemon ends once its
+    agent has gone).
+    """
+    deadline = time.monotonic() + grace
+    while _test_processes() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    found = [f'process {p}' for p in _test_processes()]
+    try:
+        conn = libvirt.open(SYSTEM_URI)
+    except libvirt.libvirtError as exc:
+        found.append(f'libvirtd not answering: {exc}')
+    else:
+        try:
+            found += [f'domain {d.name()}' for d in conn.listAllDomains()]
+        finally:
+            conn.close()
+    found += [f'agent file {path}' for path in AGENT_FILES
+              if os.path.exists(path)]
+    now = settled_state()
+    for path, value in expected['settings'].items():
+        if now['settings'][path] != value:
+            found.append(f'{path} is {now["settings"][path]!r}, not '
+                         f'{value!r}')
+    found += [f'network link {name}' for name in
+              sorted(set(now['links']) - set(expected['links']))]
+    found += [f'/tmp/{name}' for name in
+              sorted(set(now['tmp']) - set(expected['tmp']))]
+    return found
+
+
+def tidy():
+    """Remove every domain and the agent's files, as after a test."""
+    removed = remove_domains()
+    for path in (*AGENT_FILES, *glob.glob(AGENT_LOGS)):
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+    return removed
+
+
 def _agent(config_files):
     """(agent, log file): built as numa-policy-agent builds it."""
     from agent import cmd
