@@ -1,0 +1,96 @@
+"""How the tiers are run and timed: the host tier's workers, CI's table."""
+
+import importlib.util
+import os
+import re
+
+import testtools
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+WORKERS = os.path.join(ROOT, 'tests', 'host', 'workers.yaml')
+HOST_TESTS = os.path.join(ROOT, 'tests', 'host')
+
+
+def _load_tiers():
+    spec = importlib.util.spec_from_file_location(
+        'ci_tiers', os.path.join(ROOT, '.ci', 'tiers.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class HostWorkersTest(testtools.TestCase):
+    """Every host test module runs, on exactly one of the two workers."""
+
+    def test_each_module_is_matched_by_exactly_one_worker(self):
+        with open(WORKERS) as f:
+            workers = [w['worker'] for w in yaml.safe_load(f)]
+        self.assertEqual(2, len(workers))
+        modules = sorted(name[:-3] for name in os.listdir(HOST_TESTS)
+                         if name.startswith('test_') and name.endswith('.py'))
+        self.assertGreater(len(modules), 5)
+        for module in modules:
+            test_id = f'tests.host.{module}.SomeTest.test_something'
+            matched = [i for i, regexes in enumerate(workers)
+                       if any(re.search(r, test_id) for r in regexes)]
+            self.assertEqual(1, len(matched), (module, matched))
+
+    def test_a_module_named_like_another_is_not_taken_for_it(self):
+        with open(WORKERS) as f:
+            first, second = [w['worker'] for w in yaml.safe_load(f)]
+        test_id = 'tests.host.test_locality_more.SomeTest.test_something'
+        self.assertFalse(any(re.search(r, test_id) for r in first))
+        self.assertTrue(any(re.search(r, test_id) for r in second))
+
+
+TOX_OUTPUT = """\
+unit: install_deps> python -I -m pip install -r requirements.txt
+unit: commands[0]> stestr --test-path=./tests/unit run
+======
+Totals
+======
+ - Passed: 1030
+ - Failed: 2
+ - Skipped: 3
+functional: commands[0]> stestr run --exclude-regex test_rabbitmq
+ - Passed: 80
+functional: commands[1]> stestr run --serial test_rabbitmq
+ - Passed: 2
+horizon: commands[0]> tests/horizon/run.sh
+Ran 12 tests in 40.0s
+
+OK (skipped=1)
+docs: commands[0]> sphinx-build -W doc/source doc/build/html
+  unit: FAIL code 1 (118.20=setup[4.10]+cmd[114.10] seconds)
+  functional: OK (201.31=setup[3.00]+cmd[180.10,18.21] seconds)
+  horizon: OK (95.70=setup[30.20]+cmd[65.50] seconds)
+  docs: OK (40.00=setup[2.00]+cmd[38.00] seconds)
+  evaluation failed :( (455.21 seconds)
+"""
+
+
+class TierTableTest(testtools.TestCase):
+    """What .ci/run prints of each tier: its tests and its seconds."""
+
+    def setUp(self):
+        super().setUp()
+        self.tiers = _load_tiers()
+
+    def test_each_tiers_tests_and_seconds(self):
+        tallied = self.tiers.tally(TOX_OUTPUT.splitlines())
+        self.assertEqual(
+            {'unit': (1035, 118.2, 'FAIL'), 'functional': (82, 201.31, 'OK'),
+             'horizon': (12, 95.7, 'OK'), 'docs': (None, 40.0, 'OK')},
+            {name: (t['tests'], t['seconds'], t['status'])
+             for name, t in tallied.items()})
+
+    def test_the_table_has_a_row_per_tier_and_the_whole_run(self):
+        text = self.tiers.table(self.tiers.tally(TOX_OUTPUT.splitlines()),
+                                1320)
+        rows = [line.split() for line in text.splitlines()]
+        self.assertEqual(['tier', 'status', 'tests', 'seconds'], rows[0])
+        self.assertEqual(['unit', 'FAIL', '1035', '118'], rows[1])
+        self.assertEqual(['docs', 'OK', '-', '40'], rows[4])
+        self.assertEqual(['whole', 'run', '1320'], rows[-1])
