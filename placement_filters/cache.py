@@ -37,7 +37,7 @@ DROP_UNEXPECTED = report_wire.REFUSED_UNEXPECTED
 DROP_OUTDATED = 'older than the cached one'
 
 
-DROP_LOG_INTERVAL = 60.0
+DROP_LOG_INTERVAL = report_wire.REFUSAL_LOG_INTERVAL
 
 
 class ReportCache:
@@ -63,7 +63,7 @@ class ReportCache:
         self._write_lock = threading.Lock()
         self.accepted = 0
         self.dropped = collections.Counter()
-        self._last_drop_log = None
+        self._drop_log = report_wire.RefusalLogLimit(DROP_LOG_INTERVAL)
 
     def snapshot(self):
         """A copy of every entry, for the why-not explanation."""
@@ -117,14 +117,20 @@ class ReportCache:
         return not outdated
 
     def _drop(self, reason, detail):
+        """Count a dropped report; log it unless its reason was just logged.
+
+        Rate limited per reason, an unexpected failure included: a
+        publisher that found a way to cause one could otherwise fill the
+        scheduler's log with it.
+        """
         self.dropped[reason] += 1
+        if not self._drop_log.due(reason, self.clock()):
+            return
+        values = {'reason': reason, 'detail': detail,
+                  'counts': dict(self.dropped)}
         if reason == DROP_UNEXPECTED:
-            LOG.error('A NUMA host report failed unexpectedly: %r', detail)
-        now = self.clock()
-        if (self._last_drop_log is None
-                or now - self._last_drop_log >= DROP_LOG_INTERVAL):
-            self._last_drop_log = now
+            LOG.error('A NUMA host report failed unexpectedly: %(detail)r. '
+                      'Dropped so far: %(counts)s.', values)
+        else:
             LOG.warning('Dropped a NUMA host report (%(reason)s): '
-                        '%(detail)s. Dropped so far: %(counts)s.',
-                        {'reason': reason, 'detail': detail,
-                         'counts': dict(self.dropped)})
+                        '%(detail)s. Dropped so far: %(counts)s.', values)

@@ -20,6 +20,13 @@ out, in dry-run mode) on the reports topic, event type
 one is stored once. ``details`` holds the action's arguments as a flat
 object of numbers, booleans, short strings and lists of integers.
 
+An action is held to the bounds a report is: its host named under the
+same rule, ``seq`` from 0 to 2**63 - 1, ``generated_at`` read by the
+reports' own time parser (RFC 3339, from 1970 on; a time without a zone
+is read as UTC) and, by the collector, no more than ``max_clock_skew``
+ahead; numbers finite, integers within 64 bits (what a JSON column
+stores exactly).
+
 Compatibility follows the HostReport rules: a newer minor version may add
 keys, which are ignored; a different major version is refused. New kinds
 may appear without a version change, so any well-formed kind is stored.
@@ -27,8 +34,6 @@ may appear without a version change, so any well-formed kind is stored.
 
 import re
 import uuid
-
-from oslo_utils import timeutils
 
 from nova_numa_policy import exception
 from nova_numa_policy.objects import report
@@ -44,8 +49,14 @@ MAX_NAME_LENGTH = report.MAX_NAME_LENGTH
 MAX_REASON_LENGTH = 1024
 MAX_DETAILS = 32
 MAX_DETAIL_LIST = 4096
-_KIND = re.compile(r'^[a-z][a-z0-9_]{0,63}$')
-_DETAIL_KEY = re.compile(r'^[a-z][a-z0-9_]{0,63}$')
+# Matched whole (fullmatch): a ``$`` would let a final newline through.
+_IDENTIFIER = re.compile(r'[a-z][a-z0-9_]{0,63}', re.ASCII)
+_VERSION = re.compile(r'[0-9]{1,4}\.[0-9]{1,4}', re.ASCII)
+MAX_SEQ = report.MAX_SEQ
+# Integers a detail may hold: signed 64 bits, what a JSON column (and
+# most JSON readers) hold exactly.
+MIN_DETAIL_INT = -(1 << 63)
+MAX_DETAIL_INT = (1 << 63) - 1
 REQUIRED = ('version', 'host', 'seq', 'generated_at', 'kind', 'outcome')
 
 
@@ -58,47 +69,74 @@ def _require(condition, message):
         raise MalformedAction(message)
 
 
+def _is_identifier(value):
+    return isinstance(value, str) and _IDENTIFIER.fullmatch(value) is not None
+
+
 def _check_version(version):
-    _require(isinstance(version, str) and re.match(r'^\d+\.\d+$', version),
-             f'action version must read MAJOR.MINOR, got {version!r}')
+    _require(isinstance(version, str) and _VERSION.fullmatch(version),
+             f'action version must read MAJOR.MINOR, got '
+             f'{report_validation.shown(version)}')
     major = version.split('.')[0]
     _require(major == VERSION.split('.')[0],
              f'action major version {version} is not supported (this '
              f'collector reads {VERSION.split(".")[0]}.x)')
 
 
+def _is_detail_int(value):
+    return (report_validation.is_int(value)
+            and MIN_DETAIL_INT <= value <= MAX_DETAIL_INT)
+
+
+def _is_detail_number(value):
+    # NaN and infinity are no JSON: stored, they would make the row's
+    # details unreadable to every JSON reader of the API.
+    if isinstance(value, int) and not isinstance(value, bool):
+        return _is_detail_int(value)
+    return isinstance(value, float) and report_validation.is_number(value)
+
+
 def _check_detail(key, value):
-    _require(isinstance(key, str) and _DETAIL_KEY.match(key),
-             f'action detail key {key!r} must be a lower-case identifier')
-    if isinstance(value, (bool, int, float)):
+    _require(_is_identifier(key),
+             f'action detail key {report_validation.shown(key)} must be a '
+             f'lower-case identifier')
+    if isinstance(value, bool):
+        return
+    if isinstance(value, (int, float)):
+        _require(_is_detail_number(value),
+                 f'action detail {key} must be a finite number, integers '
+                 f'within 64 bits')
         return
     if isinstance(value, str):
         _require(len(value) <= MAX_NAME_LENGTH,
                  f'action detail {key} is longer than {MAX_NAME_LENGTH}')
         return
     _require(isinstance(value, list) and len(value) <= MAX_DETAIL_LIST
-             and all(report_validation.is_int(item) for item in value),
+             and all(_is_detail_int(item) for item in value),
              f'action detail {key} must be a number, boolean, string or a '
-             f'list of at most {MAX_DETAIL_LIST} integers')
+             f'list of at most {MAX_DETAIL_LIST} integers within 64 bits')
 
 
 def _parse_time(value):
-    # A time without a zone is read as UTC, as oslo.utils does.
-    _require(isinstance(value, str) and len(value) <= 64,
-             'action generated_at must be an ISO 8601 string')
+    # The reports' parser; a time without a zone is read as UTC, as
+    # oslo.utils read it before, for agents that send one.
     try:
-        return timeutils.parse_isotime(value)
-    except ValueError as exc:
-        raise MalformedAction(f'action generated_at is not ISO 8601: {exc}')
+        return report_validation.parse_time(value, zone_required=False)
+    except exception.MalformedReport as exc:
+        raise MalformedAction(f'action generated_at must be an ISO 8601 '
+                              f'(RFC 3339) time: {exc}')
 
 
 def _check_uuid(value):
     if value is None:
         return None
     try:
-        return str(uuid.UUID(str(value)))
+        # Text only: str() of what a sender nests deep enough, or of an
+        # int of thousands of digits, raises where it should refuse.
+        return str(uuid.UUID(value if isinstance(value, str) else ''))
     except ValueError:
-        raise MalformedAction(f'action instance_uuid {value!r} is not a '
+        raise MalformedAction(f'action instance_uuid '
+                              f'{report_validation.shown(value)} is not a '
                               f'UUID')
 
 
@@ -120,11 +158,13 @@ def load_action(payload):
     _require(report_validation.is_name(host),
              f'action host must be 1 to {MAX_NAME_LENGTH} characters '
              f'without control characters')
-    _require(report_validation.is_int(payload['seq']) and payload['seq'] >= 0,
-             'action seq must be a non-negative integer')
+    seq = payload['seq']
+    _require(report_validation.is_int(seq) and 0 <= seq <= MAX_SEQ,
+             f'action seq must be an integer from 0 to {MAX_SEQ}')
     kind = payload['kind']
-    _require(isinstance(kind, str) and _KIND.match(kind),
-             f'action kind {kind!r} must be a lower-case identifier')
+    _require(_is_identifier(kind),
+             f'action kind {report_validation.shown(kind)} must be a '
+             f'lower-case identifier')
     _require(payload['outcome'] in OUTCOMES,
              f'action outcome must be one of {", ".join(OUTCOMES)}')
     reason = payload.get('reason') or ''
@@ -139,7 +179,7 @@ def load_action(payload):
         _check_detail(key, value)
     return {
         'host': host,
-        'seq': payload['seq'],
+        'seq': seq,
         'generated_at': _parse_time(payload['generated_at']),
         'instance_uuid': _check_uuid(payload.get('instance_uuid')),
         'kind': kind,

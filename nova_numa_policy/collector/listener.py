@@ -6,7 +6,8 @@ Nothing a message does escapes into the listener's thread:
 
 * a payload refused by the checks every consumer shares (size, origin,
   values, time: ``report.read_payload``) is dropped and counted by
-  reason, as is one that fails in any way nobody foresaw;
+  reason, as is one that fails in any way nobody foresaw; the log says
+  so once a minute per reason at most, however many arrive;
 * a database that is away or deadlocked is retried, then the message is
   requeued, for at most ``requeue_timeout`` seconds from its first
   refusal, then dropped and counted;
@@ -50,6 +51,12 @@ COUNT_REQUEUED = 'requeued'
 COUNT_REQUEUE_LIMIT = 'requeue limit'
 COUNT_ACCESS_DENIED = 'database refused access'
 COUNT_STORE_FAILED = 'failed'
+# What a payload that is not read is counted under (report.refusal_reason).
+REFUSAL_REASONS = (report_wire.REFUSED_OVERSIZED,
+                   report_wire.REFUSED_MALFORMED, report_wire.REFUSED_FUTURE,
+                   report_wire.REFUSED_UNSIGNED,
+                   report_wire.REFUSED_BAD_SIGNATURE,
+                   report_wire.REFUSED_UNEXPECTED)
 
 
 def _now():
@@ -97,6 +104,7 @@ class CollectorEndpoint:
         self._monotonic = monotonic
         self._lock = threading.Lock()
         self.counters = collections.Counter()
+        self._refusal_log = report_wire.RefusalLogLimit()
         # identity -> when the database first refused it (monotonic).
         self._refused_since = collections.OrderedDict()
         self._store = oslo_db_api.wrap_db_retry(
@@ -117,9 +125,10 @@ class CollectorEndpoint:
     def _read(self, event_type, payload, received_at):
         kind, value = records.parse_payload(
             event_type, payload, self._max_report_bytes, self._secrets)
-        if kind == records.KIND_REPORT:
-            report_validation.check_time(value.generated_at, received_at,
-                                         self._max_skew)
+        # Actions are held to the reports' window: one dated ahead would
+        # sort first in a host's history until the clocks caught up.
+        report_validation.check_time(records.generated_at(kind, value),
+                                     received_at, self._max_skew, kind)
         return kind, value
 
     def _handle(self, publisher_id, event_type, payload):
@@ -138,15 +147,31 @@ class CollectorEndpoint:
 
     def _refused(self, exc, event_type, publisher_id):
         reason = report_wire.refusal_reason(exc)
-        self._count(reason)
+        with self._lock:
+            self.counters[reason] += 1
+            logged = self._refusal_log.due(reason, self._monotonic())
+        if not logged:
+            return HANDLED
+        values = {'event_type': event_type, 'publisher': publisher_id,
+                  'reason': reason, 'exc': exc,
+                  'counts': self._refusal_counts()}
         if reason == report_wire.REFUSED_UNEXPECTED:
-            LOG.error('Dropped a %s notification from %s that could not be '
-                      'read: %r', event_type, publisher_id, exc,
-                      exc_info=exc)
+            # A bug of ours, not a bad payload: the traceback is what
+            # fixes it. Rate limited all the same, as a publisher could
+            # send the payload that triggers it again and again.
+            LOG.error('Dropped a %(event_type)s notification from '
+                      '%(publisher)s that could not be read: %(exc)r. '
+                      'Refused so far: %(counts)s.', values, exc_info=exc)
         else:
-            LOG.warning('Dropped a %s notification from %s (%s): %s',
-                        event_type, publisher_id, reason, exc)
+            LOG.warning('Dropped a %(event_type)s notification from '
+                        '%(publisher)s (%(reason)s): %(exc)s. Refused so '
+                        'far: %(counts)s.', values)
         return HANDLED
+
+    def _refusal_counts(self):
+        with self._lock:
+            return {reason: count for reason, count in self.counters.items()
+                    if reason in REFUSAL_REASONS}
 
     def _store_failed(self, exc, kind, value, publisher_id):
         if access_denied(exc):

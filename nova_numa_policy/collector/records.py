@@ -35,6 +35,13 @@ def parse_payload(event_type, payload, max_report_bytes, secrets=()):
                                                  secrets)
 
 
+def generated_at(kind, value):
+    """When the agent made a checked report or action: aware, in UTC."""
+    if kind == KIND_ACTION:
+        return value['generated_at']
+    return value.generated_at
+
+
 def boot_id(report):
     """The report's agent boot; None from agents before report 1.1."""
     return report.boot_id if report.obj_attr_is_set('boot_id') else None

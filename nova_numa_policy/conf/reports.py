@@ -88,17 +88,26 @@ neither signed nor verified.
 Possible values:
 
 * Unset (no signing), or a long random string kept like a password.
+  Every character of the line is part of the secret, commas included,
+  but for leading and trailing white space.
 
 Related options:
 
-* ``previous_secrets`` (key rotation).
+* ``previous_secret`` (key rotation).
 '''),
-    cfg.ListOpt(
-        'previous_secrets',
+    cfg.MultiStrOpt(
+        'previous_secret',
         default=[],
         secret=True,
         help='''
-Secrets consumers still accept besides ``secret``, during a rotation.
+A secret consumers still accept besides ``secret``, during a rotation.
+
+Give the option once per secret, one secret per line. Every character of
+the line is part of the secret, commas included, but for leading and
+trailing white space::
+
+    previous_secret = first,old secret
+    previous_secret = second old secret
 
 To rotate: add the new secret here on every consumer, then set it as
 ``secret`` on every agent and consumer (moving the old one here), then
@@ -106,7 +115,32 @@ remove the old one. Agents sign with ``secret`` only.
 
 Possible values:
 
-* Empty, or secrets that were ``secret`` before.
+* Unset, or any number of secrets that were ``secret`` before.
+
+Related options:
+
+* ``previous_secrets``, the deprecated comma-separated list, is accepted
+  besides.
+'''),
+    cfg.ListOpt(
+        'previous_secrets',
+        default=[],
+        secret=True,
+        deprecated_for_removal=True,
+        deprecated_reason='A comma ends a secret in this list, so a secret '
+                          'holding one cannot be written here. Use '
+                          '``previous_secret``, once per secret.',
+        help='''
+Secrets consumers still accept besides ``secret``, as a comma-separated
+list (deprecated: use ``previous_secret``).
+
+Still read, besides ``previous_secret``: configuration written for earlier
+releases keeps working. A secret that holds a comma cannot be written
+here; write it as a ``previous_secret`` line.
+
+Possible values:
+
+* Empty, or secrets without commas that were ``secret`` before.
 '''),
 ]
 
@@ -115,7 +149,11 @@ def accepted_secrets(group):
     """The secrets a consumer verifies against, the signing one first."""
     if not group.secret:
         return ()
-    return (group.secret,) + tuple(s for s in group.previous_secrets if s)
+    previous = list(group.previous_secret) + list(group.previous_secrets)
+    # Without repeats, in the order given: every payload is checked
+    # against each.
+    return tuple(dict.fromkeys(
+        s for s in [group.secret] + previous if s))
 
 
 register_opts, list_opts = base.group_functions(GROUP, OPTS)

@@ -65,6 +65,18 @@ def verify(payload, secrets):
     except (TypeError, ValueError) as exc:
         # Not JSON a signer could have produced (NaN, odd types).
         raise exception.BadSignature(f'report cannot be signed: {exc}')
-    if not any(hmac.compare_digest(value, mac) for mac in expected):
+    if not any(_same_mac(value, mac) for mac in expected):
         raise exception.BadSignature(
             'report signature matches no configured secret')
+
+
+def _same_mac(sent, expected):
+    """Constant-time comparison of a sent MAC with an expected one.
+
+    As bytes: hmac.compare_digest() refuses two str when either holds
+    a non-ASCII character (TypeError), and the sender chooses ``sent``.
+    surrogatepass, as JSON can carry a lone surrogate that plain UTF-8
+    cannot encode. A non-ASCII MAC never matches a hex digest.
+    """
+    return hmac.compare_digest(sent.encode('utf-8', 'surrogatepass'),
+                               expected.encode('ascii'))

@@ -14,6 +14,7 @@ import datetime
 import functools
 import math
 import re
+import sys
 
 from oslo_versionedobjects import fields
 
@@ -25,25 +26,43 @@ from nova_numa_policy import policy
 
 # Names (hosts, NICs, physnets, agent versions) are any text without
 # control characters (C0, DEL, C1): what a log line and a URL can carry.
-# The OpenAPI description publishes the same pattern.
+# The OpenAPI description publishes the same pattern (for JSON Schema,
+# whose ``$`` is the end of the text).
 NAME_PATTERN = '^[^\u0000-\u001f\u007f-\u009f]+$'
 _NAME = re.compile(NAME_PATTERN)
 
 
 def is_name(value):
     """1 to MAX_NAME_LENGTH characters, none of them a control one."""
+    # fullmatch, not match: Python's ``$`` also matches before a final
+    # newline, which made "host\n" a second host beside "host".
     return (isinstance(value, str)
             and 0 < len(value) <= schema.MAX_NAME_LENGTH
-            and _NAME.match(value) is not None)
+            and _NAME.fullmatch(value) is not None)
 
 
 def is_ascii_int(text):
     """Whether ``text`` is a non-negative integer in ASCII digits.
 
     int() also reads other scripts' digits, and str.isdigit() admits
-    characters int() refuses: both together, in ASCII only.
+    characters int() refuses: both together, in ASCII only. Nor does
+    int() read more digits than sys.get_int_max_str_digits() (ValueError).
     """
-    return text.isascii() and text.isdigit()
+    longest = sys.get_int_max_str_digits()
+    return (text.isascii() and text.isdigit()
+            and (not longest or len(text) <= longest))
+
+
+# A node id written as text, as JSON object keys must be: the one way
+# str(int) writes it. "00", "+0" or "0 " would otherwise be a second
+# name for node 0, and a key of thousands of digits more than int() reads.
+_NODE_KEY = re.compile(r'0|[1-9][0-9]{0,%d}' % (
+    len(str(schema.MAX_NODE_ID)) - 1), re.ASCII)
+
+
+def is_node_key(text):
+    """Whether ``text`` is a node id in canonical decimal ("0", "1", ...)."""
+    return isinstance(text, str) and _NODE_KEY.fullmatch(text) is not None
 
 
 # -- type checks, derived from each class's ovo fields -----------------
@@ -53,16 +72,43 @@ def is_int(value):
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_number(value):
-    # Finite: infinity and NaN pass or fail comparisons in ways no bound
-    # written as a comparison catches.
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and math.isfinite(value))
+# The largest integer a float field can hold: beyond it float() raises
+# OverflowError, where the bounds of a field would refuse it.
+_LARGEST_FLOAT = int(sys.float_info.max)
+
+
+def is_number(value):
+    """A finite int or float, one a float field can hold.
+
+    Finite: infinity and NaN pass or fail comparisons in ways no bound
+    written as a comparison catches, and are no JSON. An integer is
+    compared rather than given to math.isfinite(), which converts it to
+    a float first and overflows on one of 400 digits.
+    """
+    if isinstance(value, bool):
+        # bool is an int subclass; a JSON true is not a number.
+        return False
+    if isinstance(value, int):
+        return -_LARGEST_FLOAT <= value <= _LARGEST_FLOAT
+    return isinstance(value, float) and math.isfinite(value)
+
+
+def shown(value, limit=40):
+    """A sender's value for a message: its repr, cut short; never raises."""
+    try:
+        text = repr(value)
+    except (ValueError, RecursionError):
+        # No repr: an int of more digits than Python writes (4300), or
+        # nesting deeper than the stack.
+        return f'<{type(value).__name__}>'
+    return text[:limit]
 
 
 def _typed(test, what):
     def check(value, name):
-        _require(test(value), '%s must be %s, got %.40r', name, what, value)
+        if not test(value):
+            raise exception.MalformedReport(
+                f'{name} must be {what}, got {shown(value)}')
         return value
     return check
 
@@ -84,9 +130,10 @@ def _dict_of_ints(value, name):
 
 
 def _timestamp(value, name):
+    # Read here, once, by the one parser: every consumer then holds the
+    # same datetime (wire.load_report_data, wire.load_report).
     _require(isinstance(value, str), '%s must be an ISO 8601 string', name)
-    parse_time(value)
-    return value
+    return parse_time(value)
 
 
 # Agents send canonical UUIDs; a regex is far cheaper than parsing.
@@ -99,24 +146,76 @@ def _is_uuid(value):
     return isinstance(value, str) and _UUID.fullmatch(value) is not None
 
 
-def parse_time(value):
-    """An aware datetime in UTC from ISO 8601 text with a time zone.
+# The one form a time takes on the wire, RFC 3339's: what the agents
+# (through oslo.versionedobjects) write. A grammar of its own rather than
+# datetime.fromisoformat(), whose leniency grows with each Python release
+# (week dates, basic format, "+01" offsets, any fraction length): a
+# scheduler and a collector on different Pythons keep the same reports.
+_TIME = re.compile(
+    r'(?P<year>[0-9]{4})-(?P<month>[0-9]{2})-(?P<day>[0-9]{2})'
+    r'T(?P<hour>[0-9]{2}):(?P<minute>[0-9]{2}):(?P<second>[0-9]{2})'
+    # At most microseconds, what a datetime keeps: a longer fraction
+    # would be cut, and two texts would name one time.
+    r'(?:\.(?P<fraction>[0-9]{1,6}))?'
+    r'(?P<zone>Z|(?P<sign>[+-])(?P<zone_hour>[0-9]{2}):'
+    r'(?P<zone_minute>[0-9]{2}))?', re.ASCII)
+# The earliest time a report or action may carry. No agent's clock is
+# earlier; and oslo.versionedobjects writes years before 1000 in fewer
+# than four digits, which the collector's stored copy would not read back
+# as, nor SQL date columns hold.
+EARLIEST_TIME = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
-    The offset must be whole minutes (what SQL and oslo.utils handle) and
-    the moment representable in UTC.
+
+def _zone(match):
+    """The time zone a matched time names; None when it names none."""
+    if match['zone'] is None:
+        return None
+    if match['zone'] == 'Z':
+        return datetime.timezone.utc
+    hours, minutes = int(match['zone_hour']), int(match['zone_minute'])
+    _require(hours <= 23 and minutes <= 59,
+             'time zone offsets are -23:59 to +23:59, got %s',
+             match['zone'])
+    offset = datetime.timedelta(hours=hours, minutes=minutes)
+    return datetime.timezone(-offset if match['sign'] == '-' else offset)
+
+
+def parse_time(value, zone_required=True):
+    """An aware datetime in UTC from RFC 3339 text: the one time parser.
+
+    Every time off the wire is read here, for every consumer: reports'
+    ``generated_at`` (the scheduler's cache and the collector alike) and
+    actions'. ``YYYY-MM-DDTHH:MM:SS``, an optional fraction of at most six
+    digits, then ``Z`` or a ``+HH:MM``/``-HH:MM`` offset; without one the
+    text is refused, or read as UTC when ``zone_required`` is False. The
+    moment must lie from :data:`EARLIEST_TIME` to the end of year 9999
+    in UTC.
+
+    :raises MalformedReport: for any other text or value.
     """
+    match = _TIME.fullmatch(value) if isinstance(value, str) else None
+    if match is None:
+        raise exception.MalformedReport(
+            f'unreadable time {shown(value)} (RFC 3339 is '
+            f'YYYY-MM-DDTHH:MM:SS[.ffffff]Z or +HH:MM)')
+    zone = _zone(match)
+    _require(zone is not None or not zone_required,
+             'times must carry a time zone')
     try:
-        parsed = datetime.datetime.fromisoformat(value)
-    except ValueError:
-        raise exception.MalformedReport(f'unreadable time {value!r:.40}')
-    _require(parsed.tzinfo is not None, 'times must carry a time zone')
-    offset = parsed.utcoffset()
-    _require(offset.seconds % 60 == 0 and offset.microseconds == 0,
-             'time zone offsets are whole minutes, got %s', offset)
-    try:
-        return parsed.astimezone(datetime.timezone.utc)
-    except OverflowError:
-        raise exception.MalformedReport(f'time out of range {value!r:.40}')
+        moment = datetime.datetime(
+            int(match['year']), int(match['month']), int(match['day']),
+            int(match['hour']), int(match['minute']), int(match['second']),
+            int((match['fraction'] or '0').ljust(6, '0')),
+            tzinfo=zone or datetime.timezone.utc)
+        moment = moment.astimezone(datetime.timezone.utc)
+    except (ValueError, OverflowError):
+        # Day 31 of a 30-day month, second 60, or a moment beyond year
+        # 9999 once in UTC.
+        raise exception.MalformedReport(
+            f'time out of range {shown(value)}')
+    _require(moment >= EARLIEST_TIME, 'times are from %s on, got %s',
+             EARLIEST_TIME.isoformat(), shown(value))
+    return moment
 
 
 def _objects(value, name):
@@ -126,7 +225,7 @@ def _objects(value, name):
 
 _CHECKS_BY_FIELD = {
     fields.IntegerField: _typed(is_int, 'an integer'),
-    fields.FloatField: _typed(_is_number, 'a finite number'),
+    fields.FloatField: _typed(is_number, 'a finite number'),
     fields.StringField: _typed(lambda v: isinstance(v, str), 'a string'),
     fields.UUIDField: _typed(_is_uuid, 'a canonical UUID'),
     fields.BooleanField: _typed(lambda v: isinstance(v, bool), 'a boolean'),
@@ -269,7 +368,7 @@ def _check_instance(instance, known_nodes, host_cpus):
     _require(ending is None or ending in schema.ENFORCEMENT_ENDINGS,
              'instance %s: unknown enforcement ending %.40r', uuid, ending)
     for key, mb in instance['memory_mb_per_node'].items():
-        _require(is_ascii_int(key) and int(key) in known_nodes,
+        _require(is_node_key(key) and int(key) in known_nodes,
                  'instance %s: memory on unknown node %.40r', uuid, key)
         _require(0 <= mb <= schema.MAX_MEMORY_MB,
                  'instance %s: memory must be 0 to %d MB', uuid,
@@ -281,8 +380,9 @@ def _check_instance(instance, known_nodes, host_cpus):
              'instance %s: a vCPU runs on a CPU the host lacks', uuid)
 
 
-def check_time(generated_at, now, max_skew=schema.DEFAULT_MAX_CLOCK_SKEW):
-    """Refuse a report dated more than ``max_skew`` s after ``now``.
+def check_time(generated_at, now, max_skew=schema.DEFAULT_MAX_CLOCK_SKEW,
+               what='report'):
+    """Refuse a report (or action) dated more than ``max_skew`` s ahead.
 
     Both aware datetimes. Such a report would stay the newest of its host
     until the clocks caught up with it, hiding every genuine one.
@@ -292,6 +392,6 @@ def check_time(generated_at, now, max_skew=schema.DEFAULT_MAX_CLOCK_SKEW):
     ahead = (generated_at - now).total_seconds()
     if ahead > max_skew:
         raise exception.ReportFromTheFuture(
-            f'report dated {ahead:.0f} s ahead of this clock (at most '
+            f'{what} dated {ahead:.0f} s ahead of this clock (at most '
             f'{max_skew:.0f} s allowed: [numa_policy_reports] '
             f'max_clock_skew)')

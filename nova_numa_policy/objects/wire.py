@@ -21,6 +21,7 @@ malformed report raises exactly one exception type,
 """
 
 import copy
+import datetime
 import functools
 import json
 import re
@@ -116,11 +117,38 @@ def refusal_reason(exc):
     return REFUSED_UNEXPECTED
 
 
+# Seconds between two log lines about refusals of one reason.
+REFUSAL_LOG_INTERVAL = 60.0
+
+
+class RefusalLogLimit:
+    """Whether to log a refusal: once per reason and interval at most.
+
+    A broken or hostile publisher can send thousands of bad payloads a
+    second; every one is counted, but a line each would flood the log
+    (and the disk under it). Not locked: a race costs one extra line.
+    """
+
+    def __init__(self, interval=REFUSAL_LOG_INTERVAL):
+        self.interval = interval
+        self._last_logged = {}
+
+    def due(self, reason, now):
+        """True, and ``now`` remembered, if ``reason`` may be logged."""
+        last = self._last_logged.get(reason)
+        if last is not None and now - last < self.interval:
+            return False
+        self._last_logged[reason] = now
+        return True
+
+
 def check_payload(payload, max_bytes, secrets=()):
     """A payload off the bus, checked, as plain data (load_report_data).
 
     Every consumer reads a payload through this or :func:`read_payload`:
-    the same size, signature and value checks, one exception type.
+    the same size, signature and value checks, one time parser
+    (validation.parse_time), one exception type; so both keep exactly
+    the same reports, with equal values.
 
     :raises MalformedReport: (or a subclass) for anything not to trust.
     """
@@ -151,14 +179,14 @@ def load_report_data(primitive):
 
     The same checks as :func:`load_report`, without building objects: the
     scheduler's report cache reads thousands of reports a second. Children
-    are lists of dicts, ``generated_at`` an aware datetime; fields an older
-    agent did not send hold their defaults.
+    are lists of dicts, ``generated_at`` an aware datetime in UTC (as the
+    checks read it); fields an older agent did not send hold their
+    defaults.
 
     :raises MalformedReport: for anything a consumer must not trust.
     """
     _, data = _read_checked(primitive, schema.NumaHostReport)
     plain = dict(data)
-    plain['generated_at'] = validation.parse_time(data['generated_at'])
     for name in schema.NumaHostReport.CHILDREN:
         plain[name] = [child for _, child in data[name]]
     return plain
@@ -268,9 +296,23 @@ def _tolerate_version(primitive, cls):
     return (cls.VERSION if newer else version), cleaned
 
 
+def _time_text(moment):
+    """Text oslo.versionedobjects reads back as exactly ``moment``.
+
+    It reads a time field only from text. The checks already read the
+    wire's text (validation.parse_time), so it gets that datetime in UTC,
+    microseconds included, never the wire's own text, which its parser
+    would read otherwise than ours. UTC as "Z", its own way of writing
+    it: a report read back then dumps as it was sent.
+    """
+    return moment.strftime('%Y-%m-%dT%H:%M:%S.%fZ')
+
+
 def _repack_tree(cls, version, data):
     """The primitive of checked data whose children are (version, data)."""
-    data = dict(data)
+    data = {name: _time_text(value)
+            if isinstance(value, datetime.datetime) else value
+            for name, value in data.items()}
     for name, child_cls in cls.CHILDREN.items():
         data[name] = [_repack_tree(child_cls, *child)
                       for child in data[name]]
