@@ -63,10 +63,13 @@ class PerCpuEventsTest(test_locality._MemoryWriterTest):
         self.addDetail('samples', base.text(repr(result)))
         self.assertEqual(self.TOPOLOGY.cpus, result['rings'])
         samples = {int(tid): n for tid, n in result['samples'].items()}
-        # The busy loop never sleeps: of every thread on the host's CPUs,
-        # it is sampled most; the guest's vCPU thread, running its
-        # firmware, is sampled too.
-        self.assertEqual(hog, max(samples, key=samples.get))
+        # The busy loop never sleeps: of every thread on the host's CPUs
+        # but the guest's vCPU, it is sampled most. The vCPU thread is
+        # sampled too; running its firmware's loop it may never sleep
+        # either, and then it and the busy loop are sampled about as
+        # often (918 and 934 samples in one run): either may be first.
+        others = {tid: n for tid, n in samples.items() if tid != thread.tid}
+        self.assertEqual(hog, max(others, key=others.get), samples)
         self.assertGreater(samples.get(thread.tid, 0), 0)
 
 
