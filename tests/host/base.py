@@ -88,8 +88,9 @@ class LabTestCase(testtools.TestCase):
     def setUp(self):
         super().setUp()
         try:
-            self.lab = self.useFixture(
-                fixture.LabHostFixture(self.TOPOLOGY, self.id())).lab
+            self.lab_fixture = self.useFixture(
+                fixture.LabHostFixture(self.TOPOLOGY, self.id()))
+            self.lab = self.lab_fixture.lab
         except (initramfs.LabUnavailable, machine.LabError) as exc:
             if machine.required():
                 self.fail(f'the lab host must run here '

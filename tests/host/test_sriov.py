@@ -49,6 +49,8 @@ class SriovTest(base.LabTestCase):
         super().setUp()
         self.nic = self.lab.call('tests.labhost.inside:prepare_sriov', VFS,
                                  timeout=180)
+        # The PF's link and its VFs stay for the next test.
+        self.lab_fixture.keep_as_settled()
 
     def sriov_view(self):
         view = self.lab.call('tests.labhost.inside:sriov_view',

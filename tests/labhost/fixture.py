@@ -85,6 +85,16 @@ class LabHostFixture(fixtures.Fixture):
         _last_test[name] = self.test_id
         self.addCleanup(self._tidy)
 
+    def keep_as_settled(self):
+        """What the lab host is now becomes its clean state.
+
+        For a test's set-up that the lab host keeps for the tests after
+        it (a NIC's VFs, made once): called once the lab host was proven
+        clean, so nothing an earlier test left is taken in.
+        """
+        _settled[self.topology.name] = self.lab.call(
+            'tests.labhost.inside:settled_state')
+
     def _tidy(self):
         if self.lab.running and not self.lab.broken:
             self.lab.call('tests.labhost.inside:tidy', timeout=120)
