@@ -110,22 +110,28 @@ _NEUTRON_OVS_MAPPINGS = cfg.ListOpt('bridge_mappings', default=[])
 def uplink_finder(conf):
     """What finds uplinks beyond the operator's: SR-IOV and OVS.
 
-    nova's SR-IOV device specs are read once; OVSDB is asked each time
-    the agent reads the host's topology (ports come and go). The ML2/OVS
-    agent's ``[ovs] bridge_mappings`` is read when neutron's file is on
-    the command line.
+    nova's SR-IOV device specs are read once; they are matched against
+    sysfs's PCI functions, and OVSDB is asked, each time the agent reads
+    the host's topology (VFs and ports come and go). The ML2/OVS agent's
+    ``[ovs] bridge_mappings`` is read when neutron's file is on the
+    command line.
     """
-    sriov = discovery.sriov_uplinks(device_specs(conf))
+    specs = discovery.parse_device_specs(device_specs(conf))
+    root = conf.numa_policy_agent.sysfs_root
+
+    def sriov():
+        return discovery.pf_uplinks(specs, root)
+
     db = conf.numa_policy_agent.ovs_db
     if not db:
-        return lambda: sriov
+        return sriov
     try:
         conf.register_opt(_NEUTRON_OVS_MAPPINGS, group='ovs')
     except cfg.DuplicateOptError:
         pass
     reader = ovs.OvsdbUplinks(db, ovs.parse_mappings(
         ','.join(conf.ovs.bridge_mappings)))
-    return lambda: sriov + reader.uplinks()
+    return lambda: sriov() + reader.uplinks()
 
 
 def build_agent(conf, sender=None, opener=None):

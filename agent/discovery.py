@@ -8,9 +8,11 @@ Parsing is pure (XML text or file contents in, backend values out); the
 only I/O is through :mod:`agent.sysfs` readers, which take a root path.
 """
 
+import collections
 import json
 import logging
 import os
+import re
 import tempfile
 
 from nova_numa_policy import backend
@@ -53,29 +55,245 @@ def infer_nic_node(nic, local_cpus, nodes):
                            nic.bridge)
 
 
-def sriov_uplinks(device_specs):
-    """``(physnet, devname or PCI address)`` from nova's ``[pci] device_spec``.
+# nova's [pci] device_spec: what an entry may say, and how it is matched
+# against a PCI function (nova/pci/devspec.py has the same rules).
+ANY = '*'
+_HEX_DIGITS = frozenset('0123456789abcdefABCDEF')
+# (largest value, printed form) of a PCI address's domain, bus, slot and
+# function, as sysfs prints them.
+_ADDRESS_FIELDS = ((0xFFFF, '%04x'), (0xFF, '%02x'), (0x1F, '%02x'),
+                   (0x7, '%x'))
+_ADDRESS_KEYS = ('domain', 'bus', 'slot', 'function')
 
-    Each value is a JSON object, or a list of them; those naming a
-    ``physical_network`` and a ``devname`` or an exact ``address`` (no
-    wildcard) are SR-IOV physical functions whose VFs carry that physnet.
-    Anything else (other devices, patterns, bad JSON) says nothing about
-    an uplink and is skipped.
+DeviceSpec = collections.namedtuple(
+    'DeviceSpec', 'physnet vendor_id product_id address devname')
+DeviceSpec.__doc__ = """One ``[pci] device_spec`` entry naming an uplink.
+
+``vendor_id`` and ``product_id`` are 4 lower-case hex digits or
+:data:`ANY`; ``address`` an :class:`AddressPattern` or None (any);
+``devname`` an interface name or None.
+"""
+
+AddressPattern = collections.namedtuple('AddressPattern',
+                                        'fields regex exact')
+AddressPattern.__doc__ = """A device spec's ``address``.
+
+``fields`` are the domain, bus, slot and function: compiled regular
+expressions matched at the start of each field (``regex``, the dict
+form), or values printed as sysfs prints them or :data:`ANY` (the string
+form). ``exact`` when the pattern names a single address, which then
+also stands for the VFs of the function at that address.
+"""
+
+
+def _hex(value, maximum, form, what):
+    if not isinstance(value, str):
+        raise ValueError(f'{what} {value!r} is not a string')
+    value = value.strip()
+    if value == ANY:
+        return ANY
+    try:
+        number = int(value, 16)
+    except ValueError:
+        raise ValueError(f'{what} {value!r} is not hexadecimal') from None
+    if not 0 <= number <= maximum:
+        raise ValueError(f'{what} {value!r} is out of range')
+    return form % number
+
+
+def parse_address(value):
+    """An :class:`AddressPattern` from a device spec's ``address``.
+
+    A string is ``[[[[domain]:]bus]:][slot][.[function]]``, each part
+    hex or ``*`` and a part left out any; a dict gives ``domain``,
+    ``bus``, ``slot`` and ``function`` as regular expressions, a key left
+    out any. ValueError for what nova refuses.
+    """
+    if isinstance(value, str):
+        head, _, function = value.partition('.')
+        parts = head.split(':') if head else []
+        if len(parts) > 3:
+            raise ValueError(f'address {value!r} has too many parts')
+        parts = [ANY] * (3 - len(parts)) + parts + [function]
+        fields = tuple(
+            _hex(part.strip() or ANY, maximum, form, f'address {key}')
+            for part, (maximum, form), key in zip(parts, _ADDRESS_FIELDS,
+                                                  _ADDRESS_KEYS))
+        return AddressPattern(fields, False, ANY not in fields)
+    if isinstance(value, dict):
+        fields = []
+        for key in _ADDRESS_KEYS:
+            text = value.get(key, '.*')
+            if not isinstance(text, str):
+                raise ValueError(f'address {key} {text!r} is not a string')
+            try:
+                fields.append(re.compile(text))
+            except re.error as exc:
+                raise ValueError(f'address {key} {text!r}: {exc}') from None
+        return AddressPattern(tuple(fields), True, all(
+            f.pattern and set(f.pattern) <= _HEX_DIGITS for f in fields))
+    raise ValueError(f'address {value!r} is neither a string nor an object')
+
+
+def parse_device_spec(entry):
+    """The :class:`DeviceSpec` of one entry; None if it names no physnet.
+
+    ValueError for an entry nova refuses (wrong types, bad hex or
+    regular expressions, ``devname`` with ``address``).
+    """
+    if not isinstance(entry, dict):
+        raise ValueError(f'{entry!r} is not an object')
+    physnet = entry.get('physical_network')
+    if physnet is None:
+        return None
+    if not isinstance(physnet, str):
+        raise ValueError(f'physical_network {physnet!r} is not a string')
+    # nova reads an empty devname or address as none given.
+    devname = entry.get('devname') or None
+    address = entry.get('address') or None
+    if devname is not None and not isinstance(devname, str):
+        raise ValueError(f'devname {devname!r} is not a string')
+    if devname is not None and address is not None:
+        raise ValueError('devname and address together')
+    return DeviceSpec(
+        physnet=physnet,
+        vendor_id=_hex(entry.get('vendor_id', ANY), 0xFFFF, '%04x',
+                       'vendor_id'),
+        product_id=_hex(entry.get('product_id', ANY), 0xFFFF, '%04x',
+                        'product_id'),
+        address=None if address is None else parse_address(address),
+        devname=devname)
+
+
+def parse_device_specs(device_specs):
+    """The :class:`DeviceSpec` of each ``[pci] device_spec`` entry.
+
+    Each value is a JSON object, or a list of them. Entries without a
+    ``physical_network`` name no uplink; those and anything nova would
+    refuse (bad JSON, wrong types) are skipped, and said so once here.
     """
     found = []
     for text in device_specs:
         try:
-            specs = json.loads(text)
-        except ValueError:
+            value = json.loads(text)
+        except (TypeError, ValueError) as exc:
+            LOG.warning('nova [pci] device_spec %r is not JSON (%s): it '
+                        'names no uplink', text, exc)
             continue
-        for spec in specs if isinstance(specs, list) else [specs]:
-            if not isinstance(spec, dict):
+        for entry in value if isinstance(value, list) else [value]:
+            try:
+                spec = parse_device_spec(entry)
+            except ValueError as exc:
+                LOG.warning('nova [pci] device_spec entry %r is skipped: %s',
+                            entry, exc)
                 continue
-            physnet = spec.get('physical_network')
-            device = spec.get('devname') or spec.get('address')
-            if (isinstance(physnet, str) and isinstance(device, str)
-                    and not any(c in device for c in '*[]')):
-                found.append((physnet, device))
+            if spec is None:
+                LOG.debug('nova [pci] device_spec entry %r has no '
+                          'physical_network: not an uplink', entry)
+                continue
+            found.append(spec)
+    return found
+
+
+def _address_fields(address):
+    domain, _, rest = address.partition(':')
+    bus, _, rest = rest.partition(':')
+    slot, _, function = rest.partition('.')
+    return domain, bus, slot, function
+
+
+def address_matches(pattern, address):
+    """Whether an :class:`AddressPattern` takes a PCI address (pure)."""
+    fields = _address_fields(address.lower())
+    if pattern.regex:
+        return all(regex.match(field)
+                   for regex, field in zip(pattern.fields, fields))
+    return all(want in (ANY, field)
+               for want, field in zip(pattern.fields, fields))
+
+
+def spec_matches(spec, function, pf=None):
+    """Whether a device spec takes a PCI function (pure).
+
+    ``function`` and ``pf`` (the function's physical function when it is
+    a VF) are :class:`agent.sysfs.PciFunction`. Every key given must
+    match. As in nova, a ``devname`` or exact ``address`` naming a PF
+    takes its VFs too; the vendor and product are the function's own.
+    """
+    if spec.vendor_id not in (ANY, function.vendor_id):
+        return False
+    if spec.product_id not in (ANY, function.product_id):
+        return False
+    if spec.devname is not None:
+        return (spec.devname in function.netdevs
+                or (pf is not None and spec.devname in pf.netdevs))
+    if spec.address is None:
+        return True
+    return (address_matches(spec.address, function.address)
+            or (spec.address.exact and pf is not None
+                and address_matches(spec.address, pf.address)))
+
+
+def _uplink_of(function):
+    """The address of the uplink a matched function stands for, or None.
+
+    A VF stands for its PF; a PF or a NIC without SR-IOV for itself;
+    anything else (no interface, no VFs) is no uplink.
+    """
+    if function.physfn:
+        return function.physfn
+    if function.totalvfs > 0 or function.netdevs:
+        return function.address
+    return None
+
+
+def match_uplinks(specs, functions):
+    """``(physnet, PCI address)`` of the uplinks the specs take (pure).
+
+    ``functions`` are the host's :class:`agent.sysfs.PciFunction`. Each
+    pair once, in the order of the specs, then of the addresses.
+    """
+    by_address = {f.address: f for f in functions}
+    found = []
+    for spec in specs:
+        for function in functions:
+            pf = by_address.get(function.physfn) if function.physfn else None
+            if not spec_matches(spec, function, pf):
+                continue
+            uplink = _uplink_of(function)
+            if uplink and (spec.physnet, uplink) not in found:
+                found.append((spec.physnet, uplink))
+    return found
+
+
+def pf_uplinks(specs, root):
+    """:func:`match_uplinks` on the PCI functions sysfs has under ``root``."""
+    if not specs:
+        return []
+    return match_uplinks(specs, sysfs.pci_functions(root))
+
+
+def sriov_uplinks(device_specs, root=None):
+    """``(physnet, devname or PCI address)`` from nova's ``[pci] device_spec``.
+
+    The entries naming a ``physical_network`` (:func:`parse_device_specs`)
+    are matched, as nova matches them, against the PCI functions in sysfs
+    under ``root``: the physical functions whose VFs (or whose own
+    interfaces) carry that physnet, by address. Without ``root`` there is
+    nothing to match against: only the entries naming one device by
+    themselves, a ``devname`` or an exact string ``address``, are given,
+    as named.
+    """
+    specs = parse_device_specs(device_specs)
+    if root is not None:
+        return pf_uplinks(specs, root)
+    found = []
+    for spec in specs:
+        if spec.devname is not None:
+            found.append((spec.physnet, spec.devname))
+        elif (spec.address is not None and not spec.address.regex
+              and spec.address.exact):
+            found.append((spec.physnet, '%s:%s:%s.%s' % spec.address.fields))
     return found
 
 

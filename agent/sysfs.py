@@ -5,6 +5,7 @@ fixture trees. Readers return plain values; missing files mean "unknown"
 (a host without NUMA has no /sys/devices/system/node), never an error.
 """
 
+import collections
 import os
 import re
 
@@ -178,6 +179,46 @@ def pci_netdevs(root, address):
                                               'net')))
     except (FileNotFoundError, NotADirectoryError):
         return []
+
+
+PciFunction = collections.namedtuple(
+    'PciFunction', 'address vendor_id product_id netdevs physfn totalvfs')
+PciFunction.__doc__ = """What nova's device specs match a PCI function on.
+
+``vendor_id`` and ``product_id`` are 4 lower-case hex digits (None when
+unreadable); ``netdevs`` the function's own interfaces; ``physfn`` the
+address of its physical function when it is a VF; ``totalvfs`` the VFs
+it can have (0 for no SR-IOV physical function).
+"""
+
+
+def _pci_id(text):
+    try:
+        return '%04x' % int(text, 16)
+    except (TypeError, ValueError):
+        return None
+
+
+def pci_functions(root):
+    """A :class:`PciFunction` for each PCI function, sorted by address."""
+    base = os.path.join(root, PCI_DIR)
+    try:
+        addresses = sorted(os.listdir(base))
+    except OSError:
+        return ()
+    functions = []
+    for address in addresses:
+        physfn = os.path.join(base, address, 'physfn')
+        totalvfs = _int_or_none(_read(base, address, 'sriov_totalvfs'))
+        functions.append(PciFunction(
+            address=address,
+            vendor_id=_pci_id(_read(base, address, 'vendor')),
+            product_id=_pci_id(_read(base, address, 'device')),
+            netdevs=tuple(pci_netdevs(root, address)),
+            physfn=(os.path.basename(os.path.realpath(physfn))
+                    if os.path.exists(physfn) else None),
+            totalvfs=max(0, totalvfs or 0)))
+    return tuple(functions)
 
 
 def is_physical(root, name):

@@ -82,9 +82,12 @@ Possible values:
 
 Related options:
 
-* nova's ``[pci] device_spec`` entries with a ``physical_network`` and
-  a ``devname`` or an exact ``address`` (SR-IOV physical functions) add
-  their interfaces, for physnets and interfaces not listed here.
+* nova's ``[pci] device_spec`` entries with a ``physical_network``, in
+  any form nova accepts (``vendor_id``/``product_id``, an address with
+  wildcards or regular expressions, a ``devname``), are matched against
+  the host's PCI functions: the physical functions they name, or whose
+  VFs they name, add their interfaces, for physnets and interfaces not
+  listed here.
 * nova's ``[neutron_physnet_<name>] numa_nodes`` is read too when set,
   for physnets whose uplink is still unknown.
 * ``bridge_interfaces``.
