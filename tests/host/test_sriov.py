@@ -16,6 +16,8 @@ traffic is counted: that needs a NIC whose driver counts it (mlx5, ice,
 i40e, bnxt), none of which QEMU emulates.
 """
 
+import json
+
 from tests.host import base
 from tests.labhost import domains
 from tests.labhost import topology as topology_mod
@@ -75,6 +77,41 @@ class SriovTest(base.LabTestCase):
         # is iproute2's: every VF, with the driver's (zero) counters.
         self.assertEqual(iproute2_traffic(view['iproute2']), view['agent'])
         self.assertEqual(set(view['links']), set(view['agent']))
+
+    def test_every_device_spec_form_names_the_pf(self):
+        # The ids as this kernel reads them off the emulated 82576.
+        pf = self.nic['pf_address']
+        vf = self.sriov_view()['links'][str(GUEST_VF)]
+        ids = {address: [self.lab.read(f'/sys/bus/pci/devices/{address}/'
+                                       f'{name}').strip()[2:]
+                         for name in ('vendor', 'device')]
+               for address in (pf, vf)}
+        (vendor, vf_product), pf_product = ids[vf], ids[pf][1]
+        self.assertNotEqual(pf_product, vf_product)
+        domain, bus, rest = pf.split(':')
+        slot = rest.split('.')[0]
+        specs = {
+            'the VFs by vendor and product':
+                {'vendor_id': vendor, 'product_id': vf_product},
+            'the PF by vendor and product':
+                {'vendor_id': vendor, 'product_id': pf_product},
+            'an address pattern': {'address': f'*:{bus}:{slot}.*'},
+            'an address of regular expressions':
+                {'address': {'domain': domain, 'bus': bus, 'slot': slot,
+                             'function': '[0-7]'}},
+            'the PF by name': {'devname': self.nic['pf']},
+            'a VF by address': {'address': vf},
+        }
+        for form, spec in specs.items():
+            text = json.dumps(dict(spec, physical_network='physnet1'))
+            self.assertEqual(
+                [['physnet1', pf]],
+                self.lab.call('tests.labhost.inside:sriov_uplinks', [text]),
+                form)
+        # Without a physnet, no uplink.
+        self.assertEqual([], self.lab.call(
+            'tests.labhost.inside:sriov_uplinks',
+            [json.dumps(specs['the VFs by vendor and product'])]))
 
     def test_a_guest_on_a_vf_has_its_pf_asked_and_is_left_alone(self):
         vf_address = self.sriov_view()['links'][str(GUEST_VF)]

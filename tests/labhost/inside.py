@@ -573,6 +573,18 @@ def sriov_view(pf_address):
             'agent': vfstats.query(pf)}
 
 
+def sriov_uplinks(device_specs):
+    """What the agent makes of nova's ``[pci] device_spec`` values here.
+
+    The agent's own matching against this kernel's sysfs: (physnet, PF
+    address) pairs.
+    """
+    from agent import discovery
+
+    return [list(pair) for pair in discovery.sriov_uplinks(device_specs,
+                                                           '/')]
+
+
 def observe_with_vf_reads(uuid):
     """One observation by the agent's libvirt backend, its VF reads kept.
 
