@@ -123,14 +123,24 @@ def remote_penalty(topology, node, accesses):
     link of distance 21. The same scale as BRM's distance proxy, measured
     instead of estimated; None when nothing was sampled.
     """
-    known = {n.id for n in topology.nodes}
-    accesses = {k: v for k, v in accesses.items() if k in known}
+    return _remote_penalty(_lookup(topology), node, accesses)
+
+
+def _remote_penalty(lookup, node, accesses):
+    topology = lookup.topology
+    if not lookup.known.issuperset(accesses):
+        accesses = {k: v for k, v in accesses.items() if k in lookup.known}
     total = sum(accesses.values())
     if not total or node is None:
         return None
-    local = topology.distance(node, node) or 10
-    reach = sum(count * topology.distance(node, other)
-                for other, count in accesses.items())
+    row = lookup.rows.get(node)
+    if row is None or node not in row or not row.keys() >= accesses.keys():
+        local = topology.distance(node, node) or 10
+        reach = sum(count * topology.distance(node, other)
+                    for other, count in accesses.items())
+    else:
+        local = row[node] or 10
+        reach = sum(count * row[other] for other, count in accesses.items())
     return reach / (local * total) - 1.0
 
 
@@ -140,11 +150,72 @@ def vcpu_penalties(topology, vcpu_cpus, faults_by_vcpu):
     ``faults_by_vcpu``: {vCPU: {node: samples}}; ``vcpu_cpus``: the CPU
     each vCPU last ran on. None when no vCPU was sampled.
     """
-    penalties = tuple(
-        remote_penalty(topology, topology.node_of_cpu(cpu),
-                       faults_by_vcpu.get(vcpu, {}))
-        for vcpu, cpu in enumerate(vcpu_cpus))
+    lookup = _lookup(topology)
+    # vCPUs of one node often share one dict of samples (bandwidth is
+    # measured per node): each (node, dict) is worked out once. Each dict
+    # is held with its answer, so that its id is not reused meanwhile.
+    done = {}
+    penalties = []
+    for vcpu, cpu in enumerate(vcpu_cpus):
+        node = lookup.node_of_cpu(cpu)
+        faults = faults_by_vcpu.get(vcpu, {})
+        key = (node, id(faults))
+        hit = done.get(key)
+        if hit is None:
+            hit = done[key] = (faults, _remote_penalty(lookup, node, faults))
+        penalties.append(hit[1])
+    penalties = tuple(penalties)
     return penalties if any(p is not None for p in penalties) else None
+
+
+class _Lookup:
+    """A topology's node ids, distances and CPUs' nodes, as dicts.
+
+    The same answers as ``HostTopology.distance`` and ``node_of_cpu``,
+    which scan the nodes at every call; what the tables lack (a malformed
+    topology, a CPU of no node) is asked of those.
+    """
+
+    def __init__(self, topology):
+        self.topology = topology
+        self.known = {n.id for n in topology.nodes}
+        # {from id: {to id: distance}}; the first node of an id answers,
+        # as HostTopology.node() finds it, and so does the first position.
+        self.rows = {}
+        self.cpus = {}
+        for node in topology.nodes:
+            for cpu in node.cpus:
+                self.cpus.setdefault(cpu, node.id)
+            if node.id in self.rows:
+                continue
+            row = self.rows[node.id] = {}
+            for position, other in enumerate(topology.nodes):
+                if position < len(node.distances):
+                    row.setdefault(other.id, node.distances[position])
+
+    def node_of_cpu(self, cpu):
+        found = self.cpus.get(cpu)
+        if found is None:
+            return self.topology.node_of_cpu(cpu)
+        return found
+
+
+# id(topology) -> (topology, _Lookup). A topology is frozen and every
+# guest of a snapshot shares one: its tables are built once, not once per
+# vCPU. Keyed by identity, holding a reference so that an id is never
+# reused while cached; the last few are kept.
+_LOOKUPS = {}
+
+
+def _lookup(topology):
+    hit = _LOOKUPS.get(id(topology))
+    if hit is not None and hit[0] is topology:
+        return hit[1]
+    if len(_LOOKUPS) >= 8:
+        _LOOKUPS.pop(next(iter(_LOOKUPS)))
+    lookup = _Lookup(topology)
+    _LOOKUPS[id(topology)] = (topology, lookup)
+    return lookup
 
 
 def accesses_from_bandwidth(domains, memory_mb_per_node, first_touch=True):
@@ -214,9 +285,10 @@ def measured_from_bandwidth(topology, vcpu_cpus, domains, memory_mb_per_node,
         return None, None
     by_domain = accesses_from_bandwidth(domains, memory_mb_per_node,
                                         first_touched(memory_mode))
+    node_of_cpu = _lookup(topology).node_of_cpu
     return total_accesses(by_domain), vcpu_penalties(
         topology, vcpu_cpus,
-        {v: by_domain.get(topology.node_of_cpu(cpu), {})
+        {v: by_domain.get(node_of_cpu(cpu), {})
          for v, cpu in enumerate(vcpu_cpus)})
 
 

@@ -187,16 +187,18 @@ def blind_to_its_nic(inst, config):
             and vnuioa.io_intensive(inst, config.io_threshold_rps))
 
 
-def _pinned_by_other(topology, inst, vcpu, pin):
+def _pinned_by_other(topology, inst, vcpu, pin, everywhere=None):
     """True when nova or another loop narrowed the vCPU's affinity.
 
-    BRM does not fight over such a vCPU.
+    BRM does not fight over such a vCPU. ``everywhere``: every CPU nova
+    allows the guest, when the caller has it already.
     """
     if vcpu >= len(inst.vcpu_affinity):
         return False
     affinity = frozenset(inst.vcpu_affinity[vcpu])
-    if not affinity or affinity >= scope.allowed(_all_cpus(topology),
-                                                 inst.allowed_cpus):
+    if everywhere is None:
+        everywhere = scope.allowed(_all_cpus(topology), inst.allowed_cpus)
+    if not affinity or affinity >= everywhere:
         return False  # free to run on every CPU nova allows it
     return pin is None or affinity != base.node_cpus(topology, inst,
                                                      pin.value)
@@ -248,9 +250,13 @@ class Brm(base.Strategy):
             nodes = base.vcpu_nodes(topo, inst)
             mem = base.memory_vector(topo, inst)
             mem = mem / mem.sum() if mem.sum() else mem
-            proxies = _proxies(dist, mem, nodes)
+            # Rows as lists of floats: read an element at a time, the
+            # same numbers as numpy's scalars, without their cost.
+            proxies = _proxies(dist, mem, nodes).tolist()
+            everywhere = scope.allowed(_all_cpus(topo), inst.allowed_cpus)
             for v, node in enumerate(nodes):
-                if _pinned_by_other(topo, inst, v, pins.get((inst.uuid, v))):
+                if _pinned_by_other(topo, inst, v, pins.get((inst.uuid, v)),
+                                    everywhere):
                     continue
                 proxy = proxies[v]
                 sample = _sample(inst, v, proxy, node, kernel_balances)

@@ -18,6 +18,7 @@ force rather than against it.
 """
 
 import dataclasses
+import functools
 from importlib import metadata
 import logging
 
@@ -49,10 +50,17 @@ def registry():
 
     Loops are found as watcher finds its strategies: each is an entry
     point of the ``nova_numa_policy.loops`` namespace (setup.cfg). The
-    order loops run in is ``enabled_loops``', not this one.
+    order loops run in is ``enabled_loops``', not this one. The entry
+    points are read once per process: reading them scans every installed
+    distribution, and what is installed does not change while it runs.
     """
+    return dict(_entry_points())
+
+
+@functools.lru_cache(maxsize=None)
+def _entry_points():
     found = metadata.entry_points(group=LOOPS_NAMESPACE)
-    return {ep.name: ep.load() for ep in found}
+    return tuple((ep.name, ep.load()) for ep in found)
 
 
 def strategies(names):

@@ -17,14 +17,10 @@ import concurrent.futures
 import os
 import sys
 
-import matplotlib
 import numpy as np
 
-matplotlib.use('Agg')  # files only, no display
-import matplotlib.pyplot as plt  # noqa: E402
-
-from nova_numa_policy.lab.cluster import evidence  # noqa: E402
-from nova_numa_policy.lab.cluster import scenarios  # noqa: E402
+from nova_numa_policy.lab.cluster import evidence
+from nova_numa_policy.lab.cluster import scenarios
 
 DOC = os.path.join(os.path.dirname(__file__), '..', '..', 'doc', 'source')
 STATIC = os.path.join(DOC, '_static')
@@ -73,7 +69,20 @@ def repeatable(done):
                                  evidence.run_one(*REPEATED))
 
 
+def _pyplot():
+    """matplotlib's pyplot, drawing to files only (no display).
+
+    Imported when a plot is drawn: the unit tests read this module's
+    tables only, and every test process imports this module.
+    """
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    return plt
+
+
 def bars(cells, path):
+    plt = _pyplot()
     names = list(scenarios.SCENARIOS)
     strategies = evidence.ROWS
     fig, ax = plt.subplots(figsize=(12, 5))
@@ -113,6 +122,7 @@ def bars(cells, path):
 
 
 def over_time(done, scenario, path):
+    plt = _pyplot()
     spec = scenarios.SCENARIOS[scenario].build(0)
     fig, ax = plt.subplots(figsize=(10, 4.5))
     values = []

@@ -13,6 +13,7 @@ with equal values, and refuse the rest for the same reason.
 import collections
 import copy
 import datetime
+import functools
 import json
 import logging
 import os
@@ -501,6 +502,18 @@ WRONG_TYPES = (None, True, False, 0, 1, -1, 1.5, [], {}, [1], {'a': 1},
 SIGNATURE_VALUES = SignatureTest.VALUES + ('a' * 64, 64, None, ['a'])
 
 
+GENERATED_AT = report_obj.NumaHostReport.fields['generated_at']
+
+
+@functools.lru_cache(maxsize=None)
+def _shape(node_count, instance_count):
+    """A fuzzed report's primitive before its own values are put in."""
+    return primitive(node_count=node_count, instances=[
+        report_factory.make_instance(memory_mb_per_node={'0': 256},
+                                     vcpu_cpus=[0])
+        for _ in range(instance_count)])
+
+
 class FuzzedReports:
     """2,000 reports as the bus could carry them, from one seed.
 
@@ -537,18 +550,28 @@ class FuzzedReports:
     def base(self, index):
         rng = self.rng
         node_count = rng.randint(1, 4)
-        instances = [report_factory.make_instance(
-            uuid=str(uuid.UUID(int=rng.getrandbits(128), version=4)),
-            memory_mb_per_node={'0': 256}, vcpu_cpus=[0])
-            for _ in range(rng.randint(1, 2))]
+        uuids = [str(uuid.UUID(int=rng.getrandbits(128), version=4))
+                 for _ in range(rng.randint(1, 2))]
         generated_at = NOW - datetime.timedelta(
             seconds=rng.randint(-MAX_SKEW, 3600))
-        return primitive(
-            host=f'fuzz-{index}',
-            hypervisor_hostname=f'fuzz-{index}.example.org',
-            node_count=node_count, instances=instances,
-            seq=rng.randint(0, 2 ** 63 - 1), generated_at=generated_at,
-            boot_id=rng.choice((report_factory.BOOT_ID, None)))
+        seq = rng.randint(0, 2 ** 63 - 1)
+        boot_id = rng.choice((report_factory.BOOT_ID, None))
+        # The primitive of make_report(host=..., node_count=node_count,
+        # instances=[make_instance(uuid=..., memory_mb_per_node={'0': 256},
+        # vcpu_cpus=[0]), ...], seq=seq, generated_at=generated_at,
+        # boot_id=boot_id): its shape's primitive, built once, with this
+        # report's values put in. Building and dumping the objects anew
+        # for each of 2,000 reports took a fifth of the test.
+        payload = copy.deepcopy(_shape(node_count, len(uuids)))
+        data = payload[DATA]
+        data.update(host=f'fuzz-{index}',
+                    hypervisor_hostname=f'fuzz-{index}.example.org',
+                    seq=seq, boot_id=boot_id,
+                    generated_at=GENERATED_AT.to_primitive(
+                        None, 'generated_at', generated_at))
+        for instance, value in zip(data['instances'], uuids):
+            instance[DATA]['uuid'] = value
+        return payload
 
     def spoil_name(self, payload, index):
         path, name = self.rng.choice(NAME_PLACES)

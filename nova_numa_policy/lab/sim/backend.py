@@ -28,6 +28,15 @@ VCPU_MOVE_COST_S = 0.002
 SAMPLE_STREAM = 1
 
 
+def _used_mb(vm):
+    """MB of ``vm`` on each node, each summed as ``seg_mb[:, node].sum()``.
+
+    Summing the rows of the transposed copy adds the same numbers in the
+    same order as summing each column alone: the same bits.
+    """
+    return np.add.reduce(np.ascontiguousarray(vm.seg_mb.T), axis=1)
+
+
 class SimulatedBackend(backend.Backend):
     name = 'simulated'
 
@@ -115,9 +124,10 @@ class SimulatedBackend(backend.Backend):
 
     def observe(self):
         result = self.result()
+        free = self._free_mbs()
         usage = tuple(
             backend.NodeUsage(node_id=n, cpu_load=float(result.cpu_load[n]),
-                              memory_free_mb=int(self._free_mb(n)))
+                              memory_free_mb=int(free[n]))
             for n in range(self.host.n_nodes))
         instances = []
         first = 0
@@ -193,10 +203,10 @@ class SimulatedBackend(backend.Backend):
                 * self.period_s
             counts = counts * (1.0 + self.noise * self.rng.standard_normal(
                 len(counts)))
-            accesses = {n: int(max(0.0, counts[n]))
-                        for n in range(self.host.n_nodes)}
-            return accesses, tuple(float(x) for x in
-                                   result.vcpu_penalty[first:last])
+            # tolist(): the same numbers as Python floats, read at once.
+            accesses = {n: int(max(0.0, count))
+                        for n, count in enumerate(counts.tolist())}
+            return accesses, tuple(result.vcpu_penalty[first:last].tolist())
         if self.signal == locality.SIGNAL_BANDWIDTH:
             return self._bandwidth_measured(vm, result, first, last)
         if self.signal == locality.SIGNAL_SAMPLES:
@@ -206,12 +216,12 @@ class SimulatedBackend(backend.Backend):
             # No signal, a guest the kernel does not scan, or one that
             # touched nothing scanned: not measured, as on a real host.
             return None, None
-        accesses = {n: int(faults[:, n].sum())
-                    for n in range(self.host.n_nodes)}
+        # Integer counts: summed at once or node by node, the same.
+        accesses = dict(enumerate(faults.sum(axis=0).tolist()))
+        rows = faults.tolist()
         return accesses, locality.vcpu_penalties(
-            self.topology(), tuple(int(c) for c in vm.vcpu_cpus),
-            {v: {n: int(faults[v, n]) for n in range(self.host.n_nodes)}
-             for v in range(vm.n_vcpus)})
+            self.topology(), tuple(vm.vcpu_cpus.tolist()),
+            {v: dict(enumerate(rows[v])) for v in range(vm.n_vcpus)})
 
     def _samples_measured(self, vm, result, first, last):
         """Accesses and penalties as the agent derives them from samples."""
@@ -221,13 +231,12 @@ class SimulatedBackend(backend.Backend):
             signals.ACCESSES_PER_SAMPLE)
         if not samples.sum():
             return None, None
-        nodes = range(self.host.n_nodes)
-        accesses = {n: int(samples[:, n].sum() * signals.ACCESSES_PER_SAMPLE)
-                    for n in nodes}
+        accesses = {n: int(count * signals.ACCESSES_PER_SAMPLE)
+                    for n, count in enumerate(samples.sum(axis=0).tolist())}
+        rows = samples.tolist()
         return accesses, locality.vcpu_penalties(
-            self.topology(), tuple(int(c) for c in vm.vcpu_cpus),
-            {v: {n: int(samples[v, n]) for n in nodes}
-             for v in range(vm.n_vcpus)})
+            self.topology(), tuple(vm.vcpu_cpus.tolist()),
+            {v: dict(enumerate(rows[v])) for v in range(vm.n_vcpus)})
 
     def _bandwidth_measured(self, vm, result, first, last):
         """Accesses and penalties as the agent derives them from MBM."""
@@ -237,10 +246,9 @@ class SimulatedBackend(backend.Backend):
         domains = signals.bandwidth(
             self.rng, result.vcpu_accesses[first:last], vcpu_nodes,
             per_period)
-        per_node = vm.memory_per_node_mb()
         return locality.measured_from_bandwidth(
-            self.topology(), tuple(int(c) for c in vm.vcpu_cpus), domains,
-            {n: float(per_node[n]) for n in range(self.host.n_nodes)},
+            self.topology(), tuple(vm.vcpu_cpus.tolist()), domains,
+            dict(enumerate(vm.memory_per_node_mb().tolist())),
             self.numatune.get(vm.uuid, (None,))[0])
 
     def _kernel_balancing(self):
@@ -249,7 +257,8 @@ class SimulatedBackend(backend.Backend):
         The samples describe the placement the period ran on; the pages
         the kernel moved cost the next period, as the loops' moves do.
         """
-        for vm in self.vms:
+        used = [_used_mb(vm) for vm in self.vms]
+        for i, vm in enumerate(self.vms):
             if not vm.kernel_balanced:
                 self._faults.pop(vm.uuid, None)
                 continue
@@ -266,8 +275,9 @@ class SimulatedBackend(backend.Backend):
                                   minlength=self.host.n_nodes)
             moves = signals.kernel_moves(vm.profile, vm.seg_mb, vcpu_nodes,
                                          vm.nodeset, scanned, by_node)
-            free = [self._free_mb(n) for n in range(self.host.n_nodes)]
+            free = self._free_mbs(used)
             vm.seg_mb, moved_mb = signals.apply_moves(vm.seg_mb, moves, free)
+            used[i] = _used_mb(vm)
             pages = int(round(moved_mb * st.PAGES_PER_MB))
             vm.kernel_pages_moved += pages
             self._moved_pages[vm.uuid] += pages
@@ -330,6 +340,19 @@ class SimulatedBackend(backend.Backend):
         used = sum(vm.seg_mb[:, node].sum() for vm in self.vms)
         return max(0.0, self.host.memory_mb_per_node - used)
 
+    def _free_mbs(self, used=None):
+        """:meth:`_free_mb` of every node at once, the same numbers.
+
+        ``used``: :func:`_used_mb` of each guest, when the caller keeps
+        them.
+        """
+        if used is None:
+            used = [_used_mb(vm) for vm in self.vms]
+        total = sum(used)  # guest by guest, as _free_mb adds them
+        return [max(0.0, self.host.memory_mb_per_node
+                    - (total[n] if used else 0))
+                for n in range(self.host.n_nodes)]
+
     def _wakeup_cpu(self):
         """Where the host starts a new vCPU thread: a random idle CPU.
 
@@ -374,7 +397,7 @@ class SimulatedBackend(backend.Backend):
         return [int(s) for s in order]
 
     def _instance(self, vm, result, index, first, last):
-        per_node = vm.memory_per_node_mb()
+        per_node = vm.memory_per_node_mb().tolist()
         accesses, penalty = self._measured(vm, result, index, first, last)
         mode, nodes = self.numatune.get(vm.uuid, (None, frozenset()))
         return backend.InstanceState(
@@ -383,12 +406,12 @@ class SimulatedBackend(backend.Backend):
             # ours to manage.
             hands_off_reason=vm.hands_off_reason or scope.unmanaged_reason(
                 scope.Scope(), requested=vm.requested_policy),
-            memory_mb_per_node={n: int(round(per_node[n]))
-                                for n in range(self.host.n_nodes)
-                                if per_node[n] >= 0.5},
-            vcpu_cpus=tuple(int(x) for x in vm.vcpu_cpus),
+            memory_mb_per_node={n: int(round(mb))
+                                for n, mb in enumerate(per_node)
+                                if mb >= 0.5},
+            vcpu_cpus=tuple(vm.vcpu_cpus.tolist()),
             vcpu_affinity=tuple(vm.vcpu_affinity),
-            vcpu_time_ns=tuple(int(x) for x in vm.vcpu_time_ns),
+            vcpu_time_ns=tuple(vm.vcpu_time_ns.tolist()),
             io_rate=float(result.vm_io_rate[index]),
             cpu_wait=float(result.vm_cpu_wait[index]),
             accesses_per_node=accesses, vcpu_penalty=penalty,

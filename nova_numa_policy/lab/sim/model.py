@@ -17,6 +17,7 @@ Throughput is normalized to the same vCPU alone on an idle host with
 everything local: 1.0 is perfect placement.
 """
 
+import collections
 import dataclasses
 
 import numpy as np
@@ -101,11 +102,25 @@ def _cpu_share(host, cpu):
     return 1.0 / per_cpu[cpu]
 
 
-def _port_traffic(rate, src_node, dist, n):
-    """Traffic each node's port carries for accesses src -> dist."""
-    src = np.eye(n)[src_node]
-    remote_out = rate * (1.0 - (dist * src).sum(axis=1))
-    return src.T @ remote_out + ((dist * (1.0 - src)).T @ rate)
+class _PortTraffic:
+    """Traffic each node's port carries for accesses src -> dist.
+
+    Built once per solve for one ``src_node`` and ``dist``, called with
+    each iteration's rates: what does not depend on the rate is not
+    recomputed in every iteration of the fixed point.
+    """
+
+    def __init__(self, src_node, dist, n):
+        src = np.eye(n)[src_node]
+        self.src_t = src.T
+        self.local = 1.0 - (dist * src).sum(axis=1)
+        self.away_t = (dist * (1.0 - src)).T
+
+    def __call__(self, rate):
+        return self.src_t @ (rate * self.local) + self.away_t @ rate
+
+
+_sum = np.add.reduce
 
 
 class _Solver:
@@ -121,47 +136,84 @@ class _Solver:
         self.phi = a.mem_bound * self.miss
         self.compute = 1.0 - a.mem_bound - a.io_bound - a.sharing_bound
         self.gbps = c.LINE_BYTES * host.freq_ghz
+        # Constant over the fixed point's iterations, hoisted out of it
+        # with the same operations in the same order: same bits.
+        self.io_path = c.IO_PATH_SHARING * self.l0
+        self.diagonal = np.diag_indices(self.n)
+        self.rate_mem = self.share * a.mlp * self.phi / self.l0
+        self.rate_dma = self.share * a.io_mlp * a.io_bound / self.l0
+        self.rate_coh = self.share * a.sharing_bound / L3_LATENCY
+        self.mem_t, self.dma_t = a.mem.T, a.dma.T
+        self.port_mem = _PortTraffic(a.node, a.mem, self.n)
+        self.port_dma = _PortTraffic(a.nic, a.dma, self.n)
+        self.port_coh = _PortTraffic(a.node, a.peers, self.n)
+        # A term zero for every vCPU adds exactly nothing to the sums it
+        # enters (+0.0 to finite, non-negative numbers): guests without
+        # NIC buffers, network-bound time or shared cache lines skip it.
+        # Without buffers the packet path's latency is io_path itself:
+        # ln = lb = 0, so ln + io_path * (0 - 1) * (0 - 1).
+        self.dma_used = bool(a.dma.any())
+        self.io_waits = bool(a.io_bound.any())
+        self.shares_lines = bool(a.sharing_bound.any())
+        self.dma_flows = bool(self.rate_dma.any())
+        self.lines_flow = bool(self.rate_coh.any())
+        self.no_buffers = np.full(len(a.node), self.io_path)
 
     def latencies(self, q_mc, q_port):
-        a, lat = self.a, self.lat
-        pair = np.maximum.outer(q_port, q_port) * self.remote
-        mem_lat = lat + c.MC_QUEUE_CYCLES * q_mc[None, :] \
-            + c.LINK_QUEUE_CYCLES * pair
-        lm = (a.mem * mem_lat[a.node]).sum(axis=1)
-        ln = (a.dma * mem_lat[a.nic]).sum(axis=1)
-        cache_lat = lat + c.LINK_QUEUE_CYCLES * pair
-        np.fill_diagonal(cache_lat, L3_LATENCY)
-        lc = (a.peers * cache_lat[a.node]).sum(axis=1)
-        # A packet crossing the interconnect twice (NIC to buffer, buffer
-        # to vCPU) pays more than the two crossings apart (seed 002 Fig. 5).
-        lb = (a.dma * mem_lat[a.node]).sum(axis=1)
-        both = (ln / self.l0 - 1.0) * (lb / self.l0 - 1.0)
-        return lm, ln + c.IO_PATH_SHARING * self.l0 * both, lc
+        a, lat, l0 = self.a, self.lat, self.l0
+        link = c.LINK_QUEUE_CYCLES * (np.maximum.outer(q_port, q_port)
+                                      * self.remote)
+        mem_lat = lat + c.MC_QUEUE_CYCLES * q_mc[None, :] + link
+        at_vcpu = mem_lat[a.node]
+        lm = _sum(a.mem * at_vcpu, axis=1)
+        if self.dma_used:
+            ln = _sum(a.dma * mem_lat[a.nic], axis=1)
+            # A packet crossing the interconnect twice (NIC to buffer,
+            # buffer to vCPU) pays more than the two crossings apart
+            # (seed 002 Fig. 5).
+            lb = _sum(a.dma * at_vcpu, axis=1)
+            both = (ln / l0 - 1.0) * (lb / l0 - 1.0)
+            ln = ln + self.io_path * both
+        else:
+            ln = self.no_buffers
+        lc = None
+        if self.shares_lines:
+            cache_lat = lat + link
+            cache_lat[self.diagonal] = L3_LATENCY
+            lc = _sum(a.peers * cache_lat[a.node], axis=1)
+        return lm, ln, lc
 
     def stalls(self, lm, ln, lc):
         a = self.a
-        return (self.phi * lm / self.l0 + a.io_bound * ln / self.l0
-                + a.sharing_bound * lc / L3_LATENCY)
+        stall = self.phi * lm / self.l0
+        if self.io_waits:
+            stall = stall + a.io_bound * ln / self.l0
+        if self.shares_lines:
+            stall = stall + a.sharing_bound * lc / L3_LATENCY
+        return stall
 
     def loads(self, time):
-        a, n = self.a, self.n
-        r_mem = self.share * a.mlp * self.phi / self.l0 / time
-        r_dma = self.share * a.io_mlp * a.io_bound / self.l0 / time
-        r_coh = self.share * a.sharing_bound / L3_LATENCY / time
-        mc = (a.mem.T @ r_mem + a.dma.T @ r_dma) * self.gbps
-        port = (_port_traffic(r_mem, a.node, a.mem, n)
-                + _port_traffic(r_dma, a.nic, a.dma, n)
-                + _port_traffic(r_coh, a.node, a.peers, n)) * self.gbps
+        r_mem = self.rate_mem / time
+        mc = self.mem_t @ r_mem
+        port = self.port_mem(r_mem)
+        if self.dma_flows:
+            r_dma = self.rate_dma / time
+            mc = mc + self.dma_t @ r_dma
+            port = port + self.port_dma(r_dma)
+        if self.lines_flow:
+            port = port + self.port_coh(self.rate_coh / time)
+        mc = mc * self.gbps
+        port = port * self.gbps
         return mc / self.host.mc_gbps, port / self.host.port_gbps, r_mem
 
     def solve(self):
         q_mc = np.zeros(self.n)
         q_port = np.zeros(self.n)
+        d = c.FIXED_POINT_DAMPING
         for _ in range(c.FIXED_POINT_ITERATIONS):
             lm, ln, lc = self.latencies(q_mc, q_port)
             time = self.compute + self.stalls(lm, ln, lc)
             mc_u, port_u, r_mem = self.loads(time)
-            d = c.FIXED_POINT_DAMPING
             q_mc = d * q_mc + (1 - d) * _queue(mc_u, c.MC_QUEUE_EXPONENT)
             q_port = d * q_port + (1 - d) * _queue(
                 port_u, c.LINK_QUEUE_EXPONENT)
@@ -172,8 +224,59 @@ class _Solver:
         return lm, stall, time, mc_u, port_u, r_mem
 
 
+# Solved placements, least recently used first, and the bytes they hold.
+_SOLVED = collections.OrderedDict()
+_SOLVED_MAX_BYTES = 64 * 1024 * 1024
+_solved_bytes = 0
+
+
+def _placement_key(host, vms):
+    """Everything :func:`evaluate` reads of ``host`` and ``vms``, exactly.
+
+    Arrays enter as their bytes, dtype and shape: equal keys are the same
+    inputs bit for bit.
+    """
+    return (host,) + tuple(
+        (vm.profile, vm.nic, vm.seg_mb.shape, vm.seg_mb.dtype.str,
+         vm.seg_mb.tobytes(), vm.vcpu_cpus.dtype.str,
+         vm.vcpu_cpus.tobytes()) for vm in vms)
+
+
 def evaluate(host, vms):
-    """Solve the model for the guests ``vms`` on ``host``."""
+    """Solve the model for the guests ``vms`` on ``host``.
+
+    A pure function of the host and each guest's profile, NIC, vCPU and
+    memory placement; a placement solved before in this process (by
+    another run of the same scenario, or an earlier period of this one)
+    is answered from memory, the same numbers. The arrays of the
+    :class:`Result` returned are read-only: it may be shared.
+    """
+    global _solved_bytes
+    if not vms:
+        return _evaluate(host, vms)
+    key = _placement_key(host, vms)
+    result = _SOLVED.get(key)
+    if result is not None:
+        _SOLVED.move_to_end(key)
+        return result
+    result = _evaluate(host, vms)
+    for field in dataclasses.fields(result):
+        getattr(result, field.name).flags.writeable = False
+    _SOLVED[key] = result
+    _solved_bytes += _size(key, result)
+    while _solved_bytes > _SOLVED_MAX_BYTES and len(_SOLVED) > 1:
+        _solved_bytes -= _size(*_SOLVED.popitem(last=False))
+    return result
+
+
+def _size(key, result):
+    """Bytes a solved placement holds, roughly: its arrays and key."""
+    return (sum(len(part[4]) + len(part[6]) for part in key[1:])
+            + sum(getattr(result, f.name).nbytes
+                  for f in dataclasses.fields(result)))
+
+
+def _evaluate(host, vms):
     n = host.n_nodes
     if not vms:
         zeros = np.zeros(n)

@@ -135,11 +135,12 @@ def kernel_moves(profile, seg_mb, vcpu_nodes, allowed_nodes, scanned,
     moves = np.zeros((n_seg, n_nodes, n_nodes))
     allowed = np.zeros(n_nodes, bool)
     allowed[sorted(allowed_nodes)] = True
-    for i, node in enumerate(vcpu_nodes):
-        seg = wl.FIRST_PRIVATE + i
-        if allowed[node]:
-            moves[seg, :, node] = seg_mb[seg] * scanned
-            moves[seg, node, node] = 0.0
+    # Every private segment whose vCPU's node is allowed, at once.
+    nodes = np.asarray(vcpu_nodes, int)
+    vcpus = np.flatnonzero(allowed[nodes])
+    segs, targets = wl.FIRST_PRIVATE + vcpus, nodes[vcpus]
+    moves[segs, :, targets] = seg_mb[segs] * scanned
+    moves[segs, targets, targets] = 0.0
     for seg, used in ((wl.SEG_SHARED, profile.shared_fraction),
                       (wl.SEG_IO, profile.io_fraction)):
         target = gathering_node(vcpu_nodes, seg_mb[seg], allowed,
@@ -179,8 +180,8 @@ def apply_moves(seg_mb, moves, free_mb):
     seg_mb = seg_mb.copy()
     free = np.asarray(free_mb, float).copy()
     moved = 0.0
-    n_seg, n_nodes, _ = moves.shape
-    for target in range(n_nodes):
+    # A target nothing moves to takes nothing: skipped unsummed.
+    for target in np.flatnonzero(moves.any(axis=(0, 1))).tolist():
         wanted = moves[:, :, target]
         total = wanted.sum()
         if total <= 0 or free[target] <= 0:

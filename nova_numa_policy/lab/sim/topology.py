@@ -6,6 +6,7 @@ seeds), indexed by hop count.
 """
 
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -65,17 +66,27 @@ class SimHost:
         return {nic.name: nic for nic in self.nics}[name]
 
     def to_topology(self):
-        """The :class:`~nova_numa_policy.backend.HostTopology` it reports."""
-        nodes = tuple(
-            backend.NodeInfo(
-                id=node, cpus=self.node_cpus(node),
-                memory_total_mb=self.memory_mb_per_node,
-                distances=tuple(SLIT_BY_HOPS[h] for h in self.hops[node]))
-            for node in range(self.n_nodes))
-        nics = tuple(backend.NicInfo(name=nic.name, numa_node=nic.node,
-                                     speed_mbps=nic.speed_mbps)
-                     for nic in self.nics)
-        return backend.HostTopology(nodes=nodes, nics=nics)
+        """The :class:`~nova_numa_policy.backend.HostTopology` it reports.
+
+        Built once per host: both are immutable, and handing out the same
+        object every period lets what the loops derive from a topology
+        (:func:`nova_numa_policy.loops.base.per_topology`) be reused.
+        """
+        return _topology(self)
+
+
+@functools.lru_cache(maxsize=16)
+def _topology(host):
+    nodes = tuple(
+        backend.NodeInfo(
+            id=node, cpus=host.node_cpus(node),
+            memory_total_mb=host.memory_mb_per_node,
+            distances=tuple(SLIT_BY_HOPS[h] for h in host.hops[node]))
+        for node in range(host.n_nodes))
+    nics = tuple(backend.NicInfo(name=nic.name, numa_node=nic.node,
+                                 speed_mbps=nic.speed_mbps)
+                 for nic in host.nics)
+    return backend.HostTopology(nodes=nodes, nics=nics)
 
 
 def _amd48_hops():

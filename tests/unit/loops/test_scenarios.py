@@ -66,21 +66,16 @@ class DoNoHarmTest(testtools.TestCase):
         before = totals[30:40].mean()
         self.assertGreaterEqual(totals[40 + 6], 0.95 * before)
 
-    def test_run_to_run_rsd_over_10_seeds_at_most_2_percent(self):
-        # Each loop on its target scenario, for three starting placements:
-        # ten runs of the same experiment differ in the host's noise,
-        # where rebooted guests start and the loops' random picks.
-        for scenario, loops in (('master-slave', ['carrefour']),
-                                ('shared-contention', ['brm']),
-                                ('io-mix', ['vnuioa']),
-                                ('auto-mix', ['auto'])):
-            for placement in range(3):
-                means = [experiment.run(scenario, loops, 30, seed,
-                                        placement_seed=placement)
-                         .steady().mean() for seed in range(10)]
-                self.assertLessEqual(
-                    np.std(means) / np.mean(means), 0.02,
-                    f'{scenario} with {loops}, placement {placement}')
+    def _check_run_to_run_rsd(self, scenario, loops, placement):
+        # Ten runs of the same experiment (one of RSD_CASES from one
+        # starting placement) differ in the host's noise, where rebooted
+        # guests start and the loops' random picks.
+        means = [experiment.run(scenario, loops, 30, seed,
+                                placement_seed=placement)
+                 .steady().mean() for seed in range(10)]
+        self.assertLessEqual(
+            np.std(means) / np.mean(means), 0.02,
+            f'{scenario} with {loops}, placement {placement}')
 
     def test_runs_of_one_placement_differ_by_their_run_seed(self):
         # Otherwise the run-to-run RSD would compare a run with itself.
@@ -98,3 +93,33 @@ class DoNoHarmTest(testtools.TestCase):
         a = experiment.run('shared-contention', ['brm'], 20, 7)
         b = experiment.run('shared-contention', ['brm'], 20, 7)
         self.assertTrue(np.array_equal(a.throughput, b.throughput))
+
+
+# Each loop on its target scenario, each for three starting placements.
+RSD_CASES = (('master-slave', ['carrefour']),
+             ('shared-contention', ['brm']),
+             ('io-mix', ['vnuioa']),
+             ('auto-mix', ['auto']))
+
+
+def _add_rsd_tests(cls):
+    """test_run_to_run_rsd_over_10_seeds_at_most_2_percent__<case>__<n>.
+
+    One test per scenario and starting placement, so that the test runner
+    spreads them over its workers.
+    """
+    for scenario, loops in RSD_CASES:
+        for placement in range(3):
+            def check(self, scenario=scenario, loops=loops,
+                      placement=placement):
+                self._check_run_to_run_rsd(scenario, loops, placement)
+            check.__name__ = (
+                'test_run_to_run_rsd_over_10_seeds_at_most_2_percent__'
+                f'{scenario.replace("-", "_")}__placement_{placement}')
+            check.__doc__ = (f'{scenario} with {"+".join(loops)} from '
+                             f'placement {placement}: run-to-run RSD over '
+                             f'10 seeds at most 2 %.')
+            setattr(cls, check.__name__, check)
+
+
+_add_rsd_tests(DoNoHarmTest)
