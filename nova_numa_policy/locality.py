@@ -26,6 +26,7 @@ says no signal was measured.
 """
 
 from nova_numa_policy import enforcement
+from nova_numa_policy import topology as topology_mod
 
 SIGNAL_COUNTERS = 'access-counters'
 SIGNAL_HINTING_FAULTS = 'hinting-faults'
@@ -200,22 +201,9 @@ class _Lookup:
         return found
 
 
-# id(topology) -> (topology, _Lookup). A topology is frozen and every
-# guest of a snapshot shares one: its tables are built once, not once per
-# vCPU. Keyed by identity, holding a reference so that an id is never
-# reused while cached; the last few are kept.
-_LOOKUPS = {}
-
-
-def _lookup(topology):
-    hit = _LOOKUPS.get(id(topology))
-    if hit is not None and hit[0] is topology:
-        return hit[1]
-    if len(_LOOKUPS) >= 8:
-        _LOOKUPS.pop(next(iter(_LOOKUPS)))
-    lookup = _Lookup(topology)
-    _LOOKUPS[id(topology)] = (topology, lookup)
-    return lookup
+# A topology is frozen and every guest of a snapshot shares one: its
+# tables are built once, not once per vCPU.
+_lookup = topology_mod.per_topology(lambda topology: _Lookup(topology))
 
 
 def accesses_from_bandwidth(domains, memory_mb_per_node, first_touch=True):

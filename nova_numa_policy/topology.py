@@ -106,3 +106,27 @@ def parse_uplinks(text):
             raise ValueError(f'uplinks: bad {field} in {entry!r}')
         nics.append(backend.NicInfo(**entry))
     return tuple(nics)
+
+
+def per_topology(build):
+    """Memoize ``build(topology)`` on the topology object itself.
+
+    A topology is frozen and every loop of a period reads the same one,
+    so derived tables are built once per snapshot rather than once per
+    vCPU. Keyed by identity: hashing a topology costs as much as a lookup
+    saves; the last few are kept, holding a reference so an id is never
+    reused while cached.
+    """
+    cache = {}
+
+    def cached(topology):
+        hit = cache.get(id(topology))
+        if hit is not None and hit[0] is topology:
+            return hit[1]
+        if len(cache) >= 8:
+            cache.pop(next(iter(cache)))
+        value = build(topology)
+        cache[id(topology)] = (topology, value)
+        return value
+    cached.__doc__ = build.__doc__
+    return cached

@@ -17,6 +17,7 @@ import numpy as np
 from nova_numa_policy.conf import loops as loops_conf
 from nova_numa_policy import policy
 from nova_numa_policy import scope
+from nova_numa_policy import topology as topology_mod
 
 
 class Strategy(abc.ABC):
@@ -117,37 +118,13 @@ def node_cpus(topology, inst, node):
     return scope.allowed(topology.node(node).cpus, inst.allowed_cpus)
 
 
-def per_topology(build):
-    """Memoize ``build(topology)`` on the topology object itself.
-
-    A topology is frozen and every loop of a period reads the same one,
-    so derived tables are built once per snapshot rather than once per
-    vCPU. Keyed by identity: hashing a topology costs as much as a lookup
-    saves; the last few are kept, holding a reference so an id is never
-    reused while cached.
-    """
-    cache = {}
-
-    def cached(topology):
-        hit = cache.get(id(topology))
-        if hit is not None and hit[0] is topology:
-            return hit[1]
-        if len(cache) >= 8:
-            cache.pop(next(iter(cache)))
-        value = build(topology)
-        cache[id(topology)] = (topology, value)
-        return value
-    cached.__doc__ = build.__doc__
-    return cached
-
-
-@per_topology
+@topology_mod.per_topology
 def cpu_nodes(topology):
     """{cpu: node id}, what ``HostTopology.node_of_cpu`` finds by a scan."""
     return {cpu: node.id for node in topology.nodes for cpu in node.cpus}
 
 
-@per_topology
+@topology_mod.per_topology
 def distance_matrix(topology):
     """The host's NUMA distances as a read-only array, topology order."""
     dist = np.array([n.distances for n in topology.nodes], float)
@@ -155,7 +132,7 @@ def distance_matrix(topology):
     return dist
 
 
-@per_topology
+@topology_mod.per_topology
 def node_ids(topology):
     return tuple(n.id for n in topology.nodes)
 

@@ -50,6 +50,7 @@ from nova_numa_policy.loops import base
 from nova_numa_policy.loops import hysteresis
 from nova_numa_policy.loops import vnuioa
 from nova_numa_policy import scope
+from nova_numa_policy import topology as topology_mod
 
 
 _help = conf_base.help_text
@@ -204,7 +205,7 @@ def _pinned_by_other(topology, inst, vcpu, pin, everywhere=None):
                                                      pin.value)
 
 
-@base.per_topology
+@topology_mod.per_topology
 def _all_cpus(topology):
     return frozenset(c for n in topology.nodes for c in n.cpus)
 

@@ -42,6 +42,7 @@ from placement_filters import cache as cache_mod
 from tests import report_factory
 from tests.unit.collector import base
 from tests.unit.collector import fakes
+from tests.unit import test_hostile_reports as hostile_reports
 
 UTC = datetime.timezone.utc
 NOW = report_factory.make_report().generated_at
@@ -612,7 +613,7 @@ class FuzzedReports:
         return f'generated_at={payload[DATA]["generated_at"]!r}'
 
     def spoil_type(self, payload, index):
-        path = self.rng.choice(_places(payload))
+        path = self.rng.choice(hostile_reports._places(payload))
         # A string unique to the report: a host renamed "x" twice would
         # make two reports one host's.
         value = self.rng.choice(WRONG_TYPES + (str(index),))
@@ -620,7 +621,7 @@ class FuzzedReports:
         return f'{path}={validation.shown(value)}'
 
     def spoil_removed(self, payload, index):
-        path = self.rng.choice([p for p in _places(payload)
+        path = self.rng.choice([p for p in hostile_reports._places(payload)
                                 if isinstance(p[-1], str)])
         del _parent(payload, path)[path[-1]]
         return f'{path} removed'
@@ -648,18 +649,6 @@ class FuzzedReports:
         text = json.dumps(payload)
         return text.replace(repr(JSON_LITERAL_SENTINEL),
                             self.rng.choice(JSON_LITERALS))
-
-
-def _places(value, path=()):
-    """Every place in a primitive that can be replaced, as a key path."""
-    places = [path] if path else []
-    if isinstance(value, dict):
-        for key, child in value.items():
-            places += _places(child, path + (key,))
-    elif isinstance(value, list):
-        for index, child in enumerate(value):
-            places += _places(child, path + (index,))
-    return places
 
 
 def _parent(payload, path):

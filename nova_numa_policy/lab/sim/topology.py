@@ -70,7 +70,7 @@ class SimHost:
 
         Built once per host: both are immutable, and handing out the same
         object every period lets what the loops derive from a topology
-        (:func:`nova_numa_policy.loops.base.per_topology`) be reused.
+        (:func:`nova_numa_policy.topology.per_topology`) be reused.
         """
         return _topology(self)
 
