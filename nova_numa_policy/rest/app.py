@@ -18,6 +18,7 @@ from nova_numa_policy.rest import controllers
 from nova_numa_policy.rest import errors
 from nova_numa_policy.rest import openapi
 from nova_numa_policy.rest import policies
+from nova_numa_policy.rest import validation
 
 LOG = logging.getLogger(__name__)
 
@@ -81,10 +82,8 @@ class Router:
             return _versions(request)
         if action == 'openapi':
             return self._description
-        try:
-            request.GET.items()
-        except UnicodeDecodeError:
-            raise errors.BadRequest('the query string is not UTF-8')
+        # A query that is not UTF-8 is refused before anything reads it.
+        validation.query_pairs(request.query_string)
         context = oslo_context.RequestContext.from_environ(request.environ)
         return getattr(self._handlers, action)(request, context, **match)
 

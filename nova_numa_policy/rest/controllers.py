@@ -22,6 +22,10 @@ from nova_numa_policy.rest import views
 HISTORY_MAX = 1000
 
 
+def _query_pairs(request):
+    return validation.query_pairs(request.query_string)
+
+
 def _storage_errors(method):
     """Turn database failures the caller can act on into HTTP errors."""
     @functools.wraps(method)
@@ -59,7 +63,7 @@ class Controllers:
 
     def _query(self, request, parsers, max_limit=None):
         return validation.query(
-            request.GET.items(), parsers, max_limit or self._max_limit,
+            _query_pairs(request), parsers, max_limit or self._max_limit,
             min(self._default_limit, max_limit or self._max_limit))
 
     @_storage_errors
@@ -74,7 +78,7 @@ class Controllers:
     def _check_show(self, request, context, rule):
         """A single item's checks: the caller may read it, and no query."""
         self._authorize(context, rule)
-        validation.no_query(request.GET.items())
+        validation.no_query(_query_pairs(request))
 
     def _host_row(self, host):
         row = self._storage.get_host(host)
@@ -140,7 +144,7 @@ class Controllers:
     @_storage_errors
     def explain(self, request, context):
         self._authorize(context, policies.EXPLAIN)
-        query = validation.explain_query(request.GET.items())
+        query = validation.explain_query(_query_pairs(request))
         flavor = types.SimpleNamespace(
             vcpus=query['vcpus'], memory_mb=query['memory_mb'],
             extra_specs=query['extra_specs'])

@@ -7,6 +7,7 @@ parameter, what it must be and what was sent.
 
 import functools
 import json
+import urllib.parse
 import uuid
 
 from nova_numa_policy import exception
@@ -26,6 +27,27 @@ _ECHO = 64
 def _echo(value):
     value = value if len(value) <= _ECHO else value[:_ECHO] + '...'
     return repr(value)
+
+
+def query_pairs(query_string):
+    """A query string's (name, value) pairs, in order, repeats kept.
+
+    Only ``&`` separates parameters: ``;`` is an ordinary character of a
+    query (RFC 3986) and may be part of a name such as a physnet's.
+    WSGI hands the query over as Latin-1 text of the bytes sent; names
+    and values must be UTF-8 once percent-decoded.
+    """
+    try:
+        raw = query_string.encode('latin-1')
+        return [tuple(_unquote(part) for part in field.partition(b'=')[::2])
+                for field in raw.split(b'&') if field]
+    except UnicodeError:
+        raise errors.BadRequest('the query string is not UTF-8')
+
+
+def _unquote(raw):
+    return urllib.parse.unquote_to_bytes(raw.replace(b'+', b' ')).decode(
+        'utf-8')
 
 
 def name(param, value):

@@ -196,6 +196,13 @@ class ExplainTest(testtools.TestCase):
                           'extra_specs': {'hw:numa_policy': 'auto'},
                           'physnets': ['a', 'b']}, body['request'])
 
+    def test_a_semicolon_is_part_of_a_physnet_name(self):
+        # Only '&' separates parameters; a raw ';' is an ordinary
+        # character of a query, as clients such as werkzeug send it.
+        path = '/v1/explain?vcpus=1&memory_mb=64&physnet=a;b&physnet=c%3Bd'
+        body = self._json(path)
+        self.assertEqual(['a;b', 'c;d'], body['request']['physnets'])
+
     def test_an_unknown_policy_value_names_the_allowed_ones(self):
         message = self._json(_path(specs={'hw:numa_policy': 'spread'}),
                              400)['error']['message']

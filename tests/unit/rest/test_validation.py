@@ -63,6 +63,22 @@ class QueryTest(testtools.TestCase):
         self.assertIsNone(validation.no_query([]))
 
 
+class QueryPairsTest(testtools.TestCase):
+
+    def test_only_ampersands_separate_parameters(self):
+        self.assertEqual([('physnet', 'a;b'), ('limit', ''), ('x', 'é')],
+                         validation.query_pairs('physnet=a;b&limit&x=%C3%A9'))
+
+    def test_raw_utf8_bytes_as_wsgi_hands_them_over(self):
+        latin1 = 'é'.encode('utf-8').decode('latin-1')
+        self.assertEqual([('x', 'é')], validation.query_pairs('x=' + latin1))
+
+    def test_a_query_that_is_not_utf8_is_400(self):
+        for query in ('x=%ff', '%fe=1', 'x=' + chr(0xff)):
+            self.assertRaisesRegex(errors.BadRequest, 'not UTF-8',
+                                   validation.query_pairs, query)
+
+
 class SharedRulesTest(testtools.TestCase):
     """The API names hosts under the rule their reports are checked by."""
 
