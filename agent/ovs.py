@@ -11,6 +11,7 @@ Reading only: ``ovs-vsctl`` queries, never a change.
 """
 
 import logging
+import os
 import subprocess
 
 LOG = logging.getLogger(__name__)
@@ -37,12 +38,28 @@ class OvsdbUplinks:
     OVN's for the same physnet.
     """
 
-    def __init__(self, db, configured=None, run=subprocess.run):
+    def __init__(self, db, configured=None, run=subprocess.run,
+                 exists=os.path.exists):
         self._db = db
         self._configured = dict(configured or {})
         self._run = run
+        self._exists = exists
+
+    def _socket_missing(self):
+        """Why a local OVSDB cannot answer, or None.
+
+        A host without Open vSwitch has no socket: said at once, rather
+        than after starting ovs-vsctl to find out.
+        """
+        kind, _, path = self._db.partition(':')
+        if kind == 'unix' and not self._exists(path):
+            return f'no OVSDB socket at {path}'
+        return None
 
     def _vsctl(self, *args):
+        missing = self._socket_missing()
+        if missing:
+            raise OSError(missing)
         result = self._run(
             [VSCTL, f'--db={self._db}', f'--timeout={TIMEOUT_S}', *args],
             capture_output=True, text=True, timeout=TIMEOUT_S + 5)

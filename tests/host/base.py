@@ -119,6 +119,11 @@ class LabTestCase(testtools.TestCase):
         return Guest(started['name'], started['uuid'], started['pid'],
                      plan, xml)
 
+    def set_nodeset(self, guest_name, nodeset):
+        """The running guest's memory nodeset, as ``virsh numatune``."""
+        self.lab.call('tests.labhost.inside:set_nodeset', guest_name,
+                      nodeset)
+
     def eventually(self, read, done, what, timeout, describe=repr):
         """Read the kernel until ``done(read())``; that value.
 

@@ -18,7 +18,7 @@ class FirstRunTest(base.LabTestCase):
             self.lab.run(f'cat > /tmp/agent-cli.conf <<"EOF"\n{config}EOF')
             self.addCleanup(self.lab.run, 'rm -f /tmp/agent-cli.conf')
             command += ' --config-file /tmp/agent-cli.conf'
-        return self.lab.run(command, user='nova', check=False, timeout=300)
+        return self.lab.run(command, user='nova', check=False, timeout=600)
 
     def test_without_libvirtd_one_line_says_what_is_missing(self):
         self.lab.run('pkill -x libvirtd; while pidof libvirtd; do sleep 0.2;'

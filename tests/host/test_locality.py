@@ -100,8 +100,7 @@ class _MemoryWriterTest(base.LabTestCase):
 
     def allow_node0(self, guest):
         """Widen the nodeset to both nodes: nothing moves by itself."""
-        self.lab.run(f'virsh -c qemu:///system numatune {guest.name} '
-                     f'--nodeset 0-1 --live')
+        self.set_nodeset(guest.name, '0-1')
 
     def vcpu(self, guest, view=None):
         (thread,) = (view or self.view(guest)).vcpu_threads()
@@ -252,6 +251,24 @@ class VcpuWaitTest(_MemoryWriterTest):
             'the vCPU thread runnable in a window', 60)
         return waited / (ran + waited)
 
+    def agent_wait_share(self, guest):
+        """The agent's reading of the same, once it has one.
+
+        The agent reads schedstat twice a rate window apart in its first
+        period; in a window where the vCPU was halted (its firmware
+        waiting) it rightly reports nothing: another period is asked for,
+        as the kernel's figure is read again above.
+        """
+        def read():
+            (report,), _, _ = self.run_agent()
+            return report
+
+        report = self.eventually(
+            read, lambda found: self.reported(found, guest).cpu_wait
+            is not None, "the agent's run-queue reading of the vCPU", 180,
+            describe=lambda found: self.reported(found, guest))
+        return report, self.reported(report, guest).cpu_wait
+
     def hog(self, cpu):
         """A busy loop on ``cpu`` at the highest priority, until the end."""
         self.lab.run(f"nice -n -19 taskset -c {cpu} sh -c ': lab-hog; "
@@ -263,17 +280,14 @@ class VcpuWaitTest(_MemoryWriterTest):
         # highest priority on that CPU beside it.
         guest = self.start_writer()
         cpu = min(self.node_cpus(0))
-        self.lab.run(f'virsh -c qemu:///system vcpupin {guest.name} 0 {cpu} '
-                     f'--live')
+        self.lab.call('tests.labhost.inside:pin_vcpu', guest.name, 0, cpu)
         kernel_alone = self.kernel_wait_share(guest)
-        (report,), _, _ = self.run_agent()
+        report, alone = self.agent_wait_share(guest)
         self.assertIn('cpu-wait', report.measurements)
         self.assertIn('interface-traffic', report.measurements)
-        alone = self.reported(report, guest).cpu_wait
         self.hog(cpu)
         kernel_shared = self.kernel_wait_share(guest)
-        (report,), _, _ = self.run_agent()
-        shared = self.reported(report, guest).cpu_wait
+        _, shared = self.agent_wait_share(guest)
         self.addDetail('shares', base.text(
             f'kernel alone {kernel_alone}, agent alone {alone}; kernel '
             f'sharing {kernel_shared}, agent sharing {shared}'))

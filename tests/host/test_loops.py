@@ -36,8 +36,7 @@ class _IoGuestOnNode0(base.LabTestCase):
                        "nodeset='0-1'/></numatune>")
         started = self.start_guest({}, xml=xml)
         for nodeset in ('0', '0-1'):
-            self.lab.run(f'virsh -c qemu:///system numatune {started.name} '
-                         f'--nodeset {nodeset} --live')
+            self.set_nodeset(started.name, nodeset)
         return started
 
     def agent_config(self, **options):

@@ -126,8 +126,7 @@ class HomeAtRunTimeTest(base.LabTestCase):
         # narrow and widen the nodeset of a running guest; widening
         # moves nothing back), so node 1 is the emptier one.
         for nodeset in ('0', '0-1'):
-            self.lab.run(f'virsh -c qemu:///system numatune {guest.name} '
-                         f'--nodeset {nodeset} --live')
+            self.set_nodeset(guest.name, nodeset)
         # The running guest may touch a few new pages on node 1 once the
         # nodeset is widened again (98.4 % stayed on node 0 in one CI run).
         self.assertGreater(kernel.share_on(self.view(guest).ram.pages, {0}),

@@ -75,6 +75,23 @@ mkdir -p /etc/nova
 echo "$LAB_HOSTNAME" > /etc/hostname
 hostname "$LAB_HOSTNAME"
 ip link set lo up
+# Names resolve inside the lab host, never beyond it: its own name in
+# /etc/hosts (sudo, libvirtd and virsh ask for it), and the resolver
+# pointed at the lab host's own loopback, where a query is refused at
+# once. This machine's resolver is out of reach, and every lookup of
+# the host's name waited seconds for its timeout.
+echo "127.0.1.1 $LAB_HOSTNAME" >> /etc/hosts
+rm -f /etc/resolv.conf
+echo "nameserver 127.0.0.1" > /etc/resolv.conf
+# eventlet resolves names through dnspython unless told not to, which
+# costs each Python process that imports it (the privsep daemon, the
+# agent) seconds under emulation; the lab host has no DNS to serve.
+# The server's children inherit it; sudo keeps it for theirs (a lab
+# host's own rule, beside the project's as shipped).
+export EVENTLET_NO_GREENDNS=yes
+echo 'Defaults env_keep += "EVENTLET_NO_GREENDNS"' \
+    > /etc/sudoers.d/lab-environment
+chmod 0440 /etc/sudoers.d/lab-environment
 
 mkdir -p /tmp/root
 export HOME=/tmp/root PATH=/usr/sbin:/usr/bin:/sbin:/bin

@@ -99,6 +99,32 @@ def start_domain(xml, paused=False):
         conn.close()
 
 
+def set_nodeset(name, nodeset):
+    """A running domain's memory nodeset, as ``virsh numatune --live``.
+
+    Through libvirt's API from this forked child: a virsh process costs
+    seconds to start under emulation.
+    """
+    conn = libvirt.open(SYSTEM_URI)
+    try:
+        conn.lookupByName(name).setNumaParameters(
+            {libvirt.VIR_DOMAIN_NUMA_NODESET: nodeset},
+            libvirt.VIR_DOMAIN_AFFECT_LIVE)
+    finally:
+        conn.close()
+
+
+def pin_vcpu(name, vcpu, cpu):
+    """Pin a running domain's vCPU to one CPU, as ``virsh vcpupin --live``."""
+    conn = libvirt.open(SYSTEM_URI)
+    try:
+        cpumap = tuple(index == cpu for index in range(conn.getCPUMap()[0]))
+        conn.lookupByName(name).pinVcpuFlags(
+            vcpu, cpumap, libvirt.VIR_DOMAIN_AFFECT_LIVE)
+    finally:
+        conn.close()
+
+
 def domain_xml(name, live=True):
     conn = libvirt.open(SYSTEM_URI)
     try:

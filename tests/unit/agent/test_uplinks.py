@@ -77,6 +77,28 @@ class SriovDeviceSpecTest(testtools.TestCase):
 
 class OvsMappingsTest(testtools.TestCase):
 
+    def test_no_socket_starts_no_vsctl_and_says_so(self):
+        started = []
+        log = self.useFixture(fixtures.FakeLogger())
+        reader = ovs.OvsdbUplinks('unix:/nonexistent/db.sock',
+                                  run=lambda *a, **k: started.append(a),
+                                  exists=lambda path: False)
+        self.assertEqual([], reader.uplinks())
+        self.assertEqual([], started)
+        self.assertIn('no OVSDB socket at /nonexistent/db.sock', log.output)
+
+    def test_a_tcp_remote_is_asked(self):
+        started = []
+
+        def run(args, **kwargs):
+            started.append(args)
+            raise OSError('connection refused')
+
+        reader = ovs.OvsdbUplinks('tcp:127.0.0.1:6640', run=run,
+                                  exists=lambda path: False)
+        self.assertEqual([], reader.uplinks())
+        self.assertEqual(1, len(started))
+
     def test_as_ovsdb_and_neutron_write_them(self):
         self.assertEqual({'physnet1': 'br-ex', 'physnet2': 'br-vlan'},
                          ovs.parse_mappings(
