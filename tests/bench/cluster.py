@@ -2,14 +2,19 @@
 
 Every scenario x strategy over 10 seeds (two worker processes), every
 host measuring what a Linux host does (the kernel's NUMA hinting faults,
-its balancing on), plus ours on perfect counters as a ceiling; the
-offline optimum per scenario, then the page's table and the PNGs in
+its balancing on), plus ours on the other signals and on perfect
+counters (a reference row, not a ceiling); the best static placement per
+scenario (a reference our loops may beat) and the bound of every run
+(which nothing may beat), then the page's table and the PNGs in
 doc/source/_static/. Where ours spreads more than the target over seeds,
 the same seeds run again with the stream or the hosts held fixed and with
 the do-no-harm guard off, so the page says where the spread comes from.
 One run is repeated in this process to show it gives the same numbers.
 Returns 0 only when every target holds; otherwise prints which do not
-(the page says it too, with its reasons).
+(the page says it too, with its reasons). A row of any run above the
+bound of the same run is such a miss, named by scenario, row and seed.
+
+Run it alone with ``python -m tox -e bench -- cluster``.
 """
 
 import argparse
@@ -19,6 +24,7 @@ import sys
 
 import numpy as np
 
+from nova_numa_policy.lab.cluster import bound
 from nova_numa_policy.lab.cluster import evidence
 from nova_numa_policy.lab.cluster import scenarios
 
@@ -49,9 +55,9 @@ def run_all(seeds, workers):
             for st in evidence.ROWS for s in seeds]
     with concurrent.futures.ProcessPoolExecutor(workers) as pool:
         done = dict(pool.map(_run, jobs, chunksize=4))
-        optima = {sc: evidence.optimum_of(sc) for sc in scenarios.SCENARIOS}
+        best = {sc: evidence.best_static_of(sc) for sc in scenarios.SCENARIOS}
         cells = [evidence.cell(sc, st, seeds,
-                               [done[(sc, st, s)] for s in seeds], optima[sc])
+                               [done[(sc, st, s)] for s in seeds], best[sc])
                  for sc in scenarios.SCENARIOS for st in evidence.ROWS]
         spread = [(c.scenario, tuple(seeds)) for c in cells
                   if c.strategy == evidence.OURS and c.rsd > evidence.MAX_RSD]
@@ -93,17 +99,22 @@ def bars(cells, path):
               for i in range(len(names))]
         ys = [by[(n, st)].mean for n in names]
         errs = [by[(n, st)].rsd * by[(n, st)].mean for n in names]
-        # The ceiling is no strategy a host can run: hatched, unfilled.
-        style = ({'fill': False, 'hatch': '//'} if st == evidence.CEILING
+        # Perfect counters are no signal a host gives: hatched, unfilled.
+        style = ({'fill': False, 'hatch': '//'} if st == evidence.COUNTERS
                  else {'hatch': '..'} if st == evidence.BANDWIDTH
                  else {'hatch': 'xx'} if st == evidence.SAMPLES else {})
         ax.bar(xs, ys, width, yerr=errs, label=st, capsize=2, **style)
     for i, n in enumerate(names):
-        opt = by[(n, evidence.OURS)].optimum
-        if opt is not None:
-            ax.hlines(opt, i - 0.45, i + 0.45, colors='black',
+        ours = by[(n, evidence.OURS)]
+        if ours.best_static is not None:
+            ax.hlines(ours.best_static, i - 0.45, i + 0.45, colors='black',
                       linestyles='dashed',
-                      label='offline optimum' if i == 0 else None)
+                      label='best static placement (a reference)'
+                      if i == 0 else None)
+        if ours.bound is not None:
+            ax.hlines(ours.bound, i - 0.45, i + 0.45, colors='firebrick',
+                      label='bound (nothing passes it)' if i == 0
+                      else None)
     ax.set_xticks(range(len(names)), names, rotation=20)
     ax.set_xlabel('scenario')
     ax.set_ylabel('normalized throughput per VM\n(mean over VMs and seeds; '
@@ -112,9 +123,10 @@ def bars(cells, path):
     ax.set_title(f'Cluster placement quality over {seeds} seeds '
                  '(error bar: 1 standard deviation over seeds)')
     # Outside the axes: inside, it hid the tallest bars.
-    ax.legend(ncol=8, fontsize='small', loc='upper center',
-              bbox_to_anchor=(0.5, -0.22))
-    ax.set_ylim(0, 1.1)
+    ax.legend(ncol=5, fontsize='small', loc='upper center',
+              bbox_to_anchor=(0.5, -0.25))
+    bounds = [c.bound for c in cells if c.bound is not None]
+    ax.set_ylim(0, max([1.1] + [b + 0.05 for b in bounds]))
     ax.grid(axis='y', alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
@@ -159,11 +171,12 @@ def _fmt(value, spec='.3f'):
 
 
 def table(cells):
-    head = ('Scenario', 'Strategy', 'Mean tput', 'Of optimum', 'RSD %',
-            'Pages moved', 'Kernel pages', 'vCPU moves', 'Guard refusals',
-            'Rejected')
-    rows = [(c.scenario, c.strategy, _fmt(c.mean), _fmt(c.fraction),
-             _fmt(100 * c.rsd, '.2f'), _fmt(c.pages_moved, '.0f'),
+    head = ('Scenario', 'Strategy', 'Mean tput', 'Of best static',
+            'Of bound', 'RSD %', 'Pages moved', 'Kernel pages',
+            'vCPU moves', 'Guard refusals', 'Rejected')
+    rows = [(c.scenario, c.strategy, _fmt(c.mean), _fmt(c.of_best_static),
+             _fmt(c.of_bound), _fmt(100 * c.rsd, '.2f'),
+             _fmt(c.pages_moved, '.0f'),
              _fmt(c.kernel_pages_moved, '.0f'),
              _fmt(c.vcpu_moves, '.1f'), _fmt(c.guard_refusals, '.1f'),
              _fmt(c.rejected, '.1f'))
@@ -176,9 +189,8 @@ def table(cells):
     return '\n'.join(lines)
 
 
-def page(cells, seeds, found, flavors, repeated):
-    optima = sorted({(c.scenario, c.optimum) for c in cells
-                     if c.optimum is not None})
+def page(cells, seeds, found, flavors, repeated, above=None):
+    """The whole page; ``above``: per scenario, why its bound passes 1.0."""
     text = [
         '=======', 'Results', '=======', '',
         '.. This page is generated by ``tox -e bench`` (tests/bench/'
@@ -192,34 +204,94 @@ def page(cells, seeds, found, flavors, repeated):
         'rather than counted accesses, only for memory under the default '
         'policy, and the kernel moving those pages itself, for every '
         'strategy (:doc:`simulator`, "Locality signals"). The rows '
-        f'*{evidence.CEILING}* run ours again on perfect per-node access '
-        'counters, which no Linux/KVM host gives: a ceiling, not a '
-        f'baseline. The rows *{evidence.BANDWIDTH}* run ours on hosts '
+        f'*{evidence.COUNTERS}* run ours again on perfect per-node access '
+        'counters, which no Linux/KVM host gives: a reference row, neither '
+        'a baseline nor a ceiling (below, "Against perfect counters"). The '
+        f'rows *{evidence.BANDWIDTH}* run ours on hosts '
         "whose CPUs monitor memory bandwidth (resctrl) and whose kernel's "
         f'balancing is off, the rows *{evidence.SAMPLES}* on hosts whose '
         'CPUs sample memory accesses (AMD IBS, one sample per million '
         "accesses) and whose kernel's balancing is off: the other signals "
         'a Linux/KVM host can give; no machine this project is tested on '
-        'has either. The targets below are checked on the headline rows.',
+        'has either. The targets below are checked on the headline rows, '
+        'the bound on every row.',
         '',
         '*Mean tput*: normalized throughput '
         '(1.0 = the guest alone, everything local) of the guests alive at '
         'the end, averaged over the last measured periods, over the guests, '
         'then over seeds; a guest nova found no host for counts 0. *Of '
-        'optimum*: mean / offline optimum. *RSD*: std / mean over seeds. '
+        'best static*: mean / the mean of the best static placement, a '
+        'reference, not a bound: the final guests pinned once, each to the '
+        'nodes and memory policy an integer program and a local search '
+        'chose for them (:doc:`cluster`, "Strategies"); loops that move '
+        'pages and vCPUs while guests run reach placements outside its '
+        'options, so above 1.0 means they beat it. *Of bound*: mean / the '
+        'bound of the same runs (below), which nothing can pass. *RSD*: '
+        'std / mean over seeds. '
         '*Pages moved* (by our loops), *Kernel pages* (moved by the '
         "kernel's NUMA balancing), *vCPU moves*, *Guard refusals* (loop "
         "actions the agents' do-no-harm guard refused), *Rejected* (guests "
         'nova found no host for): per run, mean over seeds.',
         '', table(cells), '',
-        'Offline optimum per scenario: ' + ', '.join(
-            f'{n} {v:.3f}' for n, v in optima) + '.', '',
-        '.. image:: _static/cluster_bars.png', '   :alt: bars per scenario',
-        '']
+        'Best static placement per scenario: '
+        + _per_scenario(cells, 'best_static') + '.', '',
+        'Bound per scenario (of every run; a range where seeds differ): '
+        + _bounds(cells) + '.', '']
+    text += about_bound(above or {})
+    text += ['.. image:: _static/cluster_bars.png',
+             '   :alt: bars per scenario', '']
     for name in TIME_SCENARIOS:
         text += [f'.. image:: _static/cluster_time_{name}.png',
                  f'   :alt: throughput over time, {name}', '']
     return '\n'.join(text + targets(cells, seeds, found, flavors, repeated))
+
+
+def _per_scenario(cells, field):
+    """``name value`` per scenario where ``field`` of ours is known."""
+    values = [(c.scenario, getattr(c, field)) for c in _ours(cells)
+              if getattr(c, field) is not None]
+    return ', '.join(f'{name} {value:.3f}' for name, value in values)
+
+
+def _bounds(cells):
+    """``name bound`` per scenario, ``name low-high`` if seeds differ."""
+    text = []
+    for c in _ours(cells):
+        if not c.bounds:
+            continue
+        low, high = min(c.bounds), max(c.bounds)
+        text.append(f'{c.scenario} {low:.3f}' if f'{low:.3f}' == f'{high:.3f}'
+                    else f'{c.scenario} {low:.3f}-{high:.3f}')
+    return ', '.join(text)
+
+
+def about_bound(above):
+    """How the bound is derived, and why it passes 1.0 where it does."""
+    text = [
+        '**The bound** is what no strategy, static or moving pages and '
+        'vCPUs, can pass in the model (:doc:`simulator`, "Upper bound"; '
+        'derived term by term in ``nova_numa_policy/lab/cluster/'
+        "bound.py``). Every stall term of a vCPU's time is at least its "
+        'value with the vCPU on a CPU of its own, its memory, network '
+        'buffers and sibling vCPUs on its node and nothing queued, and its '
+        'LLC missing at least as often as with its own working set alone '
+        "in it; a guest's throughput is at most its ideal time over that "
+        "fastest time. A run's bound averages each guest's as *Mean tput* "
+        'averages, over the same guests and measured periods, under the '
+        'application each runs in each period; a guest nova found no host '
+        'for counts 0 in the run but its own bound in the bound. It counts '
+        'no contention (shared CPUs, memory controllers, links), so where '
+        'guests are memory-bound it lies far above every row of this '
+        'page: it is a limit, not a target. A guest\'s bound is exactly '
+        '1.0 but for three exceptions of the model: '
+        + '; '.join(bound.EXCEPTIONS) + '.', '']
+    for name, reasons in above.items():
+        if reasons:
+            text += [f'Above 1.0 on {name}: ' + '; '.join(reasons)
+                     + '. A normalized throughput above 1.0 there comes from '
+                     'those terms of the model, not from a placement that '
+                     'beats running alone.', '']
+    return text
 
 
 def _ours(cells):
@@ -233,6 +305,17 @@ def _listed(head, sentences, held):
             + [f'* {m}.' for m in sentences] + [''])
 
 
+def _closest(cells):
+    """The rows nearest their bound: the highest *Of bound* first."""
+    known = sorted((c for c in cells if c.of_bound is not None),
+                   key=lambda c: -c.of_bound)
+    if not known:
+        return 'no run knows its bound'
+    return 'the closest are ' + ', '.join(
+        f'{c.strategy} on {c.scenario} ({c.of_bound:.3f})'
+        for c in known[:3])
+
+
 def _lead(cells):
     """Ours's smallest lead over a baseline on a non-hostile scenario."""
     by = {(c.scenario, c.strategy): c for c in cells}
@@ -244,40 +327,80 @@ def _lead(cells):
     return f'the smallest lead is {gap:+.3f} over {c.strategy} on {c.scenario}'
 
 
-def against_ceiling(cells):
+def against_counters(cells):
     """Ours on the hosts' signal as a share of ours on perfect counters."""
     by = {(c.scenario, c.strategy): c for c in cells}
     shares = [(name, by[(name, evidence.OURS)].mean
-               / by[(name, evidence.CEILING)].mean)
+               / by[(name, evidence.COUNTERS)].mean)
               for name in scenarios.SCENARIOS
-              if (name, evidence.CEILING) in by
-              and by[(name, evidence.CEILING)].mean]
-    text = ['**Against the ceiling**: ours on the hinting faults as a '
-            'share of ours on perfect counters, per scenario: '
+              if (name, evidence.COUNTERS) in by
+              and by[(name, evidence.COUNTERS)].mean]
+    text = ['**Against perfect counters**: ours on the hinting faults as '
+            'a share of ours on perfect counters, per scenario: '
             + ', '.join(f'{name} {share:.3f}' for name, share in shares)
             + '. Below 1: what the loops lose there to a host that samples '
             'instead of counting and balances memory itself.', '']
+    text += _past_counters(by)
     for row, signal in ((evidence.BANDWIDTH, 'memory bandwidth'),
                         (evidence.SAMPLES, 'hardware samples')):
-        fractions = [(name, by[(name, row)].fraction)
+        fractions = [(name, by[(name, row)].of_best_static)
                      for name in scenarios.SCENARIOS
                      if (name, row) in by
-                     and by[(name, row)].fraction is not None]
-        text += [f'**On {signal}**: ours as a fraction of the optimum, '
-                 'per scenario: '
+                     and by[(name, row)].of_best_static is not None]
+        text += [f'**On {signal}**: ours as a fraction of the best static '
+                 'placement, per scenario: '
                  + ', '.join(f'{name} {fraction:.3f}'
                              for name, fraction in fractions) + '.', '']
     return text
+
+
+def _signal_row(strategy):
+    """A row named by its signal: the headline row's is hinting faults."""
+    return 'ours, hinting faults' if strategy == evidence.OURS else strategy
+
+
+def _past_counters(by):
+    """Where ours on another signal does better than on perfect counters."""
+    passed = []
+    for name in scenarios.SCENARIOS:
+        counters = by.get((name, evidence.COUNTERS))
+        if counters is None:
+            continue
+        others = (by.get((name, row)) for row in
+                  (evidence.OURS,) + evidence.OTHER_SIGNALS)
+        # Ahead in the digits the sentence prints, not by rounding.
+        passed += [(c, counters) for c in others if c is not None
+                   and round(c.mean, 4) > round(counters.mean, 4)]
+    if not passed:
+        return ['Ours on perfect counters does at least as well as ours on '
+                'every other signal, on every scenario.', '']
+    return ['**Perfect counters are no ceiling**: ours on another signal '
+            'does better on ' + '; '.join(
+                f'{c.scenario} ({_signal_row(c.strategy)} {c.mean:.4f} '
+                f'against {counters.mean:.4f}; per run {_moves(c)}, against '
+                f'{_moves(counters)})'
+                for c, counters in passed)
+            + '. The loops are rules, not an optimiser: exact counts feed '
+            'the same rules (Carrefour\'s thresholds, the guard\'s '
+            'tolerance) as a noisier signal does, and which placement the '
+            'rules reach can differ either way; on the hinting faults the '
+            "kernel's own moves add to theirs.", '']
+
+
+def _moves(c):
+    return (f'{c.pages_moved:.0f} pages moved by our loops, '
+            f'{c.kernel_pages_moved:.0f} by the kernel, '
+            f'{c.guard_refusals:.1f} guard refusals')
 
 
 def targets(cells, seeds, found, flavors, repeated):
     """The Targets section: each target, whether it holds, and why not."""
     by_target = {t: [s for target, s in found if target == t]
                  for t in (evidence.FRACTION, evidence.BEATS,
-                           evidence.SPREAD)}
+                           evidence.SPREAD, evidence.BOUND)}
     ours = _ours(cells)
-    lowest = min((c for c in ours if c.fraction is not None),
-                 key=lambda c: c.fraction)
+    lowest = min((c for c in ours if c.of_best_static is not None),
+                 key=lambda c: c.of_best_static)
     highest = max(ours, key=lambda c: c.rsd)
     differ = sorted(n for n, same in flavors.items() if not same)
     text = ['Targets', '=======', '',
@@ -285,10 +408,15 @@ def targets(cells, seeds, found, flavors, repeated):
             'the mechanisms behind the reasons are in :doc:`cluster` '
             '("Reading the results", "Where a spread over seeds comes '
             'from").', '']
+    text += _listed('**No row passes its bound**: in every scenario, for '
+                    'every row and seed, the mean of the run is at most the '
+                    'bound of the same run', by_target[evidence.BOUND],
+                    _closest(cells))
     text += _listed(f'**Ours reaches at least {evidence.MIN_FRACTION} of '
-                    'the optimum** on every scenario where it is computed',
-                    by_target[evidence.FRACTION],
-                    f'the lowest is {lowest.fraction:.3f} '
+                    'the best static placement** (a reference our loops '
+                    'may beat, not a bound) on every scenario where it is '
+                    'computed', by_target[evidence.FRACTION],
+                    f'the lowest is {lowest.of_best_static:.3f} '
                     f'({lowest.scenario})')
     text += _listed('**Ours beats every baseline** on every non-hostile '
                     'scenario', by_target[evidence.BEATS], _lead(cells))
@@ -300,14 +428,14 @@ def targets(cells, seeds, found, flavors, repeated):
     text += ['The RSD target is checked on the plain *RSD* column. '
              + (f'Every scenario ends with the same flavors in seeds '
                 f'{seeds[0]}..{seeds[-1]} (checked for this page), so one '
-                'optimum serves every seed and the RSD of the fraction of '
-                'the optimum is the same number: the spread is the '
+                'best static placement serves every seed and the RSD of '
+                '*Of best static* is the same number: the spread is the '
                 "strategy's, not a changing guest mix."
                 if not differ else
                 f'The final flavors differ between seeds in '
                 f'{", ".join(differ)}: there the spread includes the '
                 'guest mix.'), '']
-    text += against_ceiling(cells)
+    text += against_counters(cells)
     scenario, strategy, seed = REPEATED
     text += ['**Same seed, same numbers**: '
              + (f'{scenario} under {strategy}, seed {seed}, repeated in '
@@ -323,6 +451,17 @@ def targets(cells, seeds, found, flavors, repeated):
              '**Plots**: the figures above are regenerated by the same run.',
              '']
     return text
+
+
+def above_one(seeds):
+    """Per scenario, why the bound of some seed's runs passes 1.0."""
+    found = {}
+    for name, scenario in scenarios.SCENARIOS.items():
+        reasons = set()
+        for seed in seeds:
+            reasons.update(bound.run_above_one(scenario.build(seed)))
+        found[name] = [r for r in bound.EXCEPTIONS if r in reasons]
+    return found
 
 
 def main(argv=None):
@@ -342,10 +481,14 @@ def main(argv=None):
                for name in scenarios.SCENARIOS}
     repeated = repeatable(done)
     with open(os.path.join(DOC, 'results.rst'), 'w') as f:
-        f.write(page(cells, seeds, found, flavors, repeated))
+        f.write(page(cells, seeds, found, flavors, repeated,
+                     above_one(seeds)))
     print(table(cells))
-    for _, miss in found:
-        print(f'target missed: {miss}')
+    for target, miss in found:
+        # A row above its bound is no missed goal but a wrong number.
+        label = ('row above its bound' if target == evidence.BOUND
+                 else 'target missed')
+        print(f'{label}: {miss}')
     if not repeated:
         print('target missed: a repeated run gave different numbers')
     return 0 if repeated and not found else 1

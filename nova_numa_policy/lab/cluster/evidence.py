@@ -2,11 +2,17 @@
 
 ``measure`` runs one (scenario, strategy) over seeds and gives the mean
 normalized throughput (mean over the guests alive at the end, then over
-seeds), its relative standard deviation over seeds, the fraction of the
-offline optimum, page and vCPU moves; ``sources`` splits a spread over
-seeds into what the stream and what the hosts contribute; ``check``
-states which of the published targets hold and, for each miss, why, from
-the numbers alone.
+seeds), its relative standard deviation over seeds, its fraction of two
+references, page and vCPU moves; ``sources`` splits a spread over seeds
+into what the stream and what the hosts contribute; ``check`` states
+which of the published targets hold and, for each miss, why, from the
+numbers alone.
+
+The two references: the best static placement (``optimum``: the final
+guests pinned once, found by an integer program and a local search), which
+loops that move pages and vCPUs while guests run may beat; and the bound
+(``bound``: each guest at its best with no contention), which nothing may
+beat. A row above its bound is a miss of its own.
 """
 
 import dataclasses
@@ -30,8 +36,10 @@ OURS = strategies.Ours.name
 # faults, its balancing on, as Linux distributions ship multi-node hosts.
 HEADLINE_SIGNAL = locality.SIGNAL_HINTING_FAULTS
 # Ours again on perfect per-node access counters, which no Linux/KVM host
-# gives: the ceiling of what the loops could do, not a baseline.
-CEILING = 'ours, perfect counters'
+# gives: a reference row, not a baseline, and no ceiling either. The loops
+# are rules, not an optimiser: exact counts feed the same rules, and
+# another signal may lead them to a better placement.
+COUNTERS = 'ours, perfect counters'
 # Ours on hosts whose CPUs monitor memory bandwidth and whose kernel does
 # not balance: the other signal a Linux/KVM host can give (resctrl).
 BANDWIDTH = 'ours, memory bandwidth'
@@ -40,15 +48,20 @@ BANDWIDTH = 'ours, memory bandwidth'
 SAMPLES = 'ours, hardware samples'
 # Ours on a signal a host can give other than the headline's.
 OTHER_SIGNALS = (BANDWIDTH, SAMPLES)
-ROWS = STRATEGIES + OTHER_SIGNALS + (CEILING,)
+ROWS = STRATEGIES + OTHER_SIGNALS + (COUNTERS,)
 # The signal each extra row runs ours on.
-ROW_SIGNALS = {CEILING: locality.SIGNAL_COUNTERS,
+ROW_SIGNALS = {COUNTERS: locality.SIGNAL_COUNTERS,
                BANDWIDTH: locality.SIGNAL_BANDWIDTH,
                SAMPLES: locality.SIGNAL_SAMPLES}
+# Of the best static placement (a reference, not a bound).
 MIN_FRACTION = 0.95
 MAX_RSD = 0.02
-# A fraction of the optimum that prints as 1.000: the optimum is reached.
-AT_OPTIMUM = 0.9995
+# A fraction (of a reference or of the bound) that prints as 1.000:
+# reached.
+AT_REFERENCE = 0.9995
+# How far a run's mean may pass its bound by rounding alone: the model
+# and the bound add the same terms in different orders.
+BOUND_TOLERANCE = 1e-9
 # The agents with ``[numa_policy_loops] do_no_harm_guard = false``.
 UNGUARDED = guard_mod.Config(enabled=False)
 
@@ -65,7 +78,7 @@ class Cell:
     strategy: str
     seeds: tuple
     means: tuple  # per seed
-    optimum: float | None
+    best_static: float | None  # mean of the best static placement
     pages_moved: float  # mean per seed
     vcpu_moves: float
     rejected: float
@@ -74,6 +87,8 @@ class Cell:
     # Per seed, a digest of every guest's host and throughput per period:
     # equal digests mean the runs placed every guest alike.
     digests: tuple = ()
+    # Per seed, the bound of that run (cluster/bound.py).
+    bounds: tuple = ()
 
     @property
     def mean(self):
@@ -84,8 +99,24 @@ class Cell:
         return rsd(self.means)
 
     @property
-    def fraction(self):
-        return self.mean / self.optimum if self.optimum else None
+    def of_best_static(self):
+        """Mean over the best static placement's; above 1.0 is possible."""
+        return self.mean / self.best_static if self.best_static else None
+
+    @property
+    def bound(self):
+        return float(np.mean(self.bounds)) if self.bounds else None
+
+    @property
+    def of_bound(self):
+        """Mean over the bound of the same runs: above 1.0 is a fault."""
+        return self.mean / self.bound if self.bound else None
+
+    def over_bound(self):
+        """``(seed, mean, bound)`` of every run whose mean beats its bound."""
+        return [(seed, mean, bound) for seed, mean, bound
+                in zip(self.seeds, self.means, self.bounds)
+                if mean > bound + BOUND_TOLERANCE]
 
     @property
     def moved(self):
@@ -97,10 +128,14 @@ class Cell:
                 'seeds': list(self.seeds),
                 'mean': round(self.mean, 4), 'rsd': round(self.rsd, 4),
                 'per_seed': [round(m, 4) for m in self.means],
-                'optimum': None if self.optimum is None
-                else round(self.optimum, 4),
-                'fraction_of_optimum': None if self.fraction is None
-                else round(self.fraction, 4),
+                'best_static': None if self.best_static is None
+                else round(self.best_static, 4),
+                'of_best_static': None if self.of_best_static is None
+                else round(self.of_best_static, 4),
+                'bound': None if self.bound is None
+                else round(self.bound, 4),
+                'of_bound': None if self.of_bound is None
+                else round(self.of_bound, 4),
                 'pages_moved': self.pages_moved,
                 'vcpu_moves': self.vcpu_moves,
                 'rejected': self.rejected,
@@ -109,9 +144,9 @@ class Cell:
 
 
 @functools.lru_cache(maxsize=None)
-def optimum_of(scenario):
-    """The offline optimum's mean; streams share their final flavors."""
-    if not scenarios.SCENARIOS[scenario].optimum:
+def best_static_of(scenario):
+    """The best static placement's mean; streams share final flavors."""
+    if not scenarios.SCENARIOS[scenario].best_static:
         return None
     return optimum.for_spec(scenarios.SCENARIOS[scenario].build(0)).mean
 
@@ -123,7 +158,10 @@ def final_flavors(scenario, seed):
 
 
 def same_final_flavors(scenario, seeds):
-    """True when every seed ends with the same flavors (one optimum)."""
+    """True when every seed ends with the same flavors.
+
+    Then one best static placement serves every seed.
+    """
     first = final_flavors(scenario, seeds[0])
     return all(final_flavors(scenario, s) == first for s in seeds[1:])
 
@@ -152,10 +190,10 @@ def digest(outcome):
     return h.hexdigest()
 
 
-def cell(scenario, strategy, seeds, outcomes, optimum_mean):
+def cell(scenario, strategy, seeds, outcomes, best_static):
     return Cell(scenario=scenario, strategy=strategy, seeds=tuple(seeds),
                 means=tuple(o.mean() for o in outcomes),
-                optimum=optimum_mean,
+                best_static=best_static,
                 pages_moved=float(np.mean([o.pages_moved
                                            for o in outcomes])),
                 vcpu_moves=float(np.mean([o.vcpu_moves for o in outcomes])),
@@ -165,13 +203,20 @@ def cell(scenario, strategy, seeds, outcomes, optimum_mean):
                                               for o in outcomes])),
                 kernel_pages_moved=float(np.mean([
                     o.kernel_pages_moved for o in outcomes])),
-                digests=tuple(digest(o) for o in outcomes))
+                digests=tuple(digest(o) for o in outcomes),
+                bounds=_bounds(outcomes))
 
 
-def measure(scenario, strategy, seeds, with_optimum=True):
+def _bounds(outcomes):
+    """Every run's bound, or none when a run does not know its own."""
+    bounds = tuple(o.bound for o in outcomes)
+    return () if None in bounds else bounds
+
+
+def measure(scenario, strategy, seeds, with_best_static=True):
     outcomes = [run_one(scenario, strategy, s) for s in seeds]
-    opt = optimum_of(scenario) if with_optimum else None
-    return cell(scenario, strategy, seeds, outcomes, opt)
+    best = best_static_of(scenario) if with_best_static else None
+    return cell(scenario, strategy, seeds, outcomes, best)
 
 
 def same_outcome(a, b):
@@ -195,7 +240,7 @@ class Sources:
 
     scenario: str
     strategy: str
-    same_optimum: bool  # every seed ends with the same flavors
+    same_flavors: bool  # every seed ends with the same flavors
     stream_rsd: float  # only the stream varies
     host_rsd: float  # only the hosts vary
     unguarded: Cell  # every seed again, the guard off
@@ -209,7 +254,7 @@ def sources(scenario, strategy, seeds):
             for s in seeds]
     off = [run_one(scenario, strategy, s, guard=UNGUARDED) for s in seeds]
     return Sources(scenario, strategy,
-                   same_optimum=same_final_flavors(scenario, seeds),
+                   same_flavors=same_final_flavors(scenario, seeds),
                    stream_rsd=rsd(stream), host_rsd=rsd(host),
                    unguarded=cell(scenario, strategy, seeds, off, None))
 
@@ -220,8 +265,8 @@ def _pct(value):
 
 def explain_spread(ours, found):
     """Why ours's spread over seeds is what it is, from ``found``."""
-    text = ['the final flavors, hence the optimum, are '
-            + ('the same in every seed' if found.same_optimum
+    text = ['the final flavors, hence the best static placement, are '
+            + ('the same in every seed' if found.same_flavors
                else 'not the same in every seed'),
             f'only the stream varying (arrival order, departures): '
             f'{_pct(found.stream_rsd)}',
@@ -264,15 +309,28 @@ def _same_runs(a, b):
     return bool(a.digests) and a.digests == b.digests
 
 
-def _tie_at_optimum(name, ours, other):
+def _tie_at_best_static(name, ours, other):
     text = (f'{name}: ours ({ours.mean:.3f}) ties {other.strategy} '
-            f'({other.mean:.3f}) at the optimum ({ours.fraction:.3f} and '
-            f'{other.fraction:.3f} of it): no static placement of these '
-            f'guests does better')
+            f'({other.mean:.3f}) at the best static placement '
+            f'({ours.of_best_static:.3f} and {other.of_best_static:.3f} of '
+            f'it): the search found no static placement of these guests '
+            f'that does better')
     if not ours.moved:
         text += (', and our loops found nothing to improve (no page or '
-                 'vCPU moves): no strategy can do better here')
-    return text
+                 'vCPU moves)')
+    return text + _against_bound(ours)
+
+
+def _against_bound(ours):
+    """What the bound says of a tie: only at the bound is nothing left."""
+    if ours.of_bound is None:
+        return ''
+    if ours.of_bound >= AT_REFERENCE:
+        return (f'; ours is at the bound ({ours.of_bound:.3f} of it): no '
+                f'strategy can do better here')
+    return (f'; ours reaches {ours.of_bound:.3f} of the bound (every guest '
+            f'at its best with no contention), so whether another '
+            f'strategy could do better here is not shown')
 
 
 def _same_placements(name, ours, other):
@@ -287,10 +345,10 @@ def _same_placements(name, ours, other):
                  f'nova does ({why})')
     else:
         text += f'. Our boot plan: {why}'
-    if ours.fraction is not None:
-        text += (f'; both reach {ours.fraction:.3f} of the optimum, so the '
-                 f'best static placement would gain '
-                 f'{_pct(1.0 - ours.fraction)} of the optimum here')
+    if ours.of_best_static is not None:
+        text += (f'; both reach {ours.of_best_static:.3f} of the best '
+                 f'static placement, which would gain '
+                 f'{_pct(1.0 - ours.of_best_static)} of its own mean here')
     return text
 
 
@@ -298,9 +356,10 @@ def _versus(name, ours, other):
     """None when ours beats ``other``; else the miss and its reason."""
     if ours.mean > other.mean:
         return None
-    if (ours.fraction is not None and ours.fraction >= AT_OPTIMUM
-            and other.fraction >= AT_OPTIMUM):
-        return _tie_at_optimum(name, ours, other)
+    if (ours.of_best_static is not None
+            and ours.of_best_static >= AT_REFERENCE
+            and other.of_best_static >= AT_REFERENCE):
+        return _tie_at_best_static(name, ours, other)
     if _same_runs(ours, other) and not ours.moved:
         return _same_placements(name, ours, other)
     return (f'{name}: ours ({ours.mean:.3f}) does not beat '
@@ -308,9 +367,19 @@ def _versus(name, ours, other):
 
 
 # The published targets, as ``findings`` names them.
-FRACTION = 'fraction'  # ours >= MIN_FRACTION of the optimum
+# Ours >= MIN_FRACTION of the best static placement (a reference).
+FRACTION = 'fraction'
 BEATS = 'beats'  # ours beats every baseline on non-hostile scenarios
 SPREAD = 'spread'  # RSD of ours over seeds <= MAX_RSD
+BOUND = 'bound'  # no run of any row beats the bound of the same run
+
+
+def over_bound(cell):
+    """One sentence per run of ``cell`` above its own bound."""
+    return [f'{cell.scenario}: {cell.strategy}, seed {seed}, reaches '
+            f'{mean:.6f}, above the bound of the same run ({bound:.6f}): '
+            f'the simulation or the bound is wrong'
+            for seed, mean, bound in cell.over_bound()]
 
 
 def findings(cells, spreads=None):
@@ -318,19 +387,23 @@ def findings(cells, spreads=None):
 
     ``spreads`` maps a scenario to its :class:`Sources` for ours; with
     it, a spread over seeds above the target says where it comes from.
+    The bound is checked on every row, the other targets on ours.
     """
     spreads = spreads or {}
     by = {(c.scenario, c.strategy): c for c in cells}
     found = []
     for name, scenario in scenarios.SCENARIOS.items():
+        found += [(BOUND, sentence) for c in cells if c.scenario == name
+                  for sentence in over_bound(c)]
         ours = by.get((name, OURS))
         if ours is None:
             continue
-        why = _held_back(by.get((name, CEILING)), ours)
-        if ours.fraction is not None and ours.fraction < MIN_FRACTION:
+        why = _held_back(by.get((name, COUNTERS)), ours)
+        if (ours.of_best_static is not None
+                and ours.of_best_static < MIN_FRACTION):
             found.append((FRACTION, f'{name}: ours reaches '
-                          f'{ours.fraction:.3f} of the optimum '
-                          f'(< {MIN_FRACTION})' + why))
+                          f'{ours.of_best_static:.3f} of the best static '
+                          f'placement (< {MIN_FRACTION})' + why))
         if ours.rsd > MAX_RSD:
             found.append((SPREAD, _spread_miss(name, ours, by, spreads)))
         if scenario.hostile:
@@ -345,13 +418,13 @@ def findings(cells, spreads=None):
     return found
 
 
-def _held_back(ceiling, ours):
+def _held_back(counters, ours):
     """Why ours falls short where its loops moved pages on counters only."""
-    if ceiling is None or not ceiling.pages_moved or ours.pages_moved:
+    if counters is None or not counters.pages_moved or ours.pages_moved:
         return ''
     return (f'; on the hinting faults our loops moved no page here, where '
-            f'on perfect counters they move {ceiling.pages_moved:.0f} per '
-            f'run and reach {ceiling.mean:.3f}: Carrefour\'s spreading of '
+            f'on perfect counters they move {counters.pages_moved:.0f} per '
+            f'run and reach {counters.mean:.3f}: Carrefour\'s spreading of '
             f'hot pages is held back while the kernel balances, which would '
             f'gather them again (:doc:`agent`, "Coexistence with the '
             f'kernel\'s balancing")')

@@ -1,4 +1,4 @@
-"""The offline optimum: the best static placement of the final guests.
+"""The best static placement of the final guests: a reference, no bound.
 
 Knowing every guest's application in advance, choose for each a host and
 an option (the nodes its vCPUs are pinned to and its memory policy there)
@@ -16,7 +16,10 @@ with no host CPU shared by two vCPUs and no node's memory overcommitted.
    program priced only roughly is accounted exactly.
 
 Small instances only (tens of guests): it is a reference point, not a
-scheduler. ``exhaustive`` enumerates every assignment for tests.
+scheduler. ``exhaustive`` enumerates every assignment for tests. It is
+the optimum of the static problem only: loops that move pages and vCPUs
+while guests run reach placements outside its options and may beat it
+(``bound`` gives what nothing may beat).
 """
 
 import collections
@@ -58,7 +61,7 @@ def _groups(sim, size):
 
 
 def options(sim, app):
-    """The options the optimum chooses among for ``app`` on ``sim``."""
+    """The options the search chooses among for ``app`` on ``sim``."""
     need = app.nodes_needed(sim.cpus_per_node)
     if need == 1:
         return [Option((n,) * app.vcpus, st.HOME, frozenset({n}))

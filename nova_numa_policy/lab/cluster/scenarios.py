@@ -4,7 +4,8 @@ Every stream has three acts: the guests arrive a few per period in an
 order the seed shuffles; after a settling time some of them leave and
 guests of the same flavors replace them (the perturbation); the last
 ``window`` periods are measured. Replacements keep the final set of
-flavors independent of the seed, so one offline optimum serves all seeds.
+flavors independent of the seed, so one best static placement (the
+reference of ``optimum``) serves all seeds.
 """
 
 import dataclasses
@@ -66,7 +67,8 @@ class Scenario:
     description: str
     build: object  # seed -> Spec
     hostile: bool = False
-    optimum: bool = True  # whether the offline optimum is computed
+    # Whether the best static placement (cluster/optimum.py) is computed.
+    best_static: bool = True
 
 
 def _stream(name, apps, seed, per_period, churn, phases=()):
@@ -165,5 +167,5 @@ SCENARIOS = {s.name: s for s in (
     Scenario('hostile-bursty', 'Honest limits: 12 guests that look idle '
              'when scheduled, then burst network traffic on and off, and '
              '12 netperf guests asking for NIC locality; 3 hosts.',
-             _hostile, hostile=True, optimum=False),
+             _hostile, hostile=True, best_static=False),
 )}

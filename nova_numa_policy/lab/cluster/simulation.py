@@ -12,6 +12,7 @@ import dataclasses
 import numpy as np
 
 from nova_numa_policy import execution
+from nova_numa_policy.lab.cluster import bound as bound_mod
 from nova_numa_policy.lab.cluster import guests as guests_mod
 from nova_numa_policy.lab.cluster import hosts as hosts_mod
 from nova_numa_policy.lab.cluster import strategies as strategies_mod
@@ -53,6 +54,9 @@ class Outcome:
     guard_refusals: int = 0
     # Pages the kernel's NUMA balancing moved, over the run.
     kernel_pages_moved: int = 0
+    # What no strategy can beat on this run's guests (cluster/bound.py):
+    # ``mean()`` above it would be a fault of the simulation.
+    bound: float | None = None
 
     def final(self):
         """Per guest alive at the end: mean throughput over the window.
@@ -96,7 +100,8 @@ def run(spec, strategy_name, seed, guard=None,
     ``guard`` is the agents' do-no-harm guard configuration (None: the
     agent's defaults). ``signal``: what every host measures of locality:
     the kernel's hinting faults with its balancing on (a distribution's
-    default), perfect counters (the ceiling), or None.
+    default), perfect counters (a reference no Linux/KVM host gives), or
+    None.
     """
     strategy = strategies_mod.STRATEGIES[strategy_name](seed)
     hosts = [hosts_mod.ClusterHost(spec.host(), f'{spec.name}-{i}',
@@ -143,4 +148,5 @@ def run(spec, strategy_name, seed, guard=None,
                    window=spec.window,
                    guard_refusals=sum(r.actions_refused for r in runners),
                    kernel_pages_moved=sum(vm.kernel_pages_moved
-                                          for vm in everyone))
+                                          for vm in everyone),
+                   bound=bound_mod.run_bound(spec))

@@ -45,7 +45,13 @@ class Result:
     vm_cpu_wait: np.ndarray
 
 
-def _miss_ratio(ws, llc):
+def miss_ratio(ws, llc):
+    """Fraction of accesses missing an LLC of ``llc`` MB shared by ``ws``.
+
+    Never falls as ``ws`` grows: a vCPU's node holds at least its own
+    working set, so it misses at least as often as alone (cluster/bound.py
+    rests on that).
+    """
     cover = np.minimum(1.0, llc / np.maximum(ws, 1e-9))
     return 1.0 - cover ** c.LLC_MISS_EXPONENT
 
@@ -131,8 +137,8 @@ class _Solver:
         self.remote = (host.hop_matrix() > 0).astype(float)
         self.share = _cpu_share(host, a.cpu)
         w_node = np.bincount(a.node, weights=a.ws, minlength=self.n)
-        self.miss = _miss_ratio(w_node[a.node], host.llc_mb)
-        self.miss_ideal = _miss_ratio(a.ws, host.llc_mb)
+        self.miss = miss_ratio(w_node[a.node], host.llc_mb)
+        self.miss_ideal = miss_ratio(a.ws, host.llc_mb)
         self.phi = a.mem_bound * self.miss
         self.compute = 1.0 - a.mem_bound - a.io_bound - a.sharing_bound
         self.gbps = c.LINE_BYTES * host.freq_ghz

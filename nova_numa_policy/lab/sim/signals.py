@@ -4,7 +4,8 @@ A simulated host gives one of these signals, as real hosts do:
 
 * perfect counters (``access-counters``): every access of the period
   counted per node, with 1 % noise. No Linux/KVM host gives this; runs on
-  it are the ceiling of what the loops could do.
+  it are a reference, not a ceiling: the loops are rules, and another
+  signal can lead them to a better placement.
 * hinting faults (``hinting-faults``): Linux's NUMA balancing. Its scanner
   unmaps a window of each process's address space at a time; the next
   touch of each page raises one fault, counted for the touching thread

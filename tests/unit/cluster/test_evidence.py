@@ -6,11 +6,13 @@ import testtools
 from nova_numa_policy.lab.cluster import evidence
 
 
-def _cell(strategy, means, optimum=1.0, scenario='netperf', pages=0,
-          digests=(), refusals=0.0):
+def _cell(strategy, means, best_static=1.0, scenario='netperf', pages=0,
+          digests=(), refusals=0.0, bound=None):
+    bounds = () if bound is None else (bound,) * len(means)
     return evidence.Cell(scenario, strategy, tuple(range(len(means))),
-                         tuple(means), optimum, pages, 0, 0,
-                         guard_refusals=refusals, digests=tuple(digests))
+                         tuple(means), best_static, pages, 0, 0,
+                         guard_refusals=refusals, digests=tuple(digests),
+                         bounds=bounds)
 
 
 def _sources(stream, host, unguarded, scenario='moderate'):
@@ -28,6 +30,7 @@ class FakeOutcome:
         self.hosts, self.rejected = {}, []
         self.pages_moved = self.vcpu_moves = self.guard_refusals = 0
         self.kernel_pages_moved = 0
+        self.bound = 1.0
 
     def mean(self):
         return self.value
@@ -39,19 +42,31 @@ class TieTest(testtools.TestCase):
         return [s for t, s in evidence.findings(cells)
                 if t == evidence.BEATS]
 
-    def test_a_tie_at_the_optimum_says_no_strategy_can_do_better(self):
-        cells = [_cell('ours', [0.9, 0.9], 0.9),
-                 _cell('nova-vswitch', [0.9, 0.9], 0.9)]
+    def test_a_tie_at_the_bound_says_no_strategy_can_do_better(self):
+        cells = [_cell('ours', [0.9, 0.9], 0.9, bound=0.9),
+                 _cell('nova-vswitch', [0.9, 0.9], 0.9, bound=0.9)]
         (miss,) = self._beats(cells)
         self.assertIn('ties nova-vswitch', miss)
-        self.assertIn('at the optimum', miss)
-        self.assertIn('no strategy can do better', miss)
+        self.assertIn('at the best static placement', miss)
+        self.assertIn('ours is at the bound (1.000 of it): no strategy can '
+                      'do better here', miss)
+
+    def test_a_tie_below_the_bound_does_not_say_nothing_is_left(self):
+        # The best static placement is no bound: at it, a strategy that
+        # moves pages might still do better.
+        cells = [_cell('ours', [0.9, 0.9], 0.9, bound=1.0),
+                 _cell('nova-vswitch', [0.9, 0.9], 0.9, bound=1.0)]
+        (miss,) = self._beats(cells)
+        self.assertIn('at the best static placement', miss)
+        self.assertNotIn('no strategy can do better', miss)
+        self.assertIn('ours reaches 0.900 of the bound', miss)
+        self.assertIn('is not shown', miss)
 
     def test_loops_that_moved_pages_are_not_said_to_find_nothing(self):
         cells = [_cell('ours', [0.9, 0.9], 0.9, pages=10),
                  _cell('nova-vswitch', [0.9, 0.9], 0.9)]
         (miss,) = self._beats(cells)
-        self.assertIn('at the optimum', miss)
+        self.assertIn('at the best static placement', miss)
         self.assertNotIn('nothing to improve', miss)
 
     def test_identical_runs_are_the_same_placements_with_our_reason(self):
@@ -62,7 +77,7 @@ class TieTest(testtools.TestCase):
         self.assertIn('placed every guest as nova-default did', miss)
         for plan in evidence.boot_reasons('low').values():
             self.assertIn(plan.reason, miss)
-        self.assertIn(f'{0.8 / 0.9:.3f} of the optimum', miss)
+        self.assertIn(f'{0.8 / 0.9:.3f} of the best static placement', miss)
 
     def test_equal_means_from_different_runs_are_a_plain_miss(self):
         cells = [_cell('ours', [0.8, 0.8], 0.9, 'low', digests=('a', 'b')),
@@ -75,6 +90,40 @@ class TieTest(testtools.TestCase):
         cells = [_cell('ours', [0.9, 0.9], 0.9),
                  _cell('nova-default', [0.8, 0.8], 0.9)]
         self.assertEqual([], evidence.findings(cells))
+
+
+class BoundFindingTest(testtools.TestCase):
+
+    def test_every_row_above_its_bound_is_a_miss_naming_it(self):
+        cells = [_cell('ours', [0.9, 0.9], bound=1.0),
+                 _cell('ours, hardware samples', [0.9, 1.01], bound=1.0),
+                 _cell('random', [1.2, 0.5], bound=1.0)]
+        found = [s for t, s in evidence.findings(cells)
+                 if t == evidence.BOUND]
+        self.assertEqual(2, len(found))
+        self.assertIn('netperf: ours, hardware samples, seed 1, reaches '
+                      '1.010000, above the bound', found[0])
+        self.assertIn('netperf: random, seed 0', found[1])
+        self.assertFalse(evidence.check(cells)[0])
+
+    def test_rounding_at_the_bound_is_no_miss(self):
+        cells = [_cell('ours', [1.0 + 1e-12, 0.9], bound=1.0)]
+        self.assertEqual([], [s for t, s in evidence.findings(cells)
+                              if t == evidence.BOUND])
+
+    def test_fractions_of_both_references(self):
+        c = _cell('ours', [0.4, 0.6], best_static=0.4, bound=1.25)
+        self.assertAlmostEqual(1.25, c.of_best_static)
+        self.assertAlmostEqual(0.4, c.of_bound)
+        self.assertIsNone(_cell('ours', [0.5]).of_bound)
+
+    def test_a_cell_takes_every_runs_bound_or_none(self):
+        runs = [FakeOutcome(0.5), FakeOutcome(0.6)]
+        self.assertEqual((1.0, 1.0), evidence.cell('netperf', 'ours', (0, 1),
+                                                   runs, None).bounds)
+        runs[1].bound = None
+        self.assertEqual((), evidence.cell('netperf', 'ours', (0, 1), runs,
+                                           None).bounds)
 
 
 class FindingsTest(testtools.TestCase):
@@ -142,7 +191,7 @@ class SourcesTest(testtools.TestCase):
                          tuple(round(m, 6) for m in found.unguarded.means))
         self.assertEqual({evidence.UNGUARDED}, {g for _, _, g in calls
                                                 if g is not None})
-        self.assertTrue(found.same_optimum)
+        self.assertTrue(found.same_flavors)
 
 
 class DigestTest(testtools.TestCase):

@@ -110,9 +110,9 @@ class OursTest(testtools.TestCase):
 
 class CheckTest(testtools.TestCase):
 
-    def _cell(self, strategy, means, optimum=1.0, scenario='netperf'):
+    def _cell(self, strategy, means, best_static=1.0, scenario='netperf'):
         return evidence.Cell(scenario, strategy, (0, 1), tuple(means),
-                             optimum, 0, 0, 0)
+                             best_static, 0, 0, 0)
 
     def test_all_targets_met(self):
         cells = [self._cell('ours', [0.97, 0.97])] + [
@@ -127,7 +127,7 @@ class CheckTest(testtools.TestCase):
         self.assertFalse(met)
         self.assertIn('does not beat nova-vswitch', misses[0])
 
-    def test_far_from_optimum_and_noisy_are_misses(self):
+    def test_far_from_the_best_static_and_noisy_are_misses(self):
         met, misses = evidence.check([self._cell('ours', [0.5, 0.9])])
         self.assertFalse(met)
         self.assertEqual(2, len(misses))
