@@ -57,9 +57,6 @@ POLL_SECONDS = 2
 # How long the guest's RAM may take to stop growing after it started.
 SETTLE_TIMEOUT = 60
 
-# This machine's nice value for a lab CPU a test keeps busy.
-LOWEST_PRIORITY = 19
-
 # Interleaving page by page leaves each of two nodes close to half.
 INTERLEAVE_MIN_SHARE = 0.45
 
@@ -170,19 +167,11 @@ class LabTestCase(testtools.TestCase):
             'tests.labhost.inside:kernel_view', guest.pid))
 
     def busy(self, cpus):
-        """Keep ``cpus`` of the lab host busy until the test ends.
-
-        Their vCPU threads run at this machine's lowest priority
-        meanwhile: the lab host's kernel counts those CPUs busy all the
-        same, and the spinning no longer slows what the test measures on
-        the other CPUs (the agent ran four times slower beside it).
-        """
+        """Keep ``cpus`` of the lab host busy until the test ends."""
         for cpu in sorted(cpus):
             self.lab.run(f"taskset -c {cpu} sh -c ': lab-busy; "
                          f"while :; do :; done' >/dev/null 2>&1 &")
         self.addCleanup(self.lab.run, "pkill -f '[l]ab-busy' || true")
-        self.lab.set_vcpu_priority(cpus, LOWEST_PRIORITY)
-        self.addCleanup(self.lab.restore_vcpu_priority)
 
     def node_cpus(self, *nodes):
         return frozenset(cpu for node in nodes

@@ -96,7 +96,5 @@ class LabHostFixture(fixtures.Fixture):
             'tests.labhost.inside:settled_state')
 
     def _tidy(self):
-        # Whatever a test did to this machine's share of its vCPUs.
-        self.lab.restore_vcpu_priority()
         if self.lab.running and not self.lab.broken:
             self.lab.call('tests.labhost.inside:tidy', timeout=120)

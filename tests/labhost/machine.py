@@ -16,11 +16,9 @@ import atexit
 import compileall
 import ctypes
 import dataclasses
-import glob
 import itertools
 import json
 import os
-import re
 import shlex
 import shutil
 import signal
@@ -69,11 +67,6 @@ PROJECT_PACKAGES = ('agent', 'nova_numa_policy', 'placement_filters',
 _libc = ctypes.CDLL(None, use_errno=True)
 _live = set()
 _live_lock = threading.Lock()
-
-
-# QEMU's name of a vCPU thread under KVM or multi-threaded TCG
-# (``-name ...,debug-threads=on``).
-VCPU_THREAD = re.compile(r'CPU (\d+)/(?:TCG|KVM)')
 
 
 class LabError(Exception):
@@ -332,48 +325,6 @@ class LabHost:
     @property
     def running(self):
         return self._qemu is not None and self._qemu.poll() is None
-
-    def vcpu_threads(self):
-        """{lab CPU: this machine's thread id} of the lab host's vCPUs.
-
-        Empty under single-threaded TCG (one thread runs every vCPU) and
-        once the lab host stopped.
-        """
-        if not self.running:
-            return {}
-        found = {}
-        for comm in glob.glob(f'/proc/{self._qemu.pid}/task/*/comm'):
-            try:
-                with open(comm) as f:
-                    name = f.read().strip()
-            except (FileNotFoundError, ProcessLookupError):
-                continue
-            match = VCPU_THREAD.fullmatch(name)
-            if match:
-                found[int(match.group(1))] = int(comm.split('/')[4])
-        return found
-
-    def set_vcpu_priority(self, cpus, nice):
-        """Run the lab host's vCPUs ``cpus`` at ``nice`` on this machine.
-
-        A lab CPU a test keeps busy (``while :; do :; done``) is busy in
-        the lab host's kernel whatever this machine gives its thread; at
-        the lowest priority it no longer takes this machine's cores from
-        the lab host's other CPUs, or from another lab host.
-        """
-        for cpu, tid in self.vcpu_threads().items():
-            if cpu in cpus:
-                try:
-                    os.setpriority(os.PRIO_PROCESS, tid, nice)
-                except ProcessLookupError:
-                    pass
-
-    def restore_vcpu_priority(self):
-        """Every vCPU thread back at the priority QEMU started with."""
-        if self.running:
-            self.set_vcpu_priority(
-                set(self.vcpu_threads()),
-                os.getpriority(os.PRIO_PROCESS, self._qemu.pid))
 
     def shutdown(self):
         """Kill QEMU (the guest keeps nothing) and remove the work dir."""

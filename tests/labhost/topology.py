@@ -187,9 +187,6 @@ def qemu_args(topology, kernel, initrd, cmdline, shares, accel='tcg',
             '-cpu', cpu, '-m', f'{topology.memory_mb}M',
             '-smp', f'{topology.cpus},sockets={topology.nodes},'
                     f'cores={topology.cpus_per_node},threads=1',
-            # vCPU threads named "CPU <n>/TCG" on this machine, so a
-            # test can lower the priority of the lab host's busy CPUs.
-            '-name', f'lab-{topology.name},debug-threads=on',
             '-nodefaults', '-no-user-config', '-display', 'none',
             '-vga', 'none', '-serial', 'stdio', '-no-reboot',
             '-kernel', kernel, '-initrd', initrd, '-append', cmdline]

@@ -74,17 +74,3 @@ class ServerPollingTest(testtools.TestCase):
     def test_a_request_brings_it_back_to_its_fastest(self):
         self.assertEqual(server.POLL_INTERVAL, server.next_poll_interval(
             server.IDLE_POLL_INTERVAL, active=True))
-
-
-class VcpuThreadNamesTest(testtools.TestCase):
-
-    def test_a_thread_per_vcpu_is_found_by_its_name(self):
-        self.assertEqual(
-            ['3', '0'],
-            [machine.VCPU_THREAD.fullmatch(name).group(1)
-             for name in ('CPU 3/TCG', 'CPU 0/KVM')])
-
-    def test_single_threaded_tcg_and_other_threads_are_not_vcpus(self):
-        for name in ('ALL CPUs/TCG', 'qemu-system-x86', 'IO mon_iothread',
-                     'CPU 1/TCG extra'):
-            self.assertIsNone(machine.VCPU_THREAD.fullmatch(name), name)
