@@ -10,7 +10,14 @@ import os
 import sys
 import sysconfig
 
-from nova.tests.fixtures import conf as nova_conf_fixture
+# First, before anything imports oslo.db: nova's functional test package
+# patches eventlet when imported, and oslo.db keeps a request context's
+# database transaction per thread. Imported after oslo.db, every
+# greenthread would share one transaction per context, and nova would
+# lose writes made in one of them (its network info cache, PCI claims):
+# nova's own move operations would then fail at random.
+import nova.tests.functional  # noqa: F401
+from nova.tests.fixtures import conf as nova_conf_fixture  # noqa: H306
 
 
 def _installed_api_paste():
