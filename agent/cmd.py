@@ -21,6 +21,7 @@ from agent import hwsampling
 from agent import libvirt_backend
 from agent import monitorgroups
 from agent import notifier
+from agent import observation
 from agent import ovs
 from agent import pagemover
 from agent import rebalance
@@ -160,7 +161,9 @@ def build_agent(conf, sender=None, opener=None):
         agent_scope=scope.Scope.from_conf(opts),
         cpu_partition=cpu_partition(conf),
         uplinks_file=conf.numa_policy.uplinks_file or None,
-        find_uplinks=uplink_finder(conf))
+        find_uplinks=uplink_finder(conf),
+        numa_maps_bound=observation.NumaMapsBound(observation.budget_for(
+            opts.period, opts.numa_maps_core_share)))
     runner = rebalance.build_runner(
         host_backend, conf.numa_policy_loops, opts.period,
         dry_run=opts.dry_run, max_actions=opts.max_actions_per_period)

@@ -357,29 +357,64 @@ def parse_proc_stat(text):
     return times
 
 
+def busy_fraction(before, after, cpus):
+    """Busy fraction of ``cpus`` between two /proc/stat samples, 0 to 1.
+
+    CPUs missing from either sample (offline) count for nothing; 0.0
+    when no time passed on any of them.
+    """
+    busy = total = 0
+    for cpu in cpus:
+        if cpu in before and cpu in after:
+            busy += after[cpu][0] - before[cpu][0]
+            total += after[cpu][1] - before[cpu][1]
+    return min(1.0, max(0.0, busy / total)) if total > 0 else 0.0
+
+
 def node_loads(before, after, nodes):
     """Busy fraction of each node's CPUs between two /proc/stat samples."""
-    loads = {}
-    for node in nodes:
-        busy = total = 0
-        for cpu in node.cpus:
-            if cpu in before and cpu in after:
-                busy += after[cpu][0] - before[cpu][0]
-                total += after[cpu][1] - before[cpu][1]
-        loads[node.id] = min(1.0, max(0.0, busy / total)) if total > 0 \
-            else 0.0
-    return loads
+    return {node.id: busy_fraction(before, after, node.cpus)
+            for node in nodes}
 
 
-def usage(nodes, loads, free_mb):
-    """NodeUsage per node; free memory falls back to the node's total."""
+def floating_loads(before, after, floating):
+    """Busy fraction of each node's floating CPUs, the same way.
+
+    ``floating`` is {node id: the node's CPUs guests without dedicated
+    CPUs may use} (scope.CpuPartition.floating_by_node). A node with none
+    has no such load (None): the dedicated CPUs' work is pinned guests',
+    which a floating guest neither adds to nor competes with.
+    """
+    return {node_id: busy_fraction(before, after, cpus) if cpus else None
+            for node_id, cpus in floating.items()}
+
+
+def usage(nodes, loads, free_mb, floating=None, loads_of_floating=None):
+    """NodeUsage per node; free memory falls back to the node's total.
+
+    ``floating`` ({node id: CPUs}) and ``loads_of_floating`` (as
+    :func:`floating_loads` gives them) say what guests without dedicated
+    CPUs may use; without them every CPU is theirs.
+    """
+    floating, loads_of_floating = floating or {}, loads_of_floating or {}
     result = []
     for node in nodes:
         free = free_mb.get(node.id, node.memory_total_mb)
         result.append(backend.NodeUsage(
             node_id=node.id, cpu_load=loads.get(node.id, 0.0),
-            memory_free_mb=max(0, min(free, node.memory_total_mb))))
+            memory_free_mb=max(0, min(free, node.memory_total_mb)),
+            **_floating_usage(node, floating, loads_of_floating)))
     return tuple(result)
+
+
+def _floating_usage(node, floating, loads_of_floating):
+    """NodeUsage's floating fields of one node; none when not told."""
+    if node.id not in floating:
+        return {}
+    cpus = frozenset(floating[node.id])
+    return {'floating_cpus': cpus,
+            'floating_load': loads_of_floating.get(node.id, 0.0)
+            if cpus else None}
 
 
 def read_cpu_times(root):

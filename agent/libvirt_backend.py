@@ -36,6 +36,7 @@ from agent import guestio
 from agent import guestproc
 from agent import numafaults
 from agent import numamaps
+from agent import observation
 from agent import schedstat
 from agent import sysfs
 from agent import vfstats
@@ -86,7 +87,8 @@ class LibvirtBackend(backend.Backend):
                  sleep=time.sleep, agent_scope=scope.Scope(),
                  cpu_partition=scope.CpuPartition(), uplinks_file=None,
                  find_uplinks=None, vf_traffic=vfstats.query,
-                 monitor_groups=None, guest_samples=None):
+                 monitor_groups=None, guest_samples=None,
+                 numa_maps_bound=None, read_timer=time.perf_counter):
         self._connection = connection
         # Which guests are ours to manage (nova_numa_policy.scope), and
         # the CPUs nova's configuration gives them on this host.
@@ -106,7 +108,8 @@ class LibvirtBackend(backend.Backend):
         self._topology = None
         self._topology_generation = None
         self._rate_window = rate_window
-        # ((time, per-CPU times), node loads) of the last measured window.
+        # ((time, per-CPU times), (node loads, loads of the nodes' floating
+        # CPUs)) of the last measured window.
         self._cpu_window = None
         # Parsed domain XML per uuid, reused while the XML is unchanged:
         # parsing is the largest cost of a period with many guests.
@@ -123,7 +126,20 @@ class LibvirtBackend(backend.Backend):
         # ((time, (bytes, packets)), request rate) of each guest's last
         # measured window.
         self._traffic = {}
-        self._page_mover = page_mover
+        # -- numa_maps reads, bounded (agent/observation.py) --------------
+        # Which guests' numa_maps an observation reads, within a budget
+        # of 1 % of one core at the default period unless told otherwise,
+        # and each guest's last reading; a page mover says whose pages it
+        # moved, so they are read next. Reads are timed in wall time: the
+        # privsep daemon reads in its own process, whose CPU time is not
+        # ours to see (wall >= CPU for the kernel's page walk).
+        self.numa_maps_bound = (numa_maps_bound
+                                or observation.NumaMapsBound())
+        self._read_timer = read_timer
+        self._page_mover = (observation.NotingMover(
+            page_mover, lambda pid: self.numa_maps_bound.moved(pid))
+            if page_mover is not None else None)
+        # -- end of numa_maps reads ------------------------------------
         self._pid_dir = pid_dir
         self._can_move_pages = None
         self._numa_maps_warned = False
@@ -279,15 +295,22 @@ class LibvirtBackend(backend.Backend):
         return self._call('getHostname', conn.getHostname)
 
     def _usage(self, topology):
+        # What guests without dedicated CPUs may use of each node, and
+        # how busy that is: the scheduler's capacity for them.
+        floating = self._cpu_partition.floating_by_node(topology.nodes)
+
         def loads(before, now):
             before = now if before is None else before
-            return discovery.node_loads(before[1], now[1], topology.nodes)
+            return (discovery.node_loads(before[1], now[1], topology.nodes),
+                    discovery.floating_loads(before[1], now[1], floating))
 
         sample = (self._clock(), discovery.read_cpu_times(self._root))
         self._cpu_window = guestio.windowed(self._cpu_window, sample, loads,
                                             self._rate_window)
-        return discovery.usage(topology.nodes, self._cpu_window[1],
-                               sysfs.node_free_memory_mb(self._root))
+        node_loads, loads_of_floating = self._cpu_window[1]
+        return discovery.usage(topology.nodes, node_loads,
+                               sysfs.node_free_memory_mb(self._root),
+                               floating, loads_of_floating)
 
     def _domain_facts(self, dom):
         uuid = dom.UUIDString()
@@ -329,9 +352,18 @@ class LibvirtBackend(backend.Backend):
     def _memory_per_node(self, pid, uuid):
         if pid is None:
             return {}
+        # Read only when the bound says so (agent/observation.py): a
+        # guest not read this round keeps its last reading, reported as
+        # it was. A change of its live definition forces a read.
+        bound = self.numa_maps_bound
+        definition = self._facts.get(uuid, (None,))[0]
+        if not bound.due(uuid, pid, definition):
+            return bound.last(uuid)
+        start = self._read_timer()
         try:
             text = self._numa_maps(pid)
         except (OSError, errors.HostError) as exc:
+            bound.failed(uuid)
             # Not this period's business to fail for: the report just
             # lacks the guest's memory placement. Said once loudly (a
             # deployment problem: privsep, users), then quietly.
@@ -339,7 +371,13 @@ class LibvirtBackend(backend.Backend):
             self._numa_maps_warned = True
             log('No numa_maps for %s (pid %s): %s', uuid, pid, exc)
             return {}
-        return numamaps.memory_mb_from_text(text)
+        memory = numamaps.memory_mb_from_text(text)
+        if text is None:
+            bound.failed(uuid)
+        else:
+            bound.read(uuid, pid, memory, self._read_timer() - start,
+                       definition)
+        return memory
 
     def _vcpu_thread_ids(self, pid, uuid, vcpu_count):
         """``{tid: vCPU}`` of the guest's vCPU threads, listed once."""
@@ -492,7 +530,7 @@ class LibvirtBackend(backend.Backend):
         else, and a daemon's first report reaches the schedulers.
         """
         self._cpu_window = ((self._clock(),
-                             discovery.read_cpu_times(self._root)), {})
+                             discovery.read_cpu_times(self._root)), ({}, {}))
         self._pf_counters = {}
         for dom in domains:
             try:

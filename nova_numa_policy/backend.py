@@ -88,6 +88,14 @@ class NodeUsage:
     node_id: int
     cpu_load: float  # busy fraction of the node's CPUs, 0.0 to 1.0
     memory_free_mb: int
+    # The node's CPUs guests without dedicated CPUs may use, as nova's
+    # CPU options give them (scope.CpuPartition.floating_by_node): empty
+    # where all are dedicated to pinned guests; None when the backend
+    # does not tell them apart, which means all of the node's CPUs.
+    floating_cpus: frozenset | None = None
+    # The busy fraction of those CPUs, 0.0 to 1.0; None when there are
+    # none, or with floating_cpus None (cpu_load is theirs then).
+    floating_load: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)

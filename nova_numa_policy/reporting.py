@@ -45,13 +45,32 @@ def enforceable_policies(capabilities):
     return [v for v in policy.POLICY_VALUES if v in values]
 
 
+def _floating(node, usage):
+    """(CPU ids, load) of the node that guests without dedicated CPUs use.
+
+    In the node's own CPU order. A backend that does not tell them apart
+    (``floating_cpus`` None) gives them every CPU, at the node's load;
+    one that names CPUs without their load, their node's load.
+    """
+    cpu_load = usage.cpu_load if usage else 0.0
+    if usage is None or usage.floating_cpus is None:
+        return list(node.cpus), cpu_load
+    cpus = [cpu for cpu in node.cpus if cpu in usage.floating_cpus]
+    if not cpus:
+        return [], None
+    load = usage.floating_load
+    return cpus, cpu_load if load is None else min(max(load, 0.0), 1.0)
+
+
 def _node(node, usage):
+    floating_cpus, floating_load = _floating(node, usage)
     return report_obj.NumaNodeReport(
         id=node.id, cpus=list(node.cpus),
         memory_total_mb=node.memory_total_mb,
         memory_free_mb=usage.memory_free_mb if usage else 0,
         cpu_load=usage.cpu_load if usage else 0.0,
-        distances=list(node.distances))
+        distances=list(node.distances),
+        floating_cpus=floating_cpus, floating_load=floating_load)
 
 
 def applied_policy(instance, topology, active_loops=(), auto_choice=None):
@@ -162,7 +181,8 @@ def summary(report):
     return (
         tuple((i.uuid, i.requested_policy, i.applied_policy)
               for i in report.instances),
-        tuple((n.id, n.memory_free_mb, n.memory_total_mb, n.cpu_load)
+        tuple((n.id, n.memory_free_mb, n.memory_total_mb, n.cpu_load,
+               n.floating_load)
               for n in report.numa_nodes),
         tuple(report.enforceable_policies))
 
@@ -176,6 +196,14 @@ def significant_change(before, after):
             return True
         total = max(new[2], 1)
         if (abs(old[1] - new[1]) / total > MEMORY_CHANGE
-                or abs(old[3] - new[3]) > LOAD_CHANGE):
+                or _load_moved(old[3], new[3])
+                or _load_moved(old[4], new[4])):
             return True
     return len(before[1]) != len(after[1])
+
+
+def _load_moved(old, new):
+    """Whether a load moved by more than LOAD_CHANGE; None is no load."""
+    if old is None or new is None:
+        return old is not new
+    return abs(old - new) > LOAD_CHANGE

@@ -56,18 +56,45 @@ class CpuPartition:
     pin_set: frozenset = frozenset()
 
     def floating(self, host_cpus):
-        """The CPUs nova gives guests without dedicated CPUs; empty: all.
+        """The CPUs guests without dedicated CPUs may run on; empty: all.
 
-        nova's own order: the shared set; else the legacy pin set; else
-        every host CPU not dedicated to pinned guests.
+        nova's own order (its libvirt driver's ``_get_vcpu_available``):
+        the legacy pin set, which nova still prefers when both are set;
+        else the shared set. With dedicated CPUs alone nova gives such
+        guests no CPU and placement no VCPU inventory, so none is placed
+        here; a guest defined before the host was partitioned is then
+        bounded to every CPU not dedicated to pinned guests, never onto
+        theirs (:meth:`floating_by_node` reports no capacity).
         """
-        if self.shared:
-            return self.shared
         if self.pin_set:
             return self.pin_set
+        if self.shared:
+            return self.shared
         if self.dedicated:
             return frozenset(host_cpus) - self.dedicated
         return frozenset()
+
+    def floating_by_node(self, nodes):
+        """{node id: the node's CPUs guests without dedicated CPUs may use}.
+
+        ``nodes`` are the host's (anything with ``id`` and ``cpus``). A
+        node whose CPUs are all dedicated to pinned guests, or outside a
+        shared set elsewhere, gets an empty set, and so does every node of
+        a host with dedicated CPUs and no shared set (nova places no
+        floating guest there); without a partition each
+        node gets all of its CPUs. nova's ``[DEFAULT] reserved_host_cpus``
+        plays no part: it is a count placement takes off the host's VCPU
+        inventory, not a set of CPU ids, so it belongs to no node (and
+        nova refuses it beside ``cpu_shared_set`` or
+        ``cpu_dedicated_set``, whose unlisted CPUs are the host's).
+        """
+        nodes = tuple(nodes)
+        if self.dedicated and not (self.shared or self.pin_set):
+            # nova's capacity for floating guests here is none: no VCPU
+            # inventory in placement.
+            return {node.id: frozenset() for node in nodes}
+        host = self.floating(cpu for node in nodes for cpu in node.cpus)
+        return {node.id: allowed(node.cpus, host) for node in nodes}
 
 
 def bound(guest_cpus, host_cpus):

@@ -11,11 +11,13 @@ BOOT_ID = '5e1d0c6a-3b7f-4c29-8d4e-0a1b2c3d4e5f'
 def make_node(node_id=0, node_count=2, cpus=None, **fields):
     distances = [10 if other == node_id else 21
                  for other in range(node_count)]
-    values = dict(id=node_id,
-                  cpus=cpus if cpus is not None else [2 * node_id,
-                                                      2 * node_id + 1],
+    cpus = cpus if cpus is not None else [2 * node_id, 2 * node_id + 1]
+    # nova shares the node's first CPU and dedicates the others.
+    values = dict(id=node_id, cpus=cpus,
                   memory_total_mb=16384, memory_free_mb=8192,
-                  cpu_load=0.25, distances=distances)
+                  cpu_load=0.25, distances=distances,
+                  floating_cpus=cpus[:1],
+                  floating_load=0.5 if cpus else None)
     values.update(fields)
     return report_obj.NumaNodeReport(**values)
 

@@ -65,7 +65,21 @@ def _node_row(node):
     return {'id': node.id, 'cpus': list(node.cpus),
             'memory_total_mb': node.memory_total_mb,
             'memory_free_mb': node.memory_free_mb,
-            'cpu_load': node.cpu_load, 'distances': list(node.distances)}
+            'cpu_load': node.cpu_load, 'distances': list(node.distances),
+            **_floating_row(node)}
+
+
+def _floating_row(node):
+    """What guests without dedicated CPUs may use, as the agent said it.
+
+    None from agents before report 1.6, which did not say: readers take
+    every CPU then (report.floating_capacity).
+    """
+    if not node.obj_attr_is_set('floating_cpus'):
+        return {'floating_cpus': None, 'floating_load': None}
+    cpus = node.floating_cpus
+    return {'floating_cpus': None if cpus is None else list(cpus),
+            'floating_load': node.floating_load}
 
 
 def _nic_row(nic):

@@ -219,6 +219,28 @@ Related options:
   bound the loops' moves further.
 '''),
     cfg.FloatOpt(
+        'numa_maps_core_share',
+        default=0.01,
+        min=0.001,
+        max=1.0,
+        help='''
+Share of one CPU core the agent may spend reading guests' ``numa_maps``.
+
+The kernel writes a guest's ``numa_maps`` by walking the page tables of
+its resident memory: milliseconds per GB with 4 KiB pages. Within this
+budget per period (0.01 at a 5 s period: 50 ms), the stalest guests are
+read first; a guest is read again at least every 12 periods, or, where
+reading every guest once costs more than 12 budgets, as often as the
+budget allows. A new guest, one whose definition changed or whose pages
+the agent moved is read at once. A guest not read keeps its last
+reading.
+
+Possible values:
+
+* A fraction of one core, from 0.001 to 1.0 (every guest read every
+  period on any host whose reads take less than a period).
+'''),
+    cfg.FloatOpt(
         'max_reconnect_interval',
         default=60.0,
         min=1.0,

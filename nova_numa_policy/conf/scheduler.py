@@ -71,8 +71,11 @@ Busy fraction of a NUMA node's CPUs above which the node counts as loaded.
 
 A node holds an instance only if its measured load plus the instance's
 vCPUs (assumed busy) stays at or below this fraction of the node's CPUs.
-The default, 80 %, is where the vNUIOA measurements saw performance start
-to drop.
+The CPUs are those guests without dedicated CPUs may use, as nova's
+``[compute] cpu_shared_set`` and ``cpu_dedicated_set`` on the host give
+them (all of the node's where its agent does not say); pinned guests are
+NUMATopologyFilter's. The default, 80 %, is where the vNUIOA
+measurements saw performance start to drop.
 
 Possible values:
 

@@ -69,7 +69,8 @@ class NumaNodeReport(base.NumaPolicyObject):
     """One host NUMA node, as measured by the agent."""
 
     # Version 1.0: initial version
-    VERSION = '1.0'
+    # Version 1.1: floating_cpus, floating_load
+    VERSION = '1.1'
 
     fields = {
         'id': fields.IntegerField(),
@@ -80,7 +81,19 @@ class NumaNodeReport(base.NumaPolicyObject):
         'cpu_load': fields.FloatField(),
         # This node's row of the SLIT distance matrix, in node-list order.
         'distances': fields.ListOfIntegersField(),
+        # The node's CPUs that guests without dedicated CPUs may use, as
+        # nova's CPU options on the host give them: a subset of cpus,
+        # empty where all are dedicated to pinned guests. None: not said
+        # (a sender before 1.1), which means all of them
+        # (floating_capacity()).
+        'floating_cpus': fields.ListOfIntegersField(nullable=True),
+        # Busy fraction of those CPUs over the last period, 0.0 to 1.0;
+        # None where there are none, or floating_cpus is None.
+        'floating_load': fields.FloatField(nullable=True),
     }
+
+    DEFAULTS = {'floating_cpus': None, 'floating_load': None}
+    ADDED_IN = {'floating_cpus': '1.1', 'floating_load': '1.1'}
 
 
 @base.NumaPolicyObjectRegistry.register
@@ -151,7 +164,8 @@ class NumaHostReport(base.NumaPolicyObject):
     #              memory-bandwidth
     # Version 1.5: locality_signal and measurements may say
     #              hardware-samples
-    VERSION = '1.5'
+    # Version 1.6: NumaNodeReport 1.1 (floating_cpus, floating_load)
+    VERSION = '1.6'
 
     fields = {
         'host': fields.StringField(),
@@ -180,7 +194,7 @@ class NumaHostReport(base.NumaPolicyObject):
 
     # The version of each child class that a given report version carries.
     obj_relationships = {
-        'numa_nodes': [('1.0', '1.0')],
+        'numa_nodes': [('1.0', '1.0'), ('1.6', '1.1')],
         'nics': [('1.0', '1.0')],
         'instances': [('1.0', '1.0'), ('1.1', '1.1'), ('1.3', '1.2')],
     }
@@ -223,6 +237,21 @@ class NumaHostReport(base.NumaPolicyObject):
         """Whether the report is younger than ``ttl`` seconds at ``now``."""
         age = (now - self.generated_at).total_seconds()
         return age <= ttl
+
+
+def floating_capacity(node):
+    """(CPU ids, load) of a node that guests without dedicated CPUs may use.
+
+    ``node`` is a checked node's data (a dict, as
+    :func:`.wire.load_report_data` gives it, or a row stored from one).
+    A node report before 1.1 does not say: then every CPU of the node
+    and its load, which is what consumers used before it did. The load
+    is None where the node has no such CPU.
+    """
+    cpus = node.get('floating_cpus')
+    if cpus is None:
+        return node['cpus'], node['cpu_load']
+    return cpus, node.get('floating_load')
 
 
 def supersedes(new, old):

@@ -335,10 +335,13 @@ def _check_node(node, node_count):
     cpus = node['cpus']
     _require(all(0 <= cpu <= schema.MAX_CPU_ID for cpu in cpus),
              'node %s: CPU ids are 0 to %d', node_id, schema.MAX_CPU_ID)
-    _require(len(set(cpus)) == len(cpus), 'node %s: a CPU id repeats',
+    cpu_set = set(cpus)
+    _require(len(cpu_set) == len(cpus), 'node %s: a CPU id repeats',
              node_id)
     _require(0.0 <= node['cpu_load'] <= 1.0,
              'node %s: cpu_load must be between 0.0 and 1.0', node_id)
+    _check_floating(node_id, cpu_set, node.get('floating_cpus'),
+                    node.get('floating_load'))
     distances = node['distances']
     _require(len(distances) == node_count,
              'node %s: the distance row must have one entry per node (%s)',
@@ -346,6 +349,30 @@ def _check_node(node, node_count):
     _require(all(0 < d <= schema.MAX_DISTANCE for d in distances),
              'node %s: distances must be 1 to %s', node_id,
              schema.MAX_DISTANCE)
+
+
+def _check_floating(node_id, cpu_set, floating, load):
+    """The CPUs of a node guests without dedicated CPUs may use, and load.
+
+    Both absent (a sender before node report 1.1: all CPUs are), or some
+    of the node's own CPUs, each once, with a load exactly when there is
+    at least one: a load of no CPU, or CPUs without one, would leave a
+    consumer to guess.
+    """
+    if floating is None:
+        _require(load is None,
+                 'node %s: floating_load without floating_cpus', node_id)
+        return
+    floating_set = set(floating)
+    _require(len(floating_set) == len(floating),
+             'node %s: a floating CPU id repeats', node_id)
+    _require(floating_set <= cpu_set,
+             "node %s: floating_cpus must be among the node's cpus", node_id)
+    _require((load is None) == (not floating),
+             'node %s: floating_load must be given exactly when '
+             'floating_cpus names a CPU', node_id)
+    _require(load is None or 0.0 <= load <= 1.0,
+             'node %s: floating_load must be between 0.0 and 1.0', node_id)
 
 
 def _check_instance(instance, known_nodes, host_cpus):

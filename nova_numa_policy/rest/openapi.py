@@ -55,6 +55,17 @@ SCHEMAS = {
     'NumaNode': _object({
         'id': {'type': 'integer', 'minimum': 0}, 'cpus': _INTS,
         'cpu_load': {'type': 'number', 'minimum': 0, 'maximum': 1},
+        'floating_cpus': dict(
+            _INTS, description="The node's CPUs guests without dedicated "
+            "CPUs may use, as nova's CPU options on the host give them: "
+            "the capacity the scheduler counts. Every CPU of the node "
+            "when its agent does not say (before report 1.6); empty when "
+            "all are dedicated to pinned guests."),
+        'floating_load': {
+            'type': 'number', 'minimum': 0, 'maximum': 1, 'nullable': True,
+            'description': 'Busy fraction of floating_cpus, the load the '
+            'scheduler judges; cpu_load when the agent does not say, null '
+            'when floating_cpus is empty.'},
         'memory_total_mb': {'type': 'integer'},
         'memory_free_mb': {'type': 'integer'},
         'instance_memory_mb': {'type': 'integer',

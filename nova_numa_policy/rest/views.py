@@ -50,10 +50,14 @@ def _instance_memory_per_node(instances):
 
 
 def _node(node, nics, instance_mb):
+    floating_cpus, floating_load = report_obj.floating_capacity(node)
     return {
         'id': node['id'],
         'cpus': node['cpus'],
         'cpu_load': node['cpu_load'],
+        # What the scheduler counts for guests without dedicated CPUs.
+        'floating_cpus': list(floating_cpus),
+        'floating_load': floating_load,
         'memory_total_mb': node['memory_total_mb'],
         'memory_free_mb': node['memory_free_mb'],
         'instance_memory_mb': instance_mb.get(node['id'], 0),

@@ -20,6 +20,7 @@ judging nodes nova may not choose.
 """
 
 import dataclasses
+import math
 import statistics
 import typing
 
@@ -150,10 +151,21 @@ def _fit_numbers(verdict):
     numbers = {'vcpus': request.vcpus, 'memory_mb': request.memory_mb,
                'threshold': settings.threshold}
     if node is not None:
-        numbers.update(load=round(node.load, 3), cpus=node.cpus,
-                       free_mb=node.free_mb,
-                       headroom=round(verdict.headroom, 3))
+        # The node's CPUs a floating guest may use and their load: what
+        # the verdict judged (summary.NodeState).
+        numbers.update(load=round(node.floating_load, 3),
+                       cpus=node.floating_cpus, free_mb=node.free_mb,
+                       headroom=_finite(verdict.headroom))
     return numbers
+
+
+def _finite(headroom):
+    """A headroom rounded for the numbers; None when minus infinity.
+
+    A node without CPUs for a floating guest has no headroom to speak
+    of, and JSON has no infinity.
+    """
+    return round(headroom, 3) if math.isfinite(headroom) else None
 
 
 def _enforce_numbers(request, summary):
@@ -235,10 +247,11 @@ def best_node(nodes, vcpus, memory_mb, threshold):
 def load_candidates(summary, request):
     """The nodes an instance may sit on; the whole host if none can.
 
-    A guest without a NUMA topology bigger than every node is spread over
+    A guest without a NUMA topology bigger than every node (more vCPUs
+    than any node has floating CPUs, or more memory) is spread over
     nodes by the kernel, so it is judged against the host as a whole.
     """
-    if (request.vcpus <= summary.largest_node_cpus
+    if (request.vcpus <= summary.largest_node_floating_cpus
             and request.memory_mb <= summary.largest_node_mb):
         return summary.nodes
     return (summary.whole,)

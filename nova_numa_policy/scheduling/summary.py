@@ -3,10 +3,19 @@
 A report carries up to a thousand instances; the scheduler needs a few
 numbers per node. Summarising once at ingest keeps the cache small and the
 per-host path free of anything but arithmetic on tuples.
+
+Every guest our plugins judge is a *floating* one, without dedicated
+CPUs: nova's NUMATopologyFilter alone places pinned guests (the checks
+pass them, :mod:`.scoring`). So a node's capacity here is the CPUs a
+floating guest may use and their load, never the CPUs nova dedicates to
+pinned guests, whose idleness is no headroom for a floating guest. The
+all-CPU figures stay in the report, for operators (the REST API).
 """
 
 import dataclasses
 import math
+
+from nova_numa_policy.objects import report as report_obj
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -14,8 +23,10 @@ class NodeState:
     """One host NUMA node as the scheduler sees it."""
 
     id: int
-    cpus: int
-    load: float  # measured busy fraction of the node's CPUs
+    # How many of the node's CPUs guests without dedicated CPUs may use
+    # (0: all are dedicated), and their measured busy fraction.
+    floating_cpus: int
+    floating_load: float
     free_mb: int
     total_mb: int
     # I/O-intensive instances whose memory is mostly on this node.
@@ -35,7 +46,7 @@ class HostSummary:
     nic_nodes: frozenset
     physnet_nodes: dict
     enforceable: frozenset
-    largest_node_cpus: int
+    largest_node_floating_cpus: int
     largest_node_mb: int
     # The agent process that sent it (None from agents before 1.1).
     boot_id: str | None = None
@@ -97,13 +108,25 @@ def _io_neighbours(instances, io_rate):
 
 
 def _whole_host(nodes):
-    cpus = sum(node.cpus for node in nodes)
-    busy = sum(node.load * node.cpus for node in nodes)
+    cpus = sum(node.floating_cpus for node in nodes)
+    busy = sum(node.floating_load * node.floating_cpus for node in nodes)
     return NodeState(
-        id=-1, cpus=cpus, load=busy / cpus if cpus else 1.0,
+        id=-1, floating_cpus=cpus,
+        floating_load=busy / cpus if cpus else 1.0,
         free_mb=sum(node.free_mb for node in nodes),
         total_mb=sum(node.total_mb for node in nodes),
         io_neighbours=sum(node.io_neighbours for node in nodes))
+
+
+def _node_state(node, io_neighbours):
+    cpus, load = report_obj.floating_capacity(node)
+    return NodeState(
+        id=node['id'], floating_cpus=len(cpus),
+        # A node without floating CPUs has no load of theirs; its count
+        # of 0 already keeps every floating guest off it.
+        floating_load=0.0 if load is None else load,
+        free_mb=node['memory_free_mb'], total_mb=node['memory_total_mb'],
+        io_neighbours=io_neighbours)
 
 
 def summarize(data, io_rate):
@@ -113,12 +136,8 @@ def summarize(data, io_rate):
         I/O intensive (``[numa_policy_scheduler] io_intensive_rate``).
     """
     neighbours = _io_neighbours(data['instances'], io_rate)
-    nodes = tuple(
-        NodeState(id=n['id'], cpus=len(n['cpus']), load=n['cpu_load'],
-                  free_mb=n['memory_free_mb'],
-                  total_mb=n['memory_total_mb'],
-                  io_neighbours=neighbours.get(n['id'], 0))
-        for n in data['numa_nodes'])
+    nodes = tuple(_node_state(n, neighbours.get(n['id'], 0))
+                  for n in data['numa_nodes'])
     nic_nodes, physnet_nodes = _nic_nodes(data['nics'],
                                           [n.id for n in nodes])
     return HostSummary(
@@ -127,7 +146,7 @@ def summarize(data, io_rate):
         nodes=nodes, whole=_whole_host(nodes), nic_nodes=nic_nodes,
         physnet_nodes=physnet_nodes,
         enforceable=frozenset(data['enforceable_policies']),
-        largest_node_cpus=max(node.cpus for node in nodes),
+        largest_node_floating_cpus=max(node.floating_cpus for node in nodes),
         largest_node_mb=max(node.total_mb for node in nodes),
         boot_id=data['boot_id'],
         locality_signal=data['locality_signal'],
@@ -135,7 +154,11 @@ def summarize(data, io_rate):
 
 
 def projected_load(node, vcpus):
-    """The node's load with ``vcpus`` more busy vCPUs on it."""
-    if not node.cpus:
+    """The load of the node's floating CPUs with ``vcpus`` more busy ones.
+
+    Infinite on a node without floating CPUs: no vCPU of a floating
+    guest may run there.
+    """
+    if not node.floating_cpus:
         return math.inf
-    return node.load + vcpus / node.cpus
+    return node.floating_load + vcpus / node.floating_cpus

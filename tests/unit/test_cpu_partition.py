@@ -1,5 +1,6 @@
 """The CPUs nova's configuration gives unpinned guests on a host."""
 
+import collections
 import os
 
 import fixtures
@@ -20,9 +21,9 @@ class FloatingCpusTest(testtools.TestCase):
         (scope.CpuPartition(), frozenset()),
         (scope.CpuPartition(shared=frozenset({0, 1})), {0, 1}),
         (scope.CpuPartition(dedicated=frozenset({4, 5, 6, 7})), {0, 1, 2, 3}),
-        # nova's order: the shared set wins over the legacy pin set.
+        # nova's order: the legacy pin set wins over the shared set.
         (scope.CpuPartition(shared=frozenset({2}), pin_set=frozenset({3})),
-         {2}),
+         {3}),
         (scope.CpuPartition(pin_set=frozenset({3, 4})), {3, 4}),
     ]
 
@@ -30,6 +31,47 @@ class FloatingCpusTest(testtools.TestCase):
         for partition, expected in self.CASES:
             self.assertEqual(frozenset(expected), partition.floating(HOST),
                              partition)
+
+
+Node = collections.namedtuple('Node', 'id cpus')
+NODES = (Node(0, (0, 1, 2, 3)), Node(1, (4, 5, 6, 7)))
+
+
+class FloatingByNodeTest(testtools.TestCase):
+
+    # (partition, each node's CPUs guests without dedicated CPUs may use)
+    CASES = [
+        (scope.CpuPartition(), {0: {0, 1, 2, 3}, 1: {4, 5, 6, 7}}),
+        # Dedicated CPUs and no shared set: nova places no floating guest
+        # on the host (no VCPU inventory), so no node has capacity.
+        (scope.CpuPartition(dedicated=frozenset({4, 5, 6, 7})),
+         {0: set(), 1: set()}),
+        # Node 1 wholly dedicated: no capacity for floating guests.
+        (scope.CpuPartition(shared=frozenset({0, 1, 2, 3}),
+                            dedicated=frozenset({4, 5, 6, 7})),
+         {0: {0, 1, 2, 3}, 1: set()}),
+        # Each node split between shared and dedicated CPUs.
+        (scope.CpuPartition(shared=frozenset({0, 1, 4, 5}),
+                            dedicated=frozenset({2, 3, 6, 7})),
+         {0: {0, 1}, 1: {4, 5}}),
+        # A shared set alone: CPUs outside it are the host's own.
+        (scope.CpuPartition(shared=frozenset({1})), {0: {1}, 1: set()}),
+        (scope.CpuPartition(pin_set=frozenset({3, 4})), {0: {3}, 1: {4}}),
+    ]
+
+    def test_cases(self):
+        for partition, expected in self.CASES:
+            self.assertEqual(
+                {node: frozenset(cpus) for node, cpus in expected.items()},
+                partition.floating_by_node(NODES), partition)
+
+    def test_a_node_list_given_once_as_a_generator_is_read_once(self):
+        nodes = (node for node in NODES)
+        self.assertEqual({0: frozenset({0, 1, 2, 3}), 1: frozenset()},
+                         scope.CpuPartition(
+                             shared=frozenset(range(4)),
+                             dedicated=frozenset(range(4, 8)))
+                         .floating_by_node(nodes))
 
 
 class BoundTest(testtools.TestCase):

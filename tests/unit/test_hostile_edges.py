@@ -202,6 +202,7 @@ class NumbersTest(EdgeTestCase):
     """3. Numbers beyond a float, and unreadable times, are malformed."""
 
     FLOAT_PLACES = (((), 'period'), (('numa_nodes', 0), 'cpu_load'),
+                    (('numa_nodes', 0), 'floating_load'),
                     (('instances', 0), 'io_rate'),
                     (('instances', 0), 'cpu_wait'))
 
@@ -456,6 +457,7 @@ NAME_VARIANTS = (
 KEY_VARIANTS = NodeKeysTest.CANONICAL + NodeKeysTest.OTHERS
 NUMBER_PLACES = (((), 'seq'), ((), 'period'), (('numa_nodes', 0), 'id'),
                  (('numa_nodes', 0), 'cpu_load'),
+                 (('numa_nodes', 0), 'floating_load'),
                  (('numa_nodes', 0), 'memory_total_mb'),
                  (('numa_nodes', 0), 'memory_free_mb'),
                  (('instances', 0), 'io_rate'),
@@ -664,6 +666,12 @@ def _plain(report):
             for name in report.fields}
 
 
+def _floating_counted(row_node):
+    """(count, load) of a stored node's CPUs for floating guests."""
+    cpus, load = report_obj.floating_capacity(row_node)
+    return len(cpus), 0.0 if load is None else load
+
+
 class FuzzTest(EdgeTestCase):
     """4. Both consumers keep exactly the same of 2,000 crafted reports."""
 
@@ -721,8 +729,9 @@ class FuzzTest(EdgeTestCase):
             (row['seq'], row['boot_id'],
              row['generated_at'].replace(tzinfo=UTC).timestamp()), how)
         self.assertEqual(
-            [(node.id, node.cpus, node.load, node.free_mb, node.total_mb)
+            [(node.id, node.floating_cpus, node.floating_load, node.free_mb,
+              node.total_mb)
              for node in summary.nodes],
-            [(node['id'], len(node['cpus']), node['cpu_load'],
-              node['memory_free_mb'], node['memory_total_mb'])
+            [(node['id'], *_floating_counted(node), node['memory_free_mb'],
+              node['memory_total_mb'])
              for node in row['numa_nodes']], how)

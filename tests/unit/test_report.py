@@ -21,17 +21,17 @@ VERSION = 'nova_numa_policy_object.version'
 # The fingerprint of every object: a change to an object's fields without
 # a version bump fails here, so no report silently changes on the wire.
 OBJECT_FINGERPRINTS = {
-    'NumaHostReport': '1.5-3f190539753441ce04f4fe7d705e2f61',
-    'NumaNodeReport': '1.0-f78e3f67dd4a4d3fbba359d03bf22c11',
+    'NumaHostReport': '1.6-3f190539753441ce04f4fe7d705e2f61',
+    'NumaNodeReport': '1.1-de243c73ddd816fcd7ef564ae094c3df',
     'NumaNicReport': '1.0-35807ac8be78b380438ee8177f88e6ed',
     'NumaInstanceReport': '1.2-66b3be3b5de3561cd7d79820bee79994',
 }
 
 
 class FutureHostReport(report_obj.NumaHostReport):
-    """What a newer agent would send: version 1.6 with one more field."""
+    """What a newer agent would send: version 1.7 with one more field."""
 
-    VERSION = '1.6'
+    VERSION = '1.7'
     fields = dict(report_obj.NumaHostReport.fields,
                   power_watts=fields.IntegerField())
     DEFAULTS = dict(report_obj.NumaHostReport.DEFAULTS, power_watts=0)
@@ -42,11 +42,45 @@ class FutureHostReport(report_obj.NumaHostReport):
 
     def obj_make_compatible(self, primitive, target_version):
         super().obj_make_compatible(primitive, target_version)
-        if target_version in ('1.0', '1.1', '1.2', '1.3', '1.4', '1.5'):
+        if target_version in ('1.0', '1.1', '1.2', '1.3', '1.4', '1.5',
+                              '1.6'):
             primitive.pop('power_watts', None)
 
 
 base.NumaPolicyObjectRegistry.register_if(False)(FutureHostReport)
+
+
+class OldNodeReport(base.NumaPolicyObject):
+    """What a consumer of report 1.5 knows of a node: version 1.0.
+
+    Not a subclass of today's node: registering would give it back the
+    fields it inherits.
+    """
+
+    VERSION = '1.0'
+    fields = {name: field
+              for name, field in report_obj.NumaNodeReport.fields.items()
+              if name not in report_obj.NumaNodeReport.ADDED_IN}
+
+    @classmethod
+    def obj_name(cls):
+        return 'NumaNodeReport'
+
+
+class OldHostReport(report_obj.NumaHostReport):
+    """What a consumer of report 1.5 reads."""
+
+    VERSION = '1.5'
+    CHILDREN = dict(report_obj.NumaHostReport.CHILDREN,
+                    numa_nodes=OldNodeReport)
+
+    @classmethod
+    def obj_name(cls):
+        return 'NumaHostReport'
+
+
+base.NumaPolicyObjectRegistry.register_if(False)(OldNodeReport)
+base.NumaPolicyObjectRegistry.register_if(False)(OldHostReport)
 
 
 def _future_report(**fields):
@@ -104,7 +138,7 @@ class VersionCompatibilityTest(testtools.TestCase):
 
     def test_current_consumer_reads_a_newer_minor_report(self):
         primitive = report_wire.dump_report(_future_report())
-        self.assertEqual('1.6', primitive[VERSION])
+        self.assertEqual('1.7', primitive[VERSION])
         back = report_wire.load_report(primitive)
         self.assertIsInstance(back, report_obj.NumaHostReport)
         self.assertNotIn('power_watts', back.fields)
@@ -176,7 +210,7 @@ class VersionCompatibilityTest(testtools.TestCase):
             self.assertEqual('access-counters', report_wire.load_report(
                 primitive).locality_signal)
             current = report_wire.dump_report(report)
-            self.assertEqual('1.5', current[VERSION])
+            self.assertEqual('1.6', current[VERSION])
             self.assertEqual(signal, report_wire.load_report(
                 current).locality_signal)
 
@@ -216,6 +250,48 @@ class VersionCompatibilityTest(testtools.TestCase):
             exc = self.assertRaises(exception.MalformedReport,
                                     report_wire.load_report, primitive)
             self.assertIn('cpu_wait', str(exc))
+
+    def test_a_node_says_what_guests_without_dedicated_cpus_may_use(self):
+        back = report_wire.load_report(report_wire.dump_report(
+            report_factory.make_report()))
+        node = back.numa_nodes[1]
+        self.assertEqual(([2, 3], [2], 0.5),
+                         (node.cpus, node.floating_cpus, node.floating_load))
+
+    def test_an_agent_of_1_5_says_nothing_and_every_cpu_floats(self):
+        # What a 1.5 agent sends: its nodes are 1.0, without the fields.
+        primitive = report_wire.dump_report(report_factory.make_report(),
+                                            target_version='1.5')
+        self.assertEqual('1.5', primitive[VERSION])
+        node = primitive[DATA]['numa_nodes'][1]
+        self.assertEqual('1.0', node[VERSION])
+        self.assertNotIn('floating_cpus', node[DATA])
+        self.assertNotIn('floating_load', node[DATA])
+        data = report_wire.load_report_data(primitive)
+        self.assertIsNone(data['numa_nodes'][1]['floating_cpus'])
+        self.assertEqual(([2, 3], 0.25), report_obj.floating_capacity(
+            data['numa_nodes'][1]))
+        back = report_wire.load_report(primitive)
+        self.assertIsNone(back.numa_nodes[1].floating_cpus)
+        self.assertIsNone(back.numa_nodes[1].floating_load)
+
+    def test_a_1_6_report_read_by_a_1_5_consumer_keeps_its_nodes(self):
+        # A 1.5 consumer's node class is 1.0: a 1.1 node's new fields go.
+        primitive = report_wire.dump_report(report_factory.make_report())
+        self.assertEqual('1.1', primitive[DATA]['numa_nodes'][0][VERSION])
+        back = report_wire.load_report(primitive, cls=OldHostReport)
+        node = back.numa_nodes[0]
+        self.assertEqual(([0, 1], 0.25), (node.cpus, node.cpu_load))
+        self.assertFalse(node.obj_attr_is_set('floating_cpus'))
+        self.assertFalse(node.obj_attr_is_set('floating_load'))
+
+    def test_a_wholly_dedicated_node_has_no_floating_load(self):
+        report = report_factory.make_report()
+        report.numa_nodes[1].floating_cpus = []
+        report.numa_nodes[1].floating_load = None
+        data = report_wire.load_report_data(report_wire.dump_report(report))
+        self.assertEqual(([], None), report_obj.floating_capacity(
+            data['numa_nodes'][1]))
 
     def test_newer_nested_object_drops_its_new_fields(self):
         primitive = report_wire.dump_report(report_factory.make_report())
@@ -316,6 +392,20 @@ class MalformedReportTest(testtools.TestCase):
         ('node_id_beyond_any_kernel', _mutate(NODE0 + ('id',), 5000)),
         ('negative_nic_speed',
          _mutate((DATA, 'nics', 0, DATA, 'speed_mbps'), -1)),
+        ('floating_cpu_not_on_its_node',
+         _mutate(NODE0 + ('floating_cpus',), [0, 2])),
+        ('repeated_floating_cpu', _mutate(NODE0 + ('floating_cpus',), [0, 0])),
+        ('floating_cpus_not_a_list', _mutate(NODE0 + ('floating_cpus',), 0)),
+        ('floating_load_above_one', _mutate(NODE0 + ('floating_load',), 1.5)),
+        ('negative_floating_load',
+         _mutate(NODE0 + ('floating_load',), -0.1)),
+        ('nan_floating_load',
+         _mutate(NODE0 + ('floating_load',), float('nan'))),
+        ('floating_cpus_without_their_load',
+         _mutate(NODE0 + ('floating_load',), None)),
+        ('a_load_of_no_floating_cpu', _mutate(NODE0 + ('floating_cpus',), [])),
+        ('floating_load_without_floating_cpus',
+         _mutate(NODE0 + ('floating_cpus',), None)),
         ('too_many_nics', _mutate(
             (DATA, 'nics'),
             [report_wire.dump_report(report_factory.make_report())

@@ -21,11 +21,31 @@ def _percent(fraction):
 
 
 def describe_node(node):
-    """One line per node: load, free memory, instance memory, NICs."""
+    """One line per node: load, free memory, instance memory, NICs.
+
+    Where nova dedicates some of the node's CPUs to pinned guests, the
+    load is followed by what the scheduler judges unpinned guests by.
+    """
     nics = ', '.join(node['nics']) or 'no NIC'
-    return (f"node {node['id']}: load {_percent(node['cpu_load'])}, "
+    return (f"node {node['id']}: load {_percent(node['cpu_load'])}"
+            f"{_unpinned(node)}, "
             f"{node['memory_free_mb']}/{node['memory_total_mb']} MiB free, "
             f"instances {node['instance_memory_mb']} MiB, {nics}")
+
+
+def _unpinned(node):
+    """The node's CPUs for unpinned guests and their load, when not all.
+
+    Nothing to say when every CPU is theirs, or the API is older than
+    the field.
+    """
+    cpus = node.get('floating_cpus')
+    if cpus is None or len(cpus) == len(node['cpus']):
+        return ''
+    if not cpus:
+        return ' (no CPU for unpinned guests)'
+    return (f" (unpinned guests: {len(cpus)} of {len(node['cpus'])} CPUs"
+            f" at {_percent(node['floating_load'])})")
 
 
 def describe_nic(nic):

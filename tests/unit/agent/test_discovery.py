@@ -4,6 +4,7 @@ import fixtures
 import libvirt
 import testtools
 
+from nova_numa_policy import scope
 from nova_numa_policy import topology
 
 from agent import discovery
@@ -151,6 +152,40 @@ class LoadTest(testtools.TestCase):
         after = discovery.read_cpu_times(root)
         loads = discovery.node_loads(before, after, topo.nodes)
         self.assertEqual({0: 0.5, 1: 0.05}, loads)
+
+    def test_floating_loads_are_measured_on_the_floating_cpus_only(self):
+        root = self.useFixture(fixtures.TempDir()).path
+        host_fixtures.numa_host(root, 2, 2)
+        topo = discovery.discover('<capabilities/>', root, {}, {})
+        before = discovery.read_cpu_times(root)
+        # CPU 0 shared and busy, CPU 1 dedicated and idle; node 1's
+        # pinned guests keep its CPUs busy.
+        host_fixtures.write_proc(root, 4, busy={0: 800, 2: 1000, 3: 1000},
+                                 elapsed=2000)
+        after = discovery.read_cpu_times(root)
+        floating = scope.CpuPartition(
+            shared=frozenset({0}),
+            dedicated=frozenset({1, 2, 3})).floating_by_node(topo.nodes)
+        self.assertEqual({0: frozenset({0}), 1: frozenset()}, floating)
+        self.assertEqual({0: 0.8, 1: None},
+                         discovery.floating_loads(before, after, floating))
+        self.assertEqual({0: 0.4, 1: 1.0},
+                         discovery.node_loads(before, after, topo.nodes))
+        usage = discovery.usage(
+            topo.nodes, discovery.node_loads(before, after, topo.nodes), {},
+            floating, discovery.floating_loads(before, after, floating))
+        self.assertEqual(
+            [(0.4, frozenset({0}), 0.8), (1.0, frozenset(), None)],
+            [(u.cpu_load, u.floating_cpus, u.floating_load) for u in usage])
+
+    def test_without_a_partition_usage_does_not_tell_floating_cpus(self):
+        root = self.useFixture(fixtures.TempDir()).path
+        host_fixtures.numa_host(root, 2, 2)
+        topo = discovery.discover('<capabilities/>', root, {}, {})
+        usage = discovery.usage(topo.nodes, {0: 0.5}, {})
+        self.assertEqual([(0.5, None, None), (0.0, None, None)],
+                         [(u.cpu_load, u.floating_cpus, u.floating_load)
+                          for u in usage])
 
     def test_real_proc_stat_is_readable(self):
         times = discovery.read_cpu_times('/')

@@ -11,6 +11,7 @@ import testtools
 from nova_numa_policy import backend
 from nova_numa_policy import errors
 from nova_numa_policy import execution
+from nova_numa_policy import scope
 
 from agent import connection
 from agent import libvirt_backend
@@ -68,6 +69,42 @@ class NodeLoadWindowTest(base.TestDriverHostTest):
         self.assertEqual(measured, self.loads(
             {**{cpu: 500 for cpu in range(4)},
              **{cpu: 1 for cpu in range(4, 8)}}, 2001))
+
+
+class FloatingLoadTest(NodeLoadWindowTest):
+    """nova shares node 0's first two CPUs and dedicates the rest.
+
+    NodeLoadWindowTest's cases run here too: the nodes' loads over all
+    their CPUs are the same on a partitioned host.
+    """
+
+    def setUp(self):
+        super().setUp()
+        self.backend = libvirt_backend.LibvirtBackend(
+            self.connection, root=self.root, clock=lambda: self.now,
+            sleep=self.sleep, cpu_partition=scope.CpuPartition(
+                shared=frozenset({0, 1}),
+                dedicated=frozenset({2, 3, 4, 5, 6, 7})))
+
+    def usage(self, busy, elapsed):
+        host_fixtures.write_proc(self.root, 8, busy=busy, elapsed=elapsed)
+        return [(u.cpu_load, u.floating_cpus, u.floating_load)
+                for u in self.backend.observe().usage]
+
+    def test_the_floating_cpus_are_measured_apart_from_the_dedicated(self):
+        self.usage({}, 1000)
+        self.now += 5.0
+        # The shared CPUs are busy; pinned guests idle on the others.
+        self.assertEqual(
+            [(0.45, frozenset({0, 1}), 0.9), (0.0, frozenset(), None)],
+            self.usage({0: 900, 1: 900}, 2000))
+
+    def test_an_observation_inside_the_window_keeps_both_loads(self):
+        self.usage({}, 1000)
+        self.now += 5.0
+        measured = self.usage({0: 900, 1: 900}, 2000)
+        self.now += 0.01
+        self.assertEqual(measured, self.usage({0: 901, 1: 901}, 2001))
 
 
 class ObserveTest(base.TestDriverHostTest):

@@ -27,13 +27,20 @@ def make_instance(uuid=UUID_A, requested='interleave', applied='interleave',
 def make_report(host='compute-1', seq=1, generated_at=None, instances=None,
                 free_mb=(30000, 31000),
                 enforceable=('first-touch', 'interleave'),
-                locality_signal=None):
+                locality_signal=None, floating=None):
+    """A report of two nodes of eight CPUs.
+
+    ``floating``: {node: (CPUs, load)} nova gives guests without
+    dedicated CPUs; None: the agent does not say (before report 1.6).
+    """
+    said = {node: dict(floating_cpus=cpus, floating_load=load)
+            for node, (cpus, load) in (floating or {}).items()}
     nodes = [
         report_obj.NumaNodeReport(
             id=node, cpus=list(range(node * 8, node * 8 + 8)),
             memory_total_mb=32768, memory_free_mb=free,
             cpu_load=0.25 * (node + 1), distances=[10, 21] if node == 0
-            else [21, 10])
+            else [21, 10], **said.get(node, {}))
         for node, free in enumerate(free_mb)]
     return report_obj.NumaHostReport(
         host=host, hypervisor_hostname=f'{host}.example.org',

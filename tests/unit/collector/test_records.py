@@ -59,6 +59,21 @@ class RowsTest(testtools.TestCase):
         self.assertEqual('eth0', row['nics'][0]['name'])
         self.assertEqual(1, row['instance_count'])
 
+    def test_host_row_keeps_what_nova_gives_floating_guests(self):
+        report = fakes.make_report(floating={0: ([0, 1, 2, 3], 0.5),
+                                             1: ([], None)})
+        row = records.host_row(report, fakes.at(6))
+        self.assertEqual([([0, 1, 2, 3], 0.5), ([], None)],
+                         [(n['floating_cpus'], n['floating_load'])
+                          for n in row['numa_nodes']])
+
+    def test_host_row_of_an_agent_that_does_not_say_keeps_none(self):
+        # Readers take every CPU then (report.floating_capacity).
+        row = records.host_row(fakes.make_report(), fakes.at(6))
+        self.assertEqual([(None, None)] * 2,
+                         [(n['floating_cpus'], n['floating_load'])
+                          for n in row['numa_nodes']])
+
     def test_instance_rows_are_keyed_by_uuid(self):
         report = fakes.make_report(instances=[
             fakes.make_instance(fakes.UUID_A),

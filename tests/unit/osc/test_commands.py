@@ -14,9 +14,11 @@ def fill(storage):
         'compute-2', instances=[fakes.make_instance(
             fakes.UUID_B, requested='interleave', applied='first-touch')]),
         fakes.at(100))
+    # nova shares half of node 0's CPUs and dedicates the rest.
     storage.store_report(fakes.make_report('compute-3', instances=[
         fakes.make_instance(UUID_C, requested=None, applied='none',
-                            memory={'0': 2048})]), fakes.at(100))
+                            memory={'0': 2048})],
+        floating={0: ([0, 1, 2, 3], 0.6), 1: ([], None)}), fakes.at(100))
     for seq, host, uuid in ((1, 'compute-1', fakes.UUID_A),
                             (2, 'compute-2', fakes.UUID_B),
                             (3, 'compute-2', None)):
@@ -63,6 +65,18 @@ class HostCommandsTest(base.CliTestCase):
                       '512 MiB, no NIC |', out)
         self.assertIn('| node 1: load 50 %, 31000/32768 MiB free, instances '
                       '512 MiB, eth0   |', out)
+
+    def test_host_show_says_what_unpinned_guests_may_use_where_not_all(self):
+        out = self.table_cli('numa', 'host', 'show', 'compute-3', '-c',
+                             'numa_nodes')
+        self.assertIn('| node 0: load 25 % (unpinned guests: 4 of 8 CPUs at '
+                      '60 %), 30000/32768 MiB free', out)
+        self.assertIn('| node 1: load 50 % (no CPU for unpinned guests), '
+                      '31000/32768 MiB free', out)
+        host = self.json_cli('numa', 'host', 'show', 'compute-3')
+        self.assertEqual([([0, 1, 2, 3], 0.6), ([], None)],
+                         [(n['floating_cpus'], n['floating_load'])
+                          for n in host['numa_nodes']])
 
     def test_unknown_host_prints_the_api_message(self):
         code, _out, err = self.run_cli('numa', 'host', 'show', 'nowhere')

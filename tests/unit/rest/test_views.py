@@ -58,6 +58,30 @@ class HostDetailTest(testtools.TestCase):
                                           for n in body['numa_nodes']])
         self.assertEqual('2025-01-31T12:00:00+00:00', body['generated_at'])
         self.assertEqual(2, body['node_count'])
+        # Stored before report 1.6: every CPU floats, at the node's load.
+        self.assertEqual([([0], 0.5)] * 2,
+                         [(n['floating_cpus'], n['floating_load'])
+                          for n in body['numa_nodes']])
+
+    def test_nodes_say_what_guests_without_dedicated_cpus_may_use(self):
+        moment = datetime.datetime(2025, 1, 31, 12, 0)
+        node = {'id': 0, 'cpus': [0, 1], 'cpu_load': 0.5,
+                'memory_total_mb': 100, 'memory_free_mb': 10,
+                'distances': [10, 21], 'floating_cpus': [1],
+                'floating_load': 0.9}
+        row = {
+            'host': 'h', 'hypervisor_hostname': 'h', 'agent_version': '1',
+            'seq': 1, 'generated_at': moment, 'received_at': moment,
+            'period': 60.0, 'instance_count': 0,
+            'enforceable_policies': [], 'nics': [], 'instances': [],
+            'numa_nodes': [node, dict(node, id=1, cpus=[2, 3],
+                                      distances=[21, 10], floating_cpus=[],
+                                      floating_load=None)],
+        }
+        body = views.host_detail(row)
+        self.assertEqual([([1], 0.9), ([], None)],
+                         [(n['floating_cpus'], n['floating_load'])
+                          for n in body['numa_nodes']])
 
 
 class PageTest(testtools.TestCase):

@@ -1,7 +1,10 @@
 """Factories of HostReports of given topologies, for scheduler tests.
 
-A fresh object per call. A node is ``(cpus, load, free_mb)``; a NIC is
-``(numa_node, physnet)``.
+A fresh object per call. A node is ``(cpus, load, free_mb)``, or
+``(cpus, load, free_mb, floating, floating_load)`` when nova gives
+guests without dedicated CPUs only its first ``floating`` CPUs, whose
+load is ``floating_load`` (the first form: the agent does not say, as
+before report 1.6). A NIC is ``(numa_node, physnet)``.
 """
 
 import datetime
@@ -15,22 +18,27 @@ ALL_POLICIES = ('first-touch', 'interleave', 'home', 'first-touch+carrefour',
                 'interleave+carrefour', 'auto')
 
 
-def _node(node_id, count, cpus, load, free_mb, first_cpu):
+def _node(node_id, count, first_cpu, cpus, load, free_mb, floating=None,
+          floating_load=None):
+    ids = list(range(first_cpu, first_cpu + cpus))
+    said = {} if floating is None else dict(
+        floating_cpus=ids[:floating],
+        floating_load=floating_load if floating else None)
     return report_obj.NumaNodeReport(
-        id=node_id, cpus=list(range(first_cpu, first_cpu + cpus)),
+        id=node_id, cpus=ids,
         memory_total_mb=max(TOTAL_MB, free_mb), memory_free_mb=free_mb,
         cpu_load=load,
-        distances=[10 if other == node_id else 21 for other in range(count)])
+        distances=[10 if other == node_id else 21 for other in range(count)],
+        **said)
 
 
 def make_report(host='compute1', nodename=None, nodes=((8, 0.1, 32768),) * 2,
                 nics=((0, 'physnet1'),), enforceable=ALL_POLICIES,
                 generated_at=None, seq=1, instances=(), boot_id=None):
     nodes_out, first = [], 0
-    for node_id, (cpus, load, free_mb) in enumerate(nodes):
-        nodes_out.append(_node(node_id, len(nodes), cpus, load, free_mb,
-                               first))
-        first += cpus
+    for node_id, node in enumerate(nodes):
+        nodes_out.append(_node(node_id, len(nodes), first, *node))
+        first += node[0]
     return report_obj.NumaHostReport(
         host=host, hypervisor_hostname=nodename or host,
         agent_version='1.0.0', seq=seq, boot_id=boot_id,
@@ -52,10 +60,13 @@ def make_instance(uuid, memory_mb_per_node, io_rate=0.0):
         io_rate=io_rate, io_intensive=False, access_class=None)
 
 
-def make_payload(**kwargs):
-    return report_wire.dump_report(make_report(**kwargs))
+def make_payload(version=None, **kwargs):
+    """A report's wire primitive; ``version``: as an agent pinned to it."""
+    return report_wire.dump_report(make_report(**kwargs),
+                                   target_version=version)
 
 
-def make_summary(io_rate=500.0, **kwargs):
+def make_summary(io_rate=500.0, version=None, **kwargs):
     return summary_mod.summarize(
-        report_wire.load_report_data(make_payload(**kwargs)), io_rate)
+        report_wire.load_report_data(make_payload(version, **kwargs)),
+        io_rate)

@@ -13,6 +13,7 @@ from placement_filters import cache as cache_mod
 from tests.unit.scheduler import reports
 
 NOW = 1_800_000_000.0
+DATA = 'nova_numa_policy_object.data'
 
 
 def at(seconds_ago):
@@ -105,6 +106,27 @@ class ReportCacheTest(testtools.TestCase):
             self.assertFalse(cache.ingest(payload))
         self.assertEqual(5, cache.dropped[cache_mod.DROP_MALFORMED])
         self.assertEqual(0, len(cache))
+
+    def test_a_node_s_floating_cpus_out_of_bounds_are_counted(self):
+        # Each would give the scheduler capacity the node does not have.
+        cache = self.make_cache()
+        spoiled = [
+            # A CPU of node 1 said to float on node 0.
+            {'floating_cpus': [0, 9]},
+            {'floating_cpus': [0, 0, 1]},
+            {'floating_load': 1.5},
+            {'floating_load': None},
+            {'floating_cpus': [], 'floating_load': 0.0},
+        ]
+        for change in spoiled:
+            payload = reports.make_payload(
+                generated_at=at(5), nodes=((8, 0.1, 32768, 4, 0.2),) * 2)
+            payload[DATA]['numa_nodes'][0][DATA].update(change)
+            self.assertFalse(cache.ingest(payload), change)
+        self.assertEqual(len(spoiled), cache.dropped[cache_mod.DROP_MALFORMED])
+        self.assertEqual(0, len(cache))
+        self.assertTrue(cache.ingest(reports.make_payload(
+            generated_at=at(5), nodes=((8, 0.1, 32768, 4, 0.2),) * 2)))
 
     def test_an_oversized_report_is_dropped_before_it_is_read(self):
         cache = self.make_cache(max_report_bytes=1024)

@@ -1,7 +1,9 @@
 """Table-driven specifications of the pure scheduler verdicts and weights.
 
 Every case reads as a sentence: "<flavor> <passes/fails> <host>". Nodes
-are ``(cpus, load, free_mb)``; NICs are ``(numa_node, physnet)``.
+are ``(cpus, load, free_mb)``, or ``(cpus, load, free_mb, floating,
+floating_load)`` where nova dedicates all but the first ``floating`` CPUs
+to pinned guests; NICs are ``(numa_node, physnet)``.
 """
 
 import collections
@@ -25,16 +27,25 @@ PINNED = {'hw:cpu_policy': 'dedicated'}
 IDLE = (8, 0.1, 32768)
 BUSY = (8, 0.75, 32768)   # 0.75 + 2 vCPUs / 8 CPUs = 1.0 > 0.8
 FULL = (8, 0.1, 512)      # no room for 2048 MB
+# Nodes nova splits between shared and dedicated CPUs. Judged on all of
+# their CPUs, the idle, busy and roomy ones would give 2 vCPUs the
+# opposite verdict.
+DEDICATED_IDLE = (8, 0.0, 32768, 0, None)      # no CPU for floating guests
+DEDICATED_BUSY = (8, 1.0, 32768, 0, None)
+SHARED_BUSY = (8, 0.375, 32768, 4, 0.75)       # 0.75 + 2 / 4 = 1.25 > 0.8
+# 0.2 + 2 / 4 = 0.7; on all its CPUs 0.6 + 2 / 8 = 0.85.
+SHARED_ROOMY = (8, 0.6, 32768, 4, 0.2)
+WHOLLY_SHARED_BUSY = (8, 0.75, 32768, 8, 0.75)
 
 
 def host(nodes=(IDLE, IDLE), nics=((0, 'physnet1'),), age=10.0,
-         enforceable=reports.ALL_POLICIES, instances=()):
+         enforceable=reports.ALL_POLICIES, instances=(), version=None):
     generated = datetime.datetime.fromtimestamp(NOW - age,
                                                 datetime.timezone.utc)
     return reports.make_summary(nodes=nodes, nics=nics,
                                 generated_at=generated,
                                 enforceable=enforceable,
-                                instances=instances)
+                                instances=instances, version=version)
 
 
 def request(specs=None, vcpus=2, memory_mb=2048, physnets=(),
@@ -123,6 +134,12 @@ NIC_CASES = [
     Case('nova_owned_topology_is_left_to_numa_topology_filter',
          request(dict(PINNED, **{'hw:numa_nic_locality': 'required'}),
                  nova_topology=True), host(nodes=(BUSY, BUSY)), passed=True),
+    Case('io_heavy_fails_where_the_nic_local_node_s_cpus_are_dedicated',
+         request(IO_HEAVY), host(nodes=(DEDICATED_IDLE, IDLE)),
+         passed=False, node=0),
+    Case('io_heavy_fails_where_the_nic_local_shared_cpus_are_busy',
+         request(IO_HEAVY), host(nodes=(SHARED_BUSY, IDLE)),
+         passed=False, node=0),
 ]
 
 LOAD_CASES = [
@@ -145,6 +162,23 @@ LOAD_CASES = [
     Case('nova_owned_topology_is_left_to_numa_topology_filter_for_load',
          request({'hw:numa_nodes': '1'}, nova_topology=True),
          host(nodes=(BUSY, BUSY)), passed=True),
+    Case('an_idle_dedicated_node_holds_no_floating_guest',
+         request(), host(nodes=(WHOLLY_SHARED_BUSY, DEDICATED_IDLE)),
+         passed=False),
+    Case('a_busy_shared_set_is_busy_beside_idle_dedicated_cpus',
+         request(), host(nodes=(SHARED_BUSY, SHARED_BUSY)), passed=False),
+    Case('busy_dedicated_cpus_leave_the_shared_ones_their_headroom',
+         request(), host(nodes=(SHARED_BUSY, SHARED_ROOMY)), passed=True,
+         node=1),
+    Case('a_flavor_wider_than_any_node_s_floating_cpus_takes_the_host',
+         request(vcpus=5), host(nodes=((8, 0.1, 32768, 4, 0.1),) * 2),
+         passed=True, node=-1),
+    Case('a_pinned_guest_is_left_to_numa_topology_filter_on_dedicated_cpus',
+         request(PINNED, nova_topology=True),
+         host(nodes=(DEDICATED_IDLE, DEDICATED_IDLE)), passed=True),
+    Case('an_agent_before_report_1_6_has_all_its_cpus_counted',
+         request(), host(nodes=(WHOLLY_SHARED_BUSY, DEDICATED_IDLE),
+                         version='1.5'), passed=True, node=1),
 ]
 
 
@@ -219,6 +253,10 @@ LOAD_WEIGHT_CASES = [
                request(POLICY), [host(nodes=(BUSY, IDLE)),
                                  host(nodes=((8, 0.4, 32768), BUSY)),
                                  host(nodes=(BUSY, BUSY))]),
+    WeightCase('policy_prefers_floating_headroom_to_idle_dedicated_cpus',
+               request(POLICY),
+               [host(nodes=((8, 0.2, 32768, 8, 0.2), DEDICATED_BUSY)),
+                host(nodes=((8, 0.5, 32768, 8, 0.5), DEDICATED_IDLE))]),
     WeightCase('memory_that_fits_nowhere_weighs_least',
                request(POLICY), [host(nodes=(BUSY, BUSY)),
                                  host(nodes=(FULL, FULL))]),
@@ -279,3 +317,43 @@ class LazyReasonTest(testtools.TestCase):
         self.assertEqual(scoring.load_weight_of(verdict),
                          scoring.load_weight(request(POLICY), busy_first,
                                              SETTINGS))
+
+
+class FloatingCapacityTest(testtools.TestCase):
+    """A node's capacity is what a guest without dedicated CPUs may use."""
+
+    def test_the_summary_counts_the_floating_cpus_at_their_load(self):
+        summary = host(nodes=(SHARED_BUSY, DEDICATED_IDLE))
+        self.assertEqual([(4, 0.75), (0, 0.0)],
+                         [(n.floating_cpus, n.floating_load)
+                          for n in summary.nodes])
+        self.assertEqual(4, summary.largest_node_floating_cpus)
+        self.assertEqual((4, 0.75), (summary.whole.floating_cpus,
+                                     summary.whole.floating_load))
+
+    def test_a_report_before_1_6_counts_every_cpu_at_the_node_s_load(self):
+        summary = host(nodes=(SHARED_BUSY, DEDICATED_IDLE), version='1.5')
+        self.assertEqual([(8, 0.375), (8, 0.0)],
+                         [(n.floating_cpus, n.floating_load)
+                          for n in summary.nodes])
+        self.assertEqual(8, summary.largest_node_floating_cpus)
+
+    def test_the_numbers_are_the_floating_ones(self):
+        verdict = scoring.load_check(
+            request(), host(nodes=(SHARED_BUSY, FULL)), SETTINGS)
+        self.assertEqual({'load': 0.75, 'cpus': 4, 'headroom': -0.45},
+                         {k: verdict.numbers[k]
+                          for k in ('load', 'cpus', 'headroom')})
+
+    def test_a_node_without_floating_cpus_has_no_headroom_to_show(self):
+        # Minus infinity is not JSON: the REST explain shows these. The
+        # node with floating CPUs lacks the memory.
+        verdict = scoring.load_check(
+            request(), host(nodes=(FULL, DEDICATED_IDLE)), SETTINGS)
+        self.assertFalse(verdict.passed)
+        self.assertEqual(('over', 1), (verdict.why, verdict.node))
+        self.assertEqual({'load': 0.0, 'cpus': 0, 'headroom': None},
+                         {k: verdict.numbers[k]
+                          for k in ('load', 'cpus', 'headroom')})
+        self.assertEqual(scoring.WEIGHT_FLOOR,
+                         scoring.load_weight_of(verdict))

@@ -1,0 +1,80 @@
+"""A period's report from its snapshot: what it says of each node."""
+
+import datetime
+
+import testtools
+
+from nova_numa_policy import backend
+from nova_numa_policy.objects import wire as report_wire
+from nova_numa_policy import reporting
+
+NOW = datetime.datetime(2026, 11, 22, 8, 0, tzinfo=datetime.timezone.utc)
+TOPOLOGY = backend.HostTopology(nodes=(
+    backend.NodeInfo(0, (0, 1, 2, 3), 16384, (10, 21)),
+    backend.NodeInfo(1, (4, 5, 6, 7), 16384, (21, 10))))
+
+
+def _report(*usage):
+    snapshot = backend.HostSnapshot(topology=TOPOLOGY, usage=usage,
+                                    instances=(), taken_at=0.0)
+    report = reporting.build_report(snapshot, 'compute1', 'compute1', seq=1,
+                                    period=60.0, capabilities=(), now=NOW)
+    # What a consumer reads back.
+    return report_wire.load_report_data(report_wire.dump_report(report))
+
+
+def _floating(data):
+    return [(n['floating_cpus'], n['floating_load'])
+            for n in data['numa_nodes']]
+
+
+class FloatingNodeTest(testtools.TestCase):
+
+    def test_each_node_names_its_floating_cpus_and_their_load(self):
+        data = _report(
+            backend.NodeUsage(0, 0.45, 8192, frozenset({0, 1}), 0.9),
+            backend.NodeUsage(1, 0.0, 8192, frozenset(), None))
+        self.assertEqual([([0, 1], 0.9), ([], None)], _floating(data))
+        self.assertEqual([0.45, 0.0],
+                         [n['cpu_load'] for n in data['numa_nodes']])
+
+    def test_a_backend_that_does_not_tell_them_apart_floats_every_cpu(self):
+        # The simulator's: every CPU at the node's load.
+        data = _report(backend.NodeUsage(0, 0.3, 8192),
+                       backend.NodeUsage(1, 0.6, 8192))
+        self.assertEqual([([0, 1, 2, 3], 0.3), ([4, 5, 6, 7], 0.6)],
+                         _floating(data))
+
+    def test_a_node_without_usage_floats_every_cpu_idle(self):
+        self.assertEqual([([0, 1, 2, 3], 0.0), ([4, 5, 6, 7], 0.0)],
+                         _floating(_report()))
+
+    def test_floating_cpus_the_node_lacks_are_not_reported(self):
+        data = _report(
+            backend.NodeUsage(0, 0.5, 8192, frozenset({3, 4}), 0.5),
+            backend.NodeUsage(1, 0.5, 8192, frozenset({3, 4}), 0.5))
+        self.assertEqual([([3], 0.5), ([4], 0.5)], _floating(data))
+
+
+class SignificantChangeTest(testtools.TestCase):
+
+    def _summary(self, cpu_load, floating_load):
+        snapshot = backend.HostSnapshot(
+            topology=TOPOLOGY, instances=(), taken_at=0.0, usage=(
+                backend.NodeUsage(0, cpu_load, 8192, frozenset({0, 1}),
+                                  floating_load),
+                backend.NodeUsage(1, 0.0, 8192, frozenset(), None)))
+        return reporting.summary(reporting.build_report(
+            snapshot, 'compute1', 'compute1', seq=1, period=60.0,
+            capabilities=(), now=NOW))
+
+    def test_the_floating_load_moving_is_reported_at_once(self):
+        # Half the node's CPUs: their load moves twice as far.
+        before = self._summary(0.2, 0.4)
+        self.assertTrue(reporting.significant_change(
+            before, self._summary(0.35, 0.7)))
+
+    def test_small_moves_wait_for_the_period(self):
+        before = self._summary(0.2, 0.4)
+        self.assertFalse(reporting.significant_change(
+            before, self._summary(0.25, 0.5)))
