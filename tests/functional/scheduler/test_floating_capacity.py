@@ -19,7 +19,6 @@ scenario. So each scenario tells the two apart.
 import time
 
 from oslo_config import cfg
-import oslo_messaging as messaging
 
 from nova.tests.functional.libvirt import base as libvirt_base
 
@@ -32,11 +31,11 @@ from placement_filters import listener
 
 from agent import cmd as agent_cmd
 from agent import discovery
+from tests.functional.scheduler import harness
 
 CONF = cfg.CONF
 
-OUR_FILTERS = ['NUMATopologyFilter', 'NumaPolicyFilter',
-               'NumaNicLocalityFilter', 'NumaNodeLoadFilter']
+OUR_FILTERS = ['NUMATopologyFilter'] + harness.OUR_FILTERS
 PERIOD_JIFFIES = 1000
 # fakelibvirt numbers node 0's CPUs 0-3 and node 1's 4-7.
 NODE0, NODE1 = range(0, 4), range(4, 8)
@@ -53,30 +52,16 @@ def busy(*cpus_and_fractions):
             for cpu in cpus}
 
 
-class _FloatingCapacityBase(libvirt_base.ServersTestBase):
+class _FloatingCapacityBase(harness.ReportsToTheScheduler,
+                            libvirt_base.ServersTestBase):
     ADMIN_API = True
     microversion = 'latest'
     # The version the agents send; None: their own.
     REPORT_VERSION = None
 
-    def setUp(self):
-        listener.RUNTIME.stop()  # a listener of an earlier test, if any
-        super().setUp()
-        # Before nova's own check for leaked pollers, which runs later.
-        self.addCleanup(listener.RUNTIME.stop)
-        self.notifier = messaging.Notifier(
-            messaging.get_notification_transport(CONF),
-            publisher_id='numa-policy-agent', driver='messagingv2',
-            topics=[CONF.numa_policy_reports.topic])
-
     def _setup_scheduler_service(self):
-        self.flags(available_filters=['nova.scheduler.filters.all_filters',
-                                      'placement_filters.all_filters'],
-                   enabled_filters=(list(CONF.filter_scheduler
-                                         .enabled_filters) + OUR_FILTERS),
-                   weight_classes=['nova.scheduler.weights.all_weighers',
-                                   'placement_filters.all_weighers'],
-                   group='filter_scheduler')
+        harness.enable_our_plugins(
+            self, list(CONF.filter_scheduler.enabled_filters) + OUR_FILTERS)
         # Plain flavors weighed by headroom too: where both hosts pass
         # the filters, our weigher, not chance, picks between them.
         self.flags(weigh_plain_flavors=True, group='numa_policy_scheduler')

@@ -8,11 +8,11 @@ listener, tell them apart. Nodes are ``(cpus, load, free_mb)``.
 import time
 
 from oslo_config import cfg
-import oslo_messaging as messaging
 
 from nova.tests.functional import integrated_helpers
 
 from placement_filters import listener
+from tests.functional.scheduler import harness
 from tests.unit.scheduler import reports
 
 CONF = cfg.CONF
@@ -20,35 +20,21 @@ CONF = cfg.CONF
 IDLE = (8, 0.1, 32768)
 BUSY = (8, 0.75, 32768)
 NOVA_FILTERS = CONF.filter_scheduler.enabled_filters
-OUR_FILTERS = ['NumaPolicyFilter', 'NumaNicLocalityFilter',
-               'NumaNodeLoadFilter']
+OUR_FILTERS = harness.OUR_FILTERS
 HOSTS = ('host1', 'host2', 'host3')
 
 
-class _PluginsTestBase(integrated_helpers._IntegratedTestBase):
+class _PluginsTestBase(harness.ReportsToTheScheduler,
+                       integrated_helpers._IntegratedTestBase):
     ADMIN_API = True
     microversion = 'latest'
     NO_REPORT_MODE = 'strict'
     FILTERS = OUR_FILTERS
     WEIGHERS = 'placement_filters.all_weighers'
 
-    def setUp(self):
-        listener.RUNTIME.stop()  # a listener of an earlier test, if any
-        super().setUp()
-        # Before nova's own check for leaked pollers, which runs later.
-        self.addCleanup(listener.RUNTIME.stop)
-        self.notifier = messaging.Notifier(
-            messaging.get_notification_transport(CONF),
-            publisher_id='numa-policy-agent', driver='messagingv2',
-            topics=[CONF.numa_policy_reports.topic])
-
     def _setup_scheduler_service(self):
-        self.flags(available_filters=['nova.scheduler.filters.all_filters',
-                                      'placement_filters.all_filters'],
-                   enabled_filters=NOVA_FILTERS + self.FILTERS,
-                   weight_classes=['nova.scheduler.weights.all_weighers',
-                                   self.WEIGHERS],
-                   group='filter_scheduler')
+        harness.enable_our_plugins(self, NOVA_FILTERS + self.FILTERS,
+                                   self.WEIGHERS)
         self.flags(no_report_mode=self.NO_REPORT_MODE,
                    group='numa_policy_scheduler')
         return super()._setup_scheduler_service()
