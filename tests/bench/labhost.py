@@ -207,8 +207,11 @@ def sweep_lines(sweep, native, native_base_ms):
         '',
         'The numa_maps read natively on this machine\'s own kernel (no '
         'lab host; tests/bench/numamaps_native.py): CPU ms of one read of '
-        'an anonymous mapping of each size, every page touched, less the '
-        f'read without it ({native_base_ms:.2f} ms).',
+        'the numa_maps of a process with an anonymous mapping of each '
+        'size, every page touched (median of the reads), and per GB less '
+        f'the read without it ({native_base_ms:.2f} ms). The cost per GB '
+        'the extrapolation uses is the slope of a line through every size: '
+        'the fixed part of a read is its intercept.',
         '',
         '.. list-table::',
         '   :header-rows: 1',
@@ -217,7 +220,7 @@ def sweep_lines(sweep, native, native_base_ms):
         '     - ' + '\n     - '.join(
             f'{size} MiB (ms; ms/GB)'
             for size, *_ in next(iter(native.values()))),
-        '     - median ms/GB',
+        '     - slope, ms/GB',
     ]
     for kind, rows in native.items():
         lines.append(f'   * - {kind}')

@@ -33,10 +33,26 @@ user = root
 """
 
 
+NUMA_BALANCING = '/proc/sys/kernel/numa_balancing'
+
+
 def pagemoves(size_mb, batch, rounds, passes):
-    """Cross-node page moves of one process: C loop and Python path."""
-    pages, c_times, py_times, passes = pagemove.measure(
-        size_mb, batch, rounds, passes, route=(1, 0))
+    """Cross-node page moves of one process: C loop and Python path.
+
+    With the kernel's NUMA balancing off while they run: its scanner
+    marks the pages being moved (the page mover rightly leaves a marked
+    page alone), and how many it marks in a pass depends on timing, not
+    on either path.
+    """
+    previous = _read(NUMA_BALANCING)
+    with open(NUMA_BALANCING, 'wb') as f:
+        f.write(b'0')
+    try:
+        pages, c_times, py_times, passes = pagemove.measure(
+            size_mb, batch, rounds, passes, route=(1, 0))
+    finally:
+        with open(NUMA_BALANCING, 'wb') as f:
+            f.write(previous)
     return {'pages': pages, 'c': c_times, 'python': py_times,
             'passes': passes}
 
