@@ -129,17 +129,15 @@ class LibvirtBackend(backend.Backend):
         # -- numa_maps reads, bounded (agent/observation.py) --------------
         # Which guests' numa_maps an observation reads, within a budget
         # of 1 % of one core at the default period unless told otherwise,
-        # and each guest's last reading; a page mover says whose pages it
-        # moved, so they are read next. Reads are timed in wall time: the
-        # privsep daemon reads in its own process, whose CPU time is not
-        # ours to see (wall >= CPU for the kernel's page walk).
+        # and each guest's last reading; a guest whose pages move_pages
+        # moved is read next. Reads are timed in wall time: the privsep
+        # daemon reads in its own process, whose CPU time is not ours to
+        # see (wall >= CPU for the kernel's page walk).
         self.numa_maps_bound = (numa_maps_bound
                                 or observation.NumaMapsBound())
         self._read_timer = read_timer
-        self._page_mover = (observation.NotingMover(
-            page_mover, lambda pid: self.numa_maps_bound.moved(pid))
-            if page_mover is not None else None)
         # -- end of numa_maps reads ------------------------------------
+        self._page_mover = page_mover
         self._pid_dir = pid_dir
         self._can_move_pages = None
         self._numa_maps_warned = False
@@ -694,7 +692,13 @@ class LibvirtBackend(backend.Backend):
             raise errors.NotEnforceable(
                 f'{instance_uuid}: no qemu process found (pidfile in '
                 f'{self._pid_dir} missing or not its process)')
-        result = self._page_mover.move(pid, source_node, target_node, pages)
+        try:
+            result = self._page_mover.move(pid, source_node, target_node,
+                                           pages)
+        finally:
+            # Moved or half moved: the loops and the report need the
+            # guest's memory as it is now, whatever the read budget.
+            self.numa_maps_bound.moved(pid)
         if result.failed:
             LOG.info('%s: %d pages could not be moved to node %d',
                      instance_uuid, result.failed, target_node)

@@ -186,26 +186,3 @@ class NumaMapsBound:
     def moved(self, pid):
         """The agent moved pages of process ``pid``: read it next."""
         self._moved_pids.add(pid)
-
-
-class NotingMover:
-    """A page mover that says whose pages it moved (``on_move(pid)``).
-
-    Everything else is the wrapped mover's. The backend moves a guest's
-    pages through its page mover only; the loops then decide on, and the
-    report shows, the guest's memory after the move, so the next
-    observation reads it whatever the budget (:meth:`NumaMapsBound.moved`).
-    """
-
-    def __init__(self, mover, on_move):
-        self._mover = mover
-        self._on_move = on_move
-
-    def __getattr__(self, name):
-        return getattr(self._mover, name)
-
-    def move(self, pid, *args, **kwargs):
-        try:
-            return self._mover.move(pid, *args, **kwargs)
-        finally:
-            self._on_move(pid)

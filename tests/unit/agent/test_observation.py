@@ -160,20 +160,3 @@ class NumaMapsBoundTest(testtools.TestCase):
         history = run_rounds(observation.NumaMapsBound.unbounded(), guests,
                              5)
         self.assertTrue(all(read == set(guests) for read, _ in history))
-
-
-class NotingMoverTest(testtools.TestCase):
-
-    def test_a_move_is_told_and_the_rest_passes_through(self):
-        moved = []
-
-        class Mover:
-            batch_pages = 512
-
-            def move(self, pid, source, target, pages):
-                return 'result'
-
-        noting = observation.NotingMover(Mover(), moved.append)
-        self.assertEqual('result', noting.move(42, 0, 1, 10))
-        self.assertEqual(512, noting.batch_pages)
-        self.assertEqual([42], moved)

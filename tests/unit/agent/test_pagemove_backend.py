@@ -166,6 +166,16 @@ class MovePagesTest(base.TestDriverHostTest):
             base.HOME_FROM_NOVA, 'test', source_node=0, target_node=0,
             pages=1100)))
 
+    def test_a_guest_whose_pages_moved_is_read_at_the_next_observation(self):
+        bound = self.backend.numa_maps_bound
+        bound.budget = 0.0  # nothing but what the bound forces is read
+        pid = self.child.pid
+        bound.due(base.HOME_FROM_NOVA, pid)
+        bound.read(base.HOME_FROM_NOVA, pid, {0: 8}, 1.0)
+        self.assertFalse(bound.due(base.HOME_FROM_NOVA, pid))
+        self.backend.move_pages(base.HOME_FROM_NOVA, 0, 0, 10)
+        self.assertTrue(bound.due(base.HOME_FROM_NOVA, pid))
+
     def test_a_guest_without_a_process_is_not_enforceable(self):
         self.assertRaises(errors.NotEnforceable, self.backend.move_pages,
                           base.NO_POLICY, 0, 0, 10)
