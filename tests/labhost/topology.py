@@ -96,6 +96,14 @@ SRIOV_NIC = 'igb'
 # PCI bus numbers of the expander bridge: above those of the root bus.
 EXPANDER_BUS = 128
 
+# The lab host's CPU under TCG: x86-64-v2 (SSE4.2, POPCNT), no AVX. With
+# TCG's 'max' the lab's glibc and Python take their AVX2 paths, which
+# Debian 12's QEMU emulates slowly: a Python start with the agent's
+# imports took 18-24 s under 'max' or Haswell and 7 s under Nehalem,
+# libvirtd's start 19-26 s and 7 s (on this machine kind, two lab hosts
+# side by side; doc/source/labhost.rst).
+TCG_CPU = 'Nehalem'
+
 
 def numa_args(topology):
     """-object/-numa arguments: memory backends, nodes and the SLIT."""
@@ -181,7 +189,7 @@ def qemu_args(topology, kernel, initrd, cmdline, shares, accel='tcg',
     is QEMU's stdout; nothing else is emulated (no display, no disk).
     ``qemu``: the emulator's command (tests/labhost/emulator.py).
     """
-    cpu = 'host' if accel == 'kvm' else 'max'
+    cpu = 'host' if accel == 'kvm' else TCG_CPU
     cmdline = ' '.join([cmdline, *kernel_args(topology)])
     args = [*qemu, '-machine', 'q35', '-accel', accel_option(topology, accel),
             '-cpu', cpu, '-m', f'{topology.memory_mb}M',
