@@ -1,9 +1,10 @@
 """Why an action on a host did not happen: what a backend's ``apply`` raises.
 
-The real backend (``agent.libvirt_backend``) translates libvirt's and the
-kernel's answers into these; the simulated one raises them when a test
-makes it fail. The executor (:mod:`nova_numa_policy.execution`) decides
-from the type alone whether a failed step may need undoing.
+The real backend (``agent.backend.libvirt_backend``) translates
+libvirt's and the kernel's answers into these; the simulated one raises
+them when a test makes it fail. The executor
+(:mod:`nova_numa_policy.execution`) decides from the type alone whether a
+failed step may need undoing.
 """
 
 

@@ -7,19 +7,19 @@ observes carries accesses per node from that signal, or none:
   period, as hardware counters (or the simulator) give them; rates are
   meaningful.
 * ``hinting-faults``: the kernel's NUMA balancing samples (see
-  :mod:`agent.numafaults`); their distribution is meaningful, their
+  :mod:`agent.sensors.numafaults`); their distribution is meaningful, their
   magnitude only says how much was sampled.
 * ``memory-bandwidth``: resctrl's memory bandwidth monitoring (Intel
-  MBM, AMD's equivalent; see :mod:`agent.resctrl`): the bytes a guest's
+  MBM, AMD's equivalent; see :mod:`agent.sensors.resctrl`): the bytes a guest's
   vCPUs moved between each last-level cache domain and memory, in total
   and to the domain's own node. Rates are meaningful; which remote node
   the remote bytes went to is not measured, and is shared out as the
   guest's memory is (:func:`accesses_from_bandwidth`), exactly so on a
   host of two nodes.
 * ``hardware-samples``: the CPU's samples of the ops a guest's vCPUs ran
-  (AMD IBS op; see :mod:`agent.hwsampling`), those memory served counted
-  per node that served them, times the sampling period: an estimate of
-  accesses per node, so rates are meaningful.
+  (AMD IBS op; see :mod:`agent.privsep.hwsampling`), those memory
+  served counted per node that served them, times the sampling period: an
+  estimate of accesses per node, so rates are meaningful.
 
 Without a signal the loops fall back to memory per node, and the report
 says no signal was measured.

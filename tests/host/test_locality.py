@@ -23,7 +23,7 @@ import time
 
 from nova_numa_policy import policy
 
-from agent import monitorgroups
+from agent.privsep import monitorgroups
 from tests.host import base
 from tests.labhost import deploy
 from tests.labhost import domains

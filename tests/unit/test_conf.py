@@ -13,7 +13,7 @@ from oslo_privsep import priv_context
 import testtools
 
 from agent import privsep
-from agent import traits
+from agent.service import traits
 from nova_numa_policy.conf import opts
 from nova_numa_policy.conf import policy as policy_conf
 from nova_numa_policy.conf import reports

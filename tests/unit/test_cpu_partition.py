@@ -9,7 +9,7 @@ import testtools
 
 from nova_numa_policy import scope
 
-from agent import cmd
+from agent.service import cmd
 
 HOST = frozenset(range(8))
 

@@ -137,10 +137,10 @@ class LayersTest(testtools.TestCase):
         self.assertEqual(1, len(violations(
             'placement_filters.cache', ['nova_numa_policy.lab.sim'])))
         self.assertEqual(1, len(violations(
-            'agent.service', ['placement_filters.cache'])))
+            'agent.service.manager', ['placement_filters.cache'])))
         self.assertEqual([], violations(
             'nova_numa_policy.lab.sandbox.nova',
-            ['nova.tests.fixtures', 'agent.service']))
+            ['nova.tests.fixtures', 'agent.service.manager']))
         self.assertEqual([], violations(
             'nova_numa_policy.conf.agent', ['os', 'oslo_config.cfg']))
 

@@ -17,8 +17,8 @@ from nova_numa_policy import policy
 from nova_numa_policy import topology
 from nova_numa_policy.virt import driver
 
-from agent import discovery
-from agent import sysfs
+from agent.sensors import discovery
+from agent.sensors import sysfs
 
 IDS = (0, 1, 8, 9)
 # Two sockets of two nodes each: 0-1 and 8-9 near, across sockets far.

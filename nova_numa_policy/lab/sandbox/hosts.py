@@ -1,9 +1,9 @@
 """One simulated host per compute, its agent, its loops, its actions.
 
 Each compute's simulated host has the compute's topology; the production
-:class:`agent.service.Agent` runs on it with the production report sender
-and its own rebalancing loops, built from ``[numa_policy_loops]`` as
-``numa-policy-agent`` builds them.
+:class:`agent.service.manager.Agent` runs on it with the production
+report sender and its own rebalancing loops, built from ``[numa_policy_loops]``
+as ``numa-policy-agent`` builds them.
 """
 
 import dataclasses
@@ -13,9 +13,9 @@ import fixtures
 import numpy as np
 from oslo_utils import timeutils
 
-from agent import notifier
-from agent import rebalance
-from agent import service
+from agent.service import manager
+from agent.service import notifier
+from agent.service import rebalance
 from nova_numa_policy import backend
 from nova_numa_policy.collector import actions as action_payload
 from nova_numa_policy import enforcement
@@ -122,7 +122,7 @@ class ComputeRig(fixtures.Fixture):
         self.runner = rebalance.build_runner(
             self.host, self._conf.numa_policy_loops, PERIOD_S,
             seed=self._seed)
-        self.agent = service.Agent(self.host, host=self.spec.name,
+        self.agent = manager.Agent(self.host, host=self.spec.name,
                                    period=PERIOD_S, sender=self.sender,
                                    clock=lambda: self.host.now,
                                    runner=self.runner)

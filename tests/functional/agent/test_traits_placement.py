@@ -14,7 +14,7 @@ import testtools
 
 from nova_numa_policy import backend
 
-from agent import traits
+from agent.service import traits
 
 HOST = 'cn1.example.org'
 CAPS = frozenset({backend.CAP_VCPU_PINNING, backend.CAP_LIVE_NODESET})

@@ -12,8 +12,8 @@ from nova_numa_policy.loops import options as loop_options
 from nova_numa_policy import policy
 from nova_numa_policy.virt import metadata
 
-from agent import connection
-from agent import libvirt_backend
+from agent.backend import connection
+from agent.backend import libvirt_backend
 from tests import fixtures as host_fixtures
 
 INTERLEAVED = '11111111-1111-4111-8111-111111111111'

@@ -7,8 +7,8 @@ import testtools
 from nova_numa_policy import scope
 from nova_numa_policy import topology
 
-from agent import discovery
-from agent import sysfs
+from agent.sensors import discovery
+from agent.sensors import sysfs
 from tests import fixtures as host_fixtures
 
 

@@ -13,8 +13,8 @@ from nova_numa_policy import errors
 from nova_numa_policy import execution
 from nova_numa_policy import scope
 
-from agent import connection
-from agent import libvirt_backend
+from agent.backend import connection
+from agent.backend import libvirt_backend
 from tests import fixtures as host_fixtures
 from tests.unit.agent import base
 

@@ -1,12 +1,14 @@
 """The rebalancing loops on the real backend: libvirt's test driver.
 
 Each test runs what the agent runs each period: a loops Runner built by
-:func:`agent.rebalance.build_runner` from a ``[numa_policy_loops]`` group,
-and :meth:`agent.service.Agent.run_once` (observe, enforce, rebalance
+:func:`agent.service.rebalance.build_runner` from a
+``[numa_policy_loops]`` group, and
+:meth:`agent.service.manager.Agent.run_once` (observe, enforce, rebalance
 through :func:`nova_numa_policy.execution.carry_out`, report) on a
-:class:`agent.libvirt_backend.LibvirtBackend` connected to libvirt's test
-driver. The host's NUMA layout comes from a fixture sysfs tree: two nodes
-of four CPUs, the physnet's NIC on node 1. A guest's qemu is a real child
+:class:`agent.backend.libvirt_backend.LibvirtBackend` connected to
+libvirt's test driver. The host's NUMA layout comes from a fixture sysfs tree:
+two nodes of four CPUs, the physnet's NIC on node 1. A guest's qemu is a real
+child
 process: the kernel places its memory, and its numa_maps is read and its
 pages moved by the privileged calls, run in this process as root (like
 test_pagemove_backend).
@@ -42,11 +44,11 @@ from nova_numa_policy import policy
 from nova_numa_policy import scope
 from nova_numa_policy.virt import metadata
 
-from agent import libvirt_backend
-from agent import pagemover
-from agent import rebalance
-from agent import service
-from agent import sysfs
+from agent.backend import libvirt_backend
+from agent.backend import pagemoves
+from agent.sensors import sysfs
+from agent.service import manager
+from agent.service import rebalance
 from tests import fixtures as host_fixtures
 from tests.unit.agent import base
 from tests.unit.agent import test_pagemove_backend as guest_files
@@ -89,7 +91,7 @@ def placed(xml, cpus):
     return xml.replace('<vcpu>', f"<vcpu cpuset='{cpus}'>")
 
 
-class RecordingMover(pagemover.PageMover):
+class RecordingMover(pagemoves.PageMover):
     """The real page mover, keeping each request and what came of it.
 
     The executor keeps only whether a step went through; the tests also
@@ -137,11 +139,11 @@ class LibvirtLoopsTest(base.TestDriverHostTest):
         return child
 
     def agent(self, dry_run=False, **options):
-        """What agent.cmd.build_agent wires, on this test's backend."""
+        """What agent.service.cmd.build_agent wires, on this test's backend."""
         runner = rebalance.build_runner(self.backend,
                                         base.loops_group(**options), PERIOD,
                                         dry_run=dry_run)
-        return service.Agent(self.backend, host='cn1', period=PERIOD,
+        return manager.Agent(self.backend, host='cn1', period=PERIOD,
                              runner=runner)
 
     def periods(self, agent, count):
@@ -226,7 +228,7 @@ class VnuioaTest(VnuioaScenario):
         self.assertEqual((self.io_child.pid, 0, 1), request[:3])
         self.assertGreater(request.pages, 0)
         # The kernel's own answer (ENODEV), as the mover turns it.
-        self.assertIsInstance(request.outcome, pagemover.InvalidNode)
+        self.assertIsInstance(request.outcome, pagemoves.InvalidNode)
         self.assertIn('node 1 is not a memory node of this host',
                       str(request.outcome))
         self.assertIn('rolling back 2 change(s)', self.log.output)

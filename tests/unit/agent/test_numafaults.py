@@ -12,7 +12,7 @@ from nova_numa_policy import backend
 from nova_numa_policy import locality
 from nova_numa_policy import reporting
 
-from agent import numafaults
+from agent.sensors import numafaults
 from tests.unit.agent import base
 from tests.unit.agent import test_pagemove_backend as guest_files
 

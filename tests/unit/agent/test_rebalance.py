@@ -10,8 +10,8 @@ from nova_numa_policy.lab.sim import backend as sim_backend
 from nova_numa_policy.lab.sim import topology as sim_topology
 from nova_numa_policy import reporting
 
-from agent import rebalance
-from agent import service
+from agent.service import manager
+from agent.service import rebalance
 from tests.unit.agent import base
 from tests.unit.sim import fixtures as sim_fixtures
 
@@ -97,7 +97,7 @@ def _agent(sim, agent_dry_run=False, **overrides):
     overrides.setdefault('carrefour_min_accesses_per_us', 10.0)
     runner = rebalance.build_runner(sim, base.loops_group(**overrides), 5.0,
                                     dry_run=agent_dry_run)
-    return service.Agent(sim, host='cn1', period=5.0, runner=runner,
+    return manager.Agent(sim, host='cn1', period=5.0, runner=runner,
                          clock=lambda: sim.now)
 
 

@@ -19,8 +19,8 @@ from nova_numa_policy.conf import policy as policy_conf
 from nova_numa_policy import topology
 from nova_numa_policy.virt import driver
 
-from agent import discovery
-from agent import ovs
+from agent.sensors import discovery
+from agent.sensors import ovs
 from tests import fixtures as host_fixtures
 
 NIC = backend.NicInfo('ens2f0', 1, 25000, 'physnet1', None)

@@ -16,12 +16,12 @@ kernel's ptrace check asks for. That account is the default of
 ``[numa_policy_privileged] user`` and ``group`` (:func:`qemu_account`);
 the daemon refuses to serve as root unless ``user = root`` is set.
 
-Entry points live in :mod:`agent.pagemover`; what they accept is checked
-inside the daemon by :mod:`agent.trust`.
+Entry points live in :mod:`agent.privsep.pagemover`; what they accept
+is checked inside the daemon by :mod:`agent.privsep.trust`.
 
 A second context (:data:`monitor`, section ``[numa_policy_monitor]``)
 puts a guest's vCPU threads in a resctrl monitoring group, so the kernel
-counts their memory bandwidth (:mod:`agent.monitorgroups`). resctrl's
+counts their memory bandwidth (:mod:`agent.privsep.monitorgroups`). resctrl's
 files belong to root and take no capability, so that daemon runs as
 root with none at all: it can write what root owns, and its only entry
 points make, fill and remove the agent's own groups under
@@ -29,7 +29,7 @@ points make, fill and remove the agent's own groups under
 in no one else's group.
 
 A third (:data:`sampler`, section ``[numa_policy_sampler]``) holds the
-host's hardware sampling events (:mod:`agent.hwsampling`): opening them
+host's hardware sampling events (:mod:`agent.privsep.hwsampling`): opening them
 for every CPU, with physical addresses, takes ``CAP_PERFMON`` and
 nothing else. Like the page daemon it runs as QEMU's account, not root;
 it hands the agent counts of samples per vCPU thread and node, of
@@ -47,7 +47,7 @@ from oslo_privsep import capabilities
 from oslo_privsep import daemon as privsep_daemon
 from oslo_privsep import priv_context
 
-from agent import trust
+from agent.privsep import trust
 
 CAPABILITIES = (capabilities.CAP_SYS_NICE,)
 SECTION = 'numa_policy_privileged'
@@ -261,5 +261,5 @@ def forget_checks():
     guests.clear()
 
 
-# Guest processes checked in this daemon (agent.trust).
+# Guest processes checked in this daemon (agent.privsep.trust).
 guests = trust.Guests()

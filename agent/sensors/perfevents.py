@@ -1,6 +1,6 @@
 """Sampling events of the kernel's perf interface: open, map, drain.
 
-The edge between :mod:`agent.perfsamples` (what records mean) and the
+The edge between :mod:`agent.sensors.perfsamples` (what records mean) and the
 kernel: perf_event_open(2) through ctypes, and the ring buffer it shares
 with the reader (``struct perf_event_mmap_page``: the kernel advances
 ``data_head`` as it writes, the reader ``data_tail`` as it consumes).

@@ -7,13 +7,11 @@ changes what the kernel *counts* for them, not what they may use: the
 group has the default group's cache and bandwidth allocation, and
 resctrl refuses to move a thread into it from any other control group.
 
-Two layers:
-
-* Privileged entry points (:data:`agent.privsep.monitor`, root with no
-  capability): :func:`join` and :func:`leave`, checked by
-  :mod:`agent.trust` and here before anything is written.
-* :class:`MonitorGroups`, unprivileged: what the backend calls, turning
-  the daemon's refusals into the agent's errors.
+The privileged entry points (:data:`agent.privsep.monitor`, root with no
+capability) are :func:`join` and :func:`leave`, checked by
+:mod:`agent.privsep.trust` and here before anything is written. What the
+backend calls, turning the daemon's refusals into the agent's errors, is
+:class:`agent.backend.bandwidth.MonitorGroups`.
 
 What :func:`join` checks first: the pid is a libvirt guest (pidfile and
 command line) whose command line carries the uuid the group is named
@@ -29,11 +27,9 @@ import errno
 import logging
 import os
 
-from nova_numa_policy import errors
-
 from agent import privsep
-from agent import resctrl
-from agent import trust
+from agent.privsep import trust
+from agent.sensors import resctrl
 
 LOG = logging.getLogger(__name__)
 
@@ -44,10 +40,6 @@ DEFAULT_GROUP = '/'
 
 class NotOursToMonitor(PermissionError):
     """A thread sits in a resctrl group someone else chose for it."""
-
-
-class MonitorUnavailable(errors.NotEnforceable):
-    """The monitoring daemon did not start (sudo or rootwrap not set up)."""
 
 
 def resctrl_mounted(mountinfo=None, where=None):
@@ -197,30 +189,3 @@ def leave(uuid):
     finally:
         os.close(mon_groups)
     return True
-
-
-class MonitorGroups:
-    """The backend's side: every call goes to the monitor daemon."""
-
-    def join(self, pid, uuid, tids):
-        """Threads joined; raise NotEnforceable when they cannot."""
-        try:
-            return join(pid, uuid, sorted(tids))
-        except ProcessLookupError as exc:
-            raise errors.DomainGone(f'guest {uuid}: {exc}') from exc
-        except (OSError, ValueError, TypeError) as exc:
-            # ENOSPC: the CPU has no monitoring id left for another group.
-            raise errors.NotEnforceable(
-                f'cannot monitor the bandwidth of guest {uuid}: {exc}'
-            ) from exc
-        except privsep.DAEMON_ERRORS as exc:
-            raise MonitorUnavailable(
-                f'the monitoring daemon is unavailable: {exc}') from exc
-
-    def leave(self, uuid):
-        try:
-            return leave(uuid)
-        except (OSError, ValueError, TypeError) + privsep.DAEMON_ERRORS as exc:
-            LOG.warning('Could not remove the bandwidth monitoring group of '
-                        '%s: %s', uuid, exc)
-            return False

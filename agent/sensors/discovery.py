@@ -5,7 +5,7 @@ The capabilities are read as the driver extension reads them
 nodes and gives the NICs.
 
 Parsing is pure (XML text or file contents in, backend values out); the
-only I/O is through :mod:`agent.sysfs` readers, which take a root path.
+only I/O is through :mod:`agent.sensors.sysfs` readers, which take a root path.
 """
 
 import collections
@@ -18,7 +18,7 @@ import tempfile
 from nova_numa_policy import backend
 from nova_numa_policy import topology
 
-from agent import sysfs
+from agent.sensors import sysfs
 
 LOG = logging.getLogger(__name__)
 
@@ -216,7 +216,7 @@ def spec_matches(spec, function, pf=None):
     """Whether a device spec takes a PCI function (pure).
 
     ``function`` and ``pf`` (the function's physical function when it is
-    a VF) are :class:`agent.sysfs.PciFunction`. Every key given must
+    a VF) are :class:`agent.sensors.sysfs.PciFunction`. Every key given must
     match. As in nova, a ``devname`` or exact ``address`` naming a PF
     takes its VFs too; the vendor and product are the function's own.
     """
@@ -250,7 +250,7 @@ def _uplink_of(function):
 def match_uplinks(specs, functions):
     """``(physnet, PCI address)`` of the uplinks the specs take (pure).
 
-    ``functions`` are the host's :class:`agent.sysfs.PciFunction`. Each
+    ``functions`` are the host's :class:`agent.sensors.sysfs.PciFunction`. Each
     pair once, in the order of the specs, then of the addresses.
     """
     by_address = {f.address: f for f in functions}
@@ -320,8 +320,8 @@ def discover(caps_xml, root, physnet_interfaces, bridge_interfaces,
     The uplinks: the operator's interfaces first, then those ``found``
     (``(physnet, interface or PCI address)``: nova's SR-IOV physical
     functions from :func:`sriov_uplinks`, OVS bridges' ports from
-    :mod:`agent.ovs`), then nova's physnet NUMA nodes for physnets still
-    without an interface.
+    :mod:`agent.sensors.ovs`), then nova's physnet NUMA nodes for
+    physnets still without an interface.
     """
     nodes = (topology.nodes_from_capabilities(caps_xml)
              or sysfs.sysfs_topology(root))

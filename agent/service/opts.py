@@ -14,7 +14,7 @@ from oslo_privsep import capabilities
 from oslo_privsep import priv_context
 
 from agent import privsep
-from agent import traits
+from agent.service import traits
 
 PLACEMENT_HELP = (
     'Read by numa-policy-agent when [numa_policy_agent] manage_traits is '

@@ -21,22 +21,20 @@ which hands the agent counts per vCPU thread and node, for threads of
 guests it checked itself, never an address. Three layers:
 
 * pure: :func:`missing`, :func:`sampling_attr`, :class:`HostSampling`'s
-  counting (records decoded by :mod:`agent.perfsamples`);
+  counting (records decoded by :mod:`agent.sensors.perfsamples`);
 * privileged entry points: :func:`start`, :func:`drain`, :func:`stop`;
-* :class:`GuestSamples`, the backend's side.
+* :class:`agent.backend.samples.GuestSamples`, the backend's side.
 """
 
 import errno
 import logging
 import os
 
-from nova_numa_policy import locality
-
-from agent import perfevents
-from agent import perfsamples
 from agent import privsep
-from agent import sysfs
-from agent import trust
+from agent.privsep import trust
+from agent.sensors import perfevents
+from agent.sensors import perfsamples
+from agent.sensors import sysfs
 
 LOG = logging.getLogger(__name__)
 
@@ -55,9 +53,6 @@ RING_PAGES = 128
 MIN_PERIOD = 4096
 MAX_PERIOD = 1 << 27
 MAX_GUESTS = 1024  # per drain: more guests than a host runs
-# Share of a period's samples the kernel may drop (its buffers full)
-# before the agent says the sampling period is too short.
-LOST_WARNING = 0.1
 
 NO_PMU = ('the CPU offers no instruction sampling the host can read of '
           'its guests (AMD IBS op: /sys/bus/event_source/devices/ibs_op); '
@@ -96,8 +91,8 @@ def sampling_attr(root, period):
 class HostSampling:
     """Open sampling events and what their samples say, per thread and node.
 
-    ``rings``: :class:`agent.perfevents.Ring` of each event;
-    ``ranges``: :class:`agent.perfsamples.NodeRanges` of the host.
+    ``rings``: :class:`agent.sensors.perfevents.Ring` of each event;
+    ``ranges``: :class:`agent.sensors.perfsamples.NodeRanges` of the host.
     """
 
     def __init__(self, rings, ranges, sample_type=SAMPLE_TYPE):
@@ -243,120 +238,3 @@ def stop():
     if _host is not None:
         _host[1].close()
         _host = None
-
-
-class Daemon:
-    """The entry points, as :class:`GuestSamples` calls them."""
-
-    start = staticmethod(start)
-    drain = staticmethod(drain)
-    stop = staticmethod(stop)
-
-
-class GuestSamples:
-    """Accesses per guest and node, from the daemon's samples."""
-
-    def __init__(self, root, period, daemon=None):
-        self._root = root
-        self.period = period
-        self._daemon = daemon or Daemon()
-        # Why the daemon cannot sample, once it said so: nothing is
-        # sampled until the agent restarts.
-        self._broken = None
-        self._started = False
-        # {uuid: {tid: {node: samples}}} of the last drain.
-        self._counts = {}
-        self._refused = set()
-        self._warned_lost = False
-        # What the host lacks, read once: its CPU's PMUs and its memory
-        # blocks do not change while the agent runs, and listing every
-        # node's blocks each period is thousands of entries on a large
-        # host.
-        self._lacks = ()
-
-    def missing(self):
-        """Why guests' accesses are not sampled here, or None."""
-        if self._broken:
-            return self._broken + '; restart the agent once fixed'
-        if self._lacks == ():
-            self._lacks = missing(self._root)
-        return self._lacks
-
-    def collect(self, guests):
-        """Drain the samples of one period; ``guests``: {uuid: (pid, tids)}.
-
-        Returns False when the daemon cannot sample (:meth:`missing` then
-        says why).
-        """
-        self._counts = {}
-        try:
-            if not self._started:
-                cpus = self._daemon.start(self.period)
-                self._started = True
-                LOG.info('Sampling memory accesses on %d CPUs, one op in %d',
-                         cpus, self.period)
-            counts, refused, (taken, lost) = self._daemon.drain(
-                [(pid, uuid, sorted(tids))
-                 for uuid, (pid, tids) in sorted(guests.items()) if tids])
-        except (OSError, ValueError, TypeError) + privsep.DAEMON_ERRORS as exc:
-            self._broken = f'the sampling daemon cannot sample: {exc}'
-            LOG.warning('No hardware samples: %s', self._broken)
-            return False
-        for uuid, triples in counts:
-            per_tid = self._counts.setdefault(uuid, {})
-            for tid, node, count in triples:
-                per_tid.setdefault(tid, {})[node] = count
-        for uuid, why in refused:
-            if uuid not in self._refused:
-                LOG.warning('No hardware samples for %s: %s', uuid, why)
-        self._refused = {uuid for uuid, _ in refused}
-        self._say_lost(taken, lost)
-        return True
-
-    def _say_lost(self, taken, lost):
-        """Warn once when the kernel drops a share of the samples."""
-        if not lost:
-            return
-        share = lost / (taken + lost)
-        if share > LOST_WARNING and not self._warned_lost:
-            self._warned_lost = True
-            LOG.warning('The kernel dropped %d of %d samples in a period '
-                        '(its buffers were full): raise [numa_policy_agent] '
-                        'hardware_sample_period', lost, taken + lost)
-        else:
-            LOG.debug('The kernel dropped %d of %d samples', lost,
-                      taken + lost)
-
-    def measure(self, uuid, tids, topology, vcpu_cpus):
-        """(accesses per node, vCPU penalties) of one period, or Nones.
-
-        ``tids``: {vCPU thread id: vCPU}. Accesses are samples times the
-        sampling period: memory accesses among the ops the CPU ran.
-        """
-        by_vcpu = {}
-        for tid, per_node in self._counts.get(uuid, {}).items():
-            if tid in tids:
-                perfsamples.merge(by_vcpu, {tids[tid]: per_node})
-        known = {node.id for node in topology.nodes}
-        accesses = {}
-        for per_node in by_vcpu.values():
-            for node, count in per_node.items():
-                if node in known:
-                    accesses[node] = (accesses.get(node, 0)
-                                      + count * self.period)
-        if not accesses:
-            # Nothing sampled: an idle guest, or one whose data the caches
-            # hold. Not measured, rather than zero.
-            return None, None
-        return accesses, locality.vcpu_penalties(topology, vcpu_cpus,
-                                                 by_vcpu)
-
-    def idle(self):
-        """Stop sampling while samples are not the host's signal."""
-        if not self._started:
-            return
-        self._started = False
-        try:
-            self._daemon.stop()
-        except (OSError,) + privsep.DAEMON_ERRORS as exc:
-            LOG.warning('Could not stop hardware sampling: %s', exc)

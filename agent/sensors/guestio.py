@@ -33,7 +33,7 @@ def interface_devices(xml):
     """Host-side device names of the guest's interfaces, in XML order.
 
     An SR-IOV VF (``type='hostdev'``) has none: its traffic never
-    crosses the host's network stack (see :mod:`agent.vfstats`).
+    crosses the host's network stack (see :mod:`agent.sensors.vfstats`).
     """
     root = ElementTree.fromstring(xml)
     return [target.get('dev')

@@ -1,10 +1,11 @@
 """Each guest's memory bandwidth per node, as the libvirt backend reads it.
 
 What is kept between periods lives here: each guest's last reading of
-its resctrl monitoring group (:mod:`agent.resctrl`), which threads are
+its resctrl monitoring group (:mod:`agent.sensors.resctrl`), which threads are
 known to be in it, which guests could not be monitored, and the cache
 domain map of the host's topology. Groups are made and removed through
-the monitoring daemon's client (:class:`agent.monitorgroups.MonitorGroups`).
+the monitoring daemon's client, :class:`MonitorGroups` (its entry points:
+:mod:`agent.privsep.monitorgroups`).
 """
 
 import logging
@@ -12,10 +13,42 @@ import logging
 from nova_numa_policy import errors
 from nova_numa_policy import locality
 
-from agent import monitorgroups
-from agent import resctrl
+from agent import privsep
+from agent.privsep import monitorgroups as monitor_daemon
+from agent.sensors import resctrl
 
 LOG = logging.getLogger(__name__)
+
+
+class MonitorUnavailable(errors.NotEnforceable):
+    """The monitoring daemon did not start (sudo or rootwrap not set up)."""
+
+
+class MonitorGroups:
+    """The backend's side: every call goes to the monitor daemon."""
+
+    def join(self, pid, uuid, tids):
+        """Threads joined; raise NotEnforceable when they cannot."""
+        try:
+            return monitor_daemon.join(pid, uuid, sorted(tids))
+        except ProcessLookupError as exc:
+            raise errors.DomainGone(f'guest {uuid}: {exc}') from exc
+        except (OSError, ValueError, TypeError) as exc:
+            # ENOSPC: the CPU has no monitoring id left for another group.
+            raise errors.NotEnforceable(
+                f'cannot monitor the bandwidth of guest {uuid}: {exc}'
+            ) from exc
+        except privsep.DAEMON_ERRORS as exc:
+            raise MonitorUnavailable(
+                f'the monitoring daemon is unavailable: {exc}') from exc
+
+    def leave(self, uuid):
+        try:
+            return monitor_daemon.leave(uuid)
+        except (OSError, ValueError, TypeError) + privsep.DAEMON_ERRORS as exc:
+            LOG.warning('Could not remove the bandwidth monitoring group of '
+                        '%s: %s', uuid, exc)
+            return False
 
 
 class GuestBandwidth:
@@ -92,7 +125,7 @@ class GuestBandwidth:
             self._groups.join(pid, uuid, tids)
         except errors.DomainGone:
             return False
-        except monitorgroups.MonitorUnavailable as exc:
+        except MonitorUnavailable as exc:
             self._broken = str(exc)
             return False
         except errors.NotEnforceable as exc:

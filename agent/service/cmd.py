@@ -14,19 +14,19 @@ from nova_numa_policy import messaging
 from nova_numa_policy.objects import wire as report_wire
 from nova_numa_policy import scope
 
-from agent import connection
-from agent import discovery
-from agent import domxml
-from agent import hwsampling
-from agent import libvirt_backend
-from agent import monitorgroups
-from agent import notifier
-from agent import observation
-from agent import ovs
-from agent import pagemover
-from agent import rebalance
-from agent import service
-from agent import traits
+from agent.backend import bandwidth
+from agent.backend import connection
+from agent.backend import domxml
+from agent.backend import libvirt_backend
+from agent.backend import observation
+from agent.backend import pagemoves
+from agent.backend import samples
+from agent.sensors import discovery
+from agent.sensors import ovs
+from agent.service import manager
+from agent.service import notifier
+from agent.service import rebalance
+from agent.service import traits
 
 LOG = logging.getLogger(__name__)
 CONF = npconf.CONF
@@ -151,10 +151,10 @@ def build_agent(conf, sender=None, opener=None):
         physnet_interfaces=opts.physnet_interfaces,
         bridge_interfaces=opts.bridge_interfaces,
         physnet_numa_nodes=physnet_numa_nodes(conf),
-        page_mover=pagemover.PageMover() if opts.page_migration else None,
-        monitor_groups=(monitorgroups.MonitorGroups()
+        page_mover=pagemoves.PageMover() if opts.page_migration else None,
+        monitor_groups=(bandwidth.MonitorGroups()
                         if opts.bandwidth_monitoring else None),
-        guest_samples=(hwsampling.GuestSamples(
+        guest_samples=(samples.GuestSamples(
             opts.sysfs_root, opts.hardware_sample_period)
             if opts.hardware_sampling else None),
         pid_dir=opts.qemu_pid_dir.lstrip('/'),
@@ -167,7 +167,7 @@ def build_agent(conf, sender=None, opener=None):
     runner = rebalance.build_runner(
         host_backend, conf.numa_policy_loops, opts.period,
         dry_run=opts.dry_run, max_actions=opts.max_actions_per_period)
-    agent = service.Agent(
+    agent = manager.Agent(
         host_backend, host=opts.host, period=opts.period, sender=sender,
         report_version=conf.numa_policy_reports.report_version,
         traits=traits.from_conf(conf), runner=runner,

@@ -5,7 +5,7 @@ Which bridge carries a physnet is OVN's ``ovn-bridge-mappings`` (kept in
 OVSDB itself) or, with the ML2/OVS agent, its ``[ovs] bridge_mappings``
 (neutron's configuration, read when it is on the agent's command line).
 The answer is ``(physnet, interface)`` pairs; the interfaces' NUMA nodes
-come from sysfs like any other uplink's (:mod:`agent.discovery`).
+come from sysfs like any other uplink's (:mod:`agent.sensors.discovery`).
 
 Reading only: ``ovs-vsctl`` queries, never a change.
 """

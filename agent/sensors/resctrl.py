@@ -18,14 +18,14 @@ The layout read here is the kernel's (Documentation/arch/x86/resctrl.rst):
 
 The agent makes one group per guest, named after its uuid, and puts its
 vCPU threads in it through the privileged daemon
-(:mod:`agent.monitorgroups`); reading needs no privilege. Everything here
-reads files under ``root`` and decides nothing.
+(:mod:`agent.privsep.monitorgroups`); reading needs no privilege.
+Everything here reads files under ``root`` and decides nothing.
 """
 
 import os
 import re
 
-from agent import guestproc
+from agent.sensors import guestproc
 
 RESCTRL = 'sys/fs/resctrl'
 CPUS = 'sys/devices/system/cpu'

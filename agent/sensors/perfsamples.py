@@ -1,6 +1,6 @@
 """Hardware samples of memory accesses, as perf's ring buffer holds them: pure.
 
-A sampling event (:mod:`agent.perfevents`) writes one record per sample
+A sampling event (:mod:`agent.sensors.perfevents`) writes one record per sample
 into a ring buffer the kernel shares with the reader. The layout decoded
 here is the kernel's (``include/uapi/linux/perf_event.h``):
 
@@ -152,7 +152,7 @@ class NodeRanges:
     ``blocks``: {node: memory block numbers} and ``block_size`` in bytes,
     as ``/sys/devices/system/node/node<N>/memory<M>`` and
     ``/sys/devices/system/memory/block_size_bytes`` give them (see
-    :func:`agent.sysfs.memory_blocks`). Block ``M`` covers
+    :func:`agent.sensors.sysfs.memory_blocks`). Block ``M`` covers
     ``[M * block_size, (M + 1) * block_size)``.
     """
 

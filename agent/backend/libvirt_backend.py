@@ -5,16 +5,17 @@ into one of :mod:`nova_numa_policy.errors` so the loop can tell "try
 again later" (ConnectionLost), "forget it" (DomainGone) and "cannot here"
 (NotEnforceable) apart.
 
-Per guest it also reads its qemu process (found by :mod:`agent.guestproc`):
-memory per node from ``numa_maps``, the kernel's sampled accesses of its
-vCPU threads where NUMA balancing runs (:mod:`agent.numafaults`) or,
-where it does not, the CPU's samples of their memory accesses
-(:mod:`agent.hwsampling`) or, where the CPU monitors memory bandwidth,
-the bytes those threads moved per node (:mod:`agent.resctrl`), how
-long those threads wait for a CPU (:mod:`agent.schedstat`) and, with a
-page mover (:class:`agent.pagemover.PageMover`), moves its pages. Its
+Per guest it also reads its qemu process (found by
+:mod:`agent.sensors.guestproc`): memory per node from ``numa_maps``, the
+kernel's sampled accesses of its vCPU threads where NUMA balancing runs
+(:mod:`agent.sensors.numafaults`) or, where it does not, the CPU's
+samples of their memory accesses (:mod:`agent.backend.samples`) or,
+where the CPU monitors memory bandwidth, the bytes those threads moved
+per node (:mod:`agent.backend.bandwidth`), how long those threads wait
+for a CPU (:mod:`agent.sensors.schedstat`) and, with a page mover
+(:class:`agent.backend.pagemoves.PageMover`), moves its pages. Its
 network traffic comes from libvirt's interface counters and, for SR-IOV
-VFs, from their PF (:mod:`agent.vfstats`).
+VFs, from their PF (:mod:`agent.sensors.vfstats`).
 """
 
 import logging
@@ -28,18 +29,18 @@ from nova_numa_policy import errors
 from nova_numa_policy import locality
 from nova_numa_policy import scope
 
-from agent import bandwidth
-from agent import connection as connection_mod
-from agent import discovery
-from agent import domxml
-from agent import guestio
-from agent import guestproc
-from agent import numafaults
-from agent import numamaps
-from agent import observation
-from agent import schedstat
-from agent import sysfs
-from agent import vfstats
+from agent.backend import bandwidth
+from agent.backend import connection as connection_mod
+from agent.backend import domxml
+from agent.backend import observation
+from agent.sensors import discovery
+from agent.sensors import guestio
+from agent.sensors import guestproc
+from agent.sensors import numafaults
+from agent.sensors import numamaps
+from agent.sensors import schedstat
+from agent.sensors import sysfs
+from agent.sensors import vfstats
 
 LOG = logging.getLogger(__name__)
 
@@ -126,7 +127,7 @@ class LibvirtBackend(backend.Backend):
         # ((time, (bytes, packets)), request rate) of each guest's last
         # measured window.
         self._traffic = {}
-        # -- numa_maps reads, bounded (agent/observation.py) --------------
+        # -- numa_maps reads, bounded (agent/backend/observation.py) ---
         # Which guests' numa_maps an observation reads, within a budget
         # of 1 % of one core at the default period unless told otherwise,
         # and each guest's last reading; a guest whose pages move_pages
@@ -148,12 +149,12 @@ class LibvirtBackend(backend.Backend):
         # threads' last measured window.
         self._waits = {}
         self._has_schedstat = None
-        # Memory bandwidth per guest (agent.bandwidth), read only with
+        # Memory bandwidth per guest (agent.backend.bandwidth), read only with
         # the monitoring daemon's client; the last signal said, and why.
         self._bandwidth_reader = (
             bandwidth.GuestBandwidth(root, monitor_groups)
             if monitor_groups is not None else None)
-        # Hardware samples per guest (agent.hwsampling.GuestSamples), with
+        # Hardware samples per guest (agent.backend.samples.GuestSamples), with
         # the sampling daemon.
         self._samples = guest_samples
         self._samples_drained_at = None
@@ -350,7 +351,7 @@ class LibvirtBackend(backend.Backend):
     def _memory_per_node(self, pid, uuid):
         if pid is None:
             return {}
-        # Read only when the bound says so (agent/observation.py): a
+        # Read only when the bound says so (agent/backend/observation.py): a
         # guest not read this round keeps its last reading, reported as
         # it was. A change of its live definition forces a read.
         bound = self.numa_maps_bound

@@ -33,7 +33,7 @@ kernel does (NUMA balancing, which the agent then follows through its
 own sampled signal, not through numa_maps).
 
 Nothing here does I/O or reads a clock: the backend times each read and
-tells :class:`NumaMapsBound` (agent/libvirt_backend.py).
+tells :class:`NumaMapsBound` (agent/backend/libvirt_backend.py).
 """
 
 import dataclasses

@@ -9,7 +9,7 @@ a mapping's end, which page moves need; ``/proc/<pid>/maps`` does, so
 Only :func:`read` does I/O; it takes a root path so tests read fixture
 trees. Reading another user's process (qemu runs as its own user) needs
 ptrace read access: the agent does it through its privsep daemon
-(:mod:`agent.pagemover`), which returns the same texts.
+(:mod:`agent.privsep.pagemover`), which returns the same texts.
 """
 
 import dataclasses

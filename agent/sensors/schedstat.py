@@ -16,7 +16,7 @@ path so tests read fixture trees.
 
 import os
 
-from agent import guestproc
+from agent.sensors import guestproc
 
 SELF = 'proc/self/schedstat'
 

@@ -16,7 +16,7 @@ from nova_numa_policy.objects import signing
 from nova_numa_policy.objects import wire as report_wire
 from nova_numa_policy import reporting
 
-from agent import rebalance
+from agent.service import rebalance
 
 LOG = logging.getLogger(__name__)
 # After a failed pass, try again sooner than a full period.
@@ -31,9 +31,9 @@ class Agent:
         """An agent on ``host_backend``.
 
         ``runner``: what decides each period (see
-        :func:`agent.rebalance.build_runner`), with its own budget and dry
-        run; without one the agent enforces the guests' policies and runs
-        no loop, ``dry_run`` and ``max_actions`` setting its dry run and
+        :func:`agent.service.rebalance.build_runner`), with its own budget
+        and dry run; without one the agent enforces the guests' policies and
+        runs no loop, ``dry_run`` and ``max_actions`` setting its dry run and
         budget.
         """
         self.backend = host_backend

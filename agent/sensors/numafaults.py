@@ -25,7 +25,7 @@ import dataclasses
 import os
 import re
 
-from agent import guestproc
+from agent.sensors import guestproc
 
 SYSCTL = 'proc/sys/kernel/numa_balancing'
 # kernel.numa_balancing is a bit mask; only this bit samples DRAM nodes
@@ -115,7 +115,7 @@ def read(root, pid, threads, read_text=guestproc.read_text):
 
     A thread gone since it was listed is left out; the caller lists the
     threads again when one is missing. ``read_text``: how a file is read
-    (:class:`agent.guestproc.OpenFiles` keeps them open).
+    (:class:`agent.sensors.guestproc.OpenFiles` keeps them open).
     """
     found = []
     for tid, vcpu in sorted(threads.items(), key=lambda item: item[1]):

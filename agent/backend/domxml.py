@@ -16,7 +16,7 @@ from nova_numa_policy import policy
 from nova_numa_policy import scope
 from nova_numa_policy.virt import metadata
 
-from agent import sysfs
+from agent.sensors import sysfs
 
 LOG = logging.getLogger(__name__)
 

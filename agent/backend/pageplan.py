@@ -1,7 +1,7 @@
 """Which pages to hand to move_pages(2) for one move request: pure.
 
 A request is "move up to N pages of a process from node A to node B". The
-input is the process's mappings (:func:`agent.numamaps.parse`
+input is the process's mappings (:func:`agent.sensors.numamaps.parse`
 with maps joined), which count each mapping's resident pages per node
 but do not say which pages those are. The plan is a list of windows of
 page addresses, at most ``batch_pages`` each, of two kinds:
