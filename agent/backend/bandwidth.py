@@ -10,8 +10,8 @@ the monitoring daemon's client, :class:`MonitorGroups` (its entry points:
 
 import logging
 
-from nova_numa_policy import errors
-from nova_numa_policy import locality
+from nova_numa_policy.contracts import errors
+from nova_numa_policy.contracts import locality
 
 from agent import privsep
 from agent.privsep import monitorgroups as monitor_daemon

@@ -12,7 +12,7 @@ import time
 
 import libvirt
 
-from nova_numa_policy import errors
+from nova_numa_policy.contracts import errors
 
 LOG = logging.getLogger(__name__)
 

@@ -11,9 +11,9 @@ import dataclasses
 import logging
 from xml.etree import ElementTree
 
-from nova_numa_policy import exception
-from nova_numa_policy import policy
-from nova_numa_policy import scope
+from nova_numa_policy.contracts import exception
+from nova_numa_policy.contracts import policy
+from nova_numa_policy.contracts import scope
 from nova_numa_policy.virt import metadata
 
 from agent.sensors import sysfs

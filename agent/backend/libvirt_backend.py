@@ -1,9 +1,9 @@
 """The real backend: libvirt for guests, sysfs and /proc for the host.
 
 It observes and acts; it decides nothing. Every libvirt error is turned
-into one of :mod:`nova_numa_policy.errors` so the loop can tell "try
-again later" (ConnectionLost), "forget it" (DomainGone) and "cannot here"
-(NotEnforceable) apart.
+into one of :mod:`nova_numa_policy.contracts.errors` so the loop can
+tell "try again later" (ConnectionLost), "forget it" (DomainGone) and
+"cannot here" (NotEnforceable) apart.
 
 Per guest it also reads its qemu process (found by
 :mod:`agent.sensors.guestproc`): memory per node from ``numa_maps``, the
@@ -23,11 +23,11 @@ import time
 
 import libvirt
 
-from nova_numa_policy import backend
-from nova_numa_policy import enforcement
-from nova_numa_policy import errors
-from nova_numa_policy import locality
-from nova_numa_policy import scope
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import errors
+from nova_numa_policy.contracts import locality
+from nova_numa_policy.contracts import scope
+from nova_numa_policy.decisions import enforcement
 
 from agent.backend import bandwidth
 from agent.backend import connection as connection_mod
@@ -91,8 +91,8 @@ class LibvirtBackend(backend.Backend):
                  monitor_groups=None, guest_samples=None,
                  numa_maps_bound=None, read_timer=time.perf_counter):
         self._connection = connection
-        # Which guests are ours to manage (nova_numa_policy.scope), and
-        # the CPUs nova's configuration gives them on this host.
+        # Which guests are ours to manage (nova_numa_policy.contracts.scope),
+        # and the CPUs nova's configuration gives them on this host.
         self._scope = agent_scope
         self._cpu_partition = cpu_partition
         # Where the driver extension reads the uplinks found here.

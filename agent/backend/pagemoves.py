@@ -12,7 +12,7 @@ import errno
 import logging
 import os
 
-from nova_numa_policy import errors
+from nova_numa_policy.contracts import errors
 
 from agent.backend import pageplan
 from agent import privsep

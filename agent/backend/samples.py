@@ -8,7 +8,7 @@ The daemon's entry points are :mod:`agent.privsep.hwsampling`.
 
 import logging
 
-from nova_numa_policy import locality
+from nova_numa_policy.contracts import locality
 
 from agent import privsep
 from agent.privsep import hwsampling as host_sampling

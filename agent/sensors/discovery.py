@@ -1,8 +1,8 @@
 """Host topology and per-node usage: libvirt capabilities plus sysfs.
 
 The capabilities are read as the driver extension reads them
-(:mod:`nova_numa_policy.topology`); sysfs stands in where they list no
-nodes and gives the NICs.
+(:mod:`nova_numa_policy.contracts.topology`); sysfs stands in where they list
+no nodes and gives the NICs.
 
 Parsing is pure (XML text or file contents in, backend values out); the
 only I/O is through :mod:`agent.sensors.sysfs` readers, which take a root path.
@@ -15,8 +15,8 @@ import os
 import re
 import tempfile
 
-from nova_numa_policy import backend
-from nova_numa_policy import topology
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import topology
 
 from agent.sensors import sysfs
 

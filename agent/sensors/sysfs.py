@@ -9,8 +9,8 @@ import collections
 import os
 import re
 
-from nova_numa_policy import backend
-from nova_numa_policy import topology
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import topology
 
 NODE_DIR = 'sys/devices/system/node'
 NET_DIR = 'sys/class/net'

@@ -8,11 +8,11 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from nova_numa_policy import conf as npconf
-from nova_numa_policy import errors
+from nova_numa_policy.contracts import errors
+from nova_numa_policy.contracts import messaging
+from nova_numa_policy.contracts import scope
 from nova_numa_policy.loops import options as loop_options
-from nova_numa_policy import messaging
 from nova_numa_policy.objects import wire as report_wire
-from nova_numa_policy import scope
 
 from agent.backend import bandwidth
 from agent.backend import connection

@@ -10,11 +10,11 @@ import threading
 import time
 import uuid as uuid_mod
 
-from nova_numa_policy import errors
-from nova_numa_policy import execution
+from nova_numa_policy.contracts import errors
+from nova_numa_policy.decisions import execution
+from nova_numa_policy.decisions import reporting
 from nova_numa_policy.objects import signing
 from nova_numa_policy.objects import wire as report_wire
-from nova_numa_policy import reporting
 
 from agent.service import rebalance
 
@@ -138,9 +138,7 @@ class Agent:
             boot_id=self.boot_id, endings=self.endings,
             locality_signal=self.backend.locality_signal(),
             measurements=self.backend.measurements(),
-            class_bounds=self.runner.configs.get('auto'),
-            io_threshold=getattr(self.runner.configs.get('vnuioa'),
-                                 'io_threshold_rps', None))
+            judges=rebalance.report_judges(self.runner))
 
     def report(self, report):
         """Hand the report to the sender when it is due; never blocks."""

@@ -4,7 +4,7 @@ Every period the agent hands its snapshot to one
 :class:`~nova_numa_policy.loops.runner.Runner` (the guest's requested
 policy first, then the loops ``[numa_policy_loops] enabled_loops``
 names, within one budget and one dry run) and carries out what it admits
-with :func:`nova_numa_policy.execution.carry_out`.
+with :func:`nova_numa_policy.decisions.execution.carry_out`.
 """
 
 import dataclasses
@@ -46,6 +46,15 @@ def policy_runner(host_backend, period, dry_run=False, max_actions=64):
         host_backend, loop_runner.strategies(()), dry_run=dry_run,
         budget=loop_runner.Budget(period_s=period,
                                   actions_per_period=max_actions))
+
+
+def report_judges(runner):
+    """What judges a guest's loop-given report fields: every loop's rule.
+
+    With the runner's settings for the loops it runs and the defaults of
+    the others (``nova_numa_policy.loops.runner.judges``).
+    """
+    return loop_runner.judges(runner.configs)
 
 
 def active_loops(runner):

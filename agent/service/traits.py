@@ -15,8 +15,8 @@ from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
 import os_traits
 
-from nova_numa_policy import backend
-from nova_numa_policy import reporting
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.decisions import reporting
 
 LOG = logging.getLogger(__name__)
 PREFIX = 'NUMA_POLICY_'

@@ -16,7 +16,7 @@ import tempfile
 import time
 import uuid
 
-from nova_numa_policy import policy
+from nova_numa_policy.contracts import policy
 from nova_numa_policy.virt import metadata
 
 from agent.backend import connection

@@ -37,7 +37,7 @@ import subprocess
 import sys
 
 from agent.backend import observation
-from nova_numa_policy import policy
+from nova_numa_policy.contracts import policy
 from tests.bench import numamaps_native
 from tests.labhost import domains
 from tests.labhost import initramfs

@@ -47,7 +47,7 @@ import tempfile
 import time
 import uuid as uuid_mod
 
-from nova_numa_policy import backend
+from nova_numa_policy.contracts import backend
 
 from agent.backend import bandwidth
 from agent.backend import libvirt_backend

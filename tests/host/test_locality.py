@@ -21,7 +21,7 @@ what the kernel samples and what the agent does with it, not any gain.
 
 import time
 
-from nova_numa_policy import policy
+from nova_numa_policy.contracts import policy
 
 from agent.privsep import monitorgroups
 from tests.host import base

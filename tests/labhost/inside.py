@@ -320,7 +320,7 @@ def plan_with_fault(config_files, uuid, actions, fault, periods_after=1):
     ended, what the agent says of the guest after its periods, and the
     agent's log.
     """
-    from nova_numa_policy import backend
+    from nova_numa_policy.contracts import backend
 
     agent, log_file = _agent(config_files)
     snapshot = agent.observe()

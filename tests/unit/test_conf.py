@@ -17,10 +17,10 @@ from agent.service import traits
 from nova_numa_policy.conf import opts
 from nova_numa_policy.conf import policy as policy_conf
 from nova_numa_policy.conf import reports
-from nova_numa_policy import enforcement
-from nova_numa_policy import messaging
+from nova_numa_policy.contracts import messaging
+from nova_numa_policy.contracts import policy
+from nova_numa_policy.decisions import enforcement
 from nova_numa_policy.objects import report as report_obj
-from nova_numa_policy import policy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))

@@ -7,7 +7,7 @@ import fixtures
 from oslo_config import cfg
 import testtools
 
-from nova_numa_policy import scope
+from nova_numa_policy.contracts import scope
 
 from agent.service import cmd
 

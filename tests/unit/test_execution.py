@@ -11,9 +11,9 @@ import libvirt
 import testtools
 
 from agent.service import manager
-from nova_numa_policy import backend
-from nova_numa_policy import errors
-from nova_numa_policy import execution
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import errors
+from nova_numa_policy.decisions import execution
 from nova_numa_policy.lab.sim import backend as sim_backend
 from nova_numa_policy.lab.sim import scenarios
 from nova_numa_policy.lab.sim import topology as sim_topology

@@ -11,10 +11,10 @@ import os
 import fixtures
 import testtools
 
-from nova_numa_policy import backend
-from nova_numa_policy import enforcement
-from nova_numa_policy import policy
-from nova_numa_policy import topology
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import policy
+from nova_numa_policy.contracts import topology
+from nova_numa_policy.decisions import enforcement
 from nova_numa_policy.virt import driver
 
 from agent.sensors import discovery

@@ -16,9 +16,8 @@ from oslo_utils import timeutils
 from agent.service import manager
 from agent.service import notifier
 from agent.service import rebalance
-from nova_numa_policy import backend
 from nova_numa_policy.collector import actions as action_payload
-from nova_numa_policy import enforcement
+from nova_numa_policy.contracts import backend
 from nova_numa_policy.lab.sim import backend as sim_backend
 from nova_numa_policy.lab.sim import scenarios
 from nova_numa_policy.lab.sim import state as sim_state
@@ -32,8 +31,8 @@ BOOT_PLACEMENT = {'interleave': sim_state.INTERLEAVE,
                   'interleave+carrefour': sim_state.INTERLEAVE,
                   'home': sim_state.HOME}
 # The <numatune> memory mode that boot placement corresponds to.
-BOOT_MODE = {sim_state.INTERLEAVE: enforcement.MODE_INTERLEAVE,
-             sim_state.HOME: enforcement.MODE_STRICT}
+BOOT_MODE = {sim_state.INTERLEAVE: backend.MODE_INTERLEAVE,
+             sim_state.HOME: backend.MODE_STRICT}
 KINDS = {backend.PinVcpu: 'pin_vcpu', backend.PinEmulator: 'pin_emulator',
          backend.SetNodeset: 'set_nodeset', backend.MovePages: 'move_pages'}
 

@@ -10,7 +10,7 @@ import functools
 
 import numpy as np
 
-from nova_numa_policy import backend
+from nova_numa_policy.contracts import backend
 from nova_numa_policy.lab.sim import constants
 
 # ACPI SLIT-style distances by hop count, what Linux reports in
@@ -66,11 +66,12 @@ class SimHost:
         return {nic.name: nic for nic in self.nics}[name]
 
     def to_topology(self):
-        """The :class:`~nova_numa_policy.backend.HostTopology` it reports.
+        """The ``HostTopology`` (contracts.backend) it reports.
 
         Built once per host: both are immutable, and handing out the same
         object every period lets what the loops derive from a topology
-        (:func:`nova_numa_policy.topology.per_topology`) be reused.
+        (:func:`nova_numa_policy.contracts.topology.per_topology`) be
+        reused.
         """
         return _topology(self)
 

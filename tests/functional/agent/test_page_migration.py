@@ -26,7 +26,7 @@ from agent.backend import pagemoves
 from agent import privsep
 from agent.privsep import pagemover
 from agent.privsep import trust
-from nova_numa_policy import errors
+from nova_numa_policy.contracts import errors
 from tests.unit.agent import memchild
 
 SYSTEM_PYTHON = '/usr/bin/python3'

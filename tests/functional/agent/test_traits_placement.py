@@ -12,7 +12,7 @@ from nova.tests.functional import fixtures as func_fixtures
 from oslo_utils import uuidutils
 import testtools
 
-from nova_numa_policy import backend
+from nova_numa_policy.contracts import backend
 
 from agent.service import traits
 

@@ -22,11 +22,11 @@ from oslo_config import cfg
 
 from nova.tests.functional.libvirt import base as libvirt_base
 
-from nova_numa_policy import backend
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import topology
+from nova_numa_policy.decisions import reporting
 from nova_numa_policy.objects import report as report_obj
 from nova_numa_policy.objects import wire as report_wire
-from nova_numa_policy import reporting
-from nova_numa_policy import topology
 from placement_filters import listener
 
 from agent.sensors import discovery

@@ -8,8 +8,8 @@ from oslo_config import cfg
 import testtools
 
 from nova_numa_policy.conf import loops as loops_conf
+from nova_numa_policy.contracts import policy
 from nova_numa_policy.loops import options as loop_options
-from nova_numa_policy import policy
 from nova_numa_policy.virt import metadata
 
 from agent.backend import connection

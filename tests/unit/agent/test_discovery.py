@@ -4,8 +4,8 @@ import fixtures
 import libvirt
 import testtools
 
-from nova_numa_policy import scope
-from nova_numa_policy import topology
+from nova_numa_policy.contracts import scope
+from nova_numa_policy.contracts import topology
 
 from agent.sensors import discovery
 from agent.sensors import sysfs

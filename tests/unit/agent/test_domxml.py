@@ -2,7 +2,7 @@
 
 import testtools
 
-from nova_numa_policy import policy
+from nova_numa_policy.contracts import policy
 from nova_numa_policy.virt import metadata
 
 from agent.backend import domxml

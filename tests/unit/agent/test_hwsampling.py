@@ -16,8 +16,8 @@ import os
 import fixtures
 import testtools
 
-from nova_numa_policy import backend
-from nova_numa_policy import locality
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import locality
 
 from agent.backend import libvirt_backend
 from agent.backend import samples

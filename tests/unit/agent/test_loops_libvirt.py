@@ -4,7 +4,7 @@ Each test runs what the agent runs each period: a loops Runner built by
 :func:`agent.service.rebalance.build_runner` from a
 ``[numa_policy_loops]`` group, and
 :meth:`agent.service.manager.Agent.run_once` (observe, enforce, rebalance
-through :func:`nova_numa_policy.execution.carry_out`, report) on a
+through :func:`nova_numa_policy.decisions.execution.carry_out`, report) on a
 :class:`agent.backend.libvirt_backend.LibvirtBackend` connected to
 libvirt's test driver. The host's NUMA layout comes from a fixture sysfs tree:
 two nodes of four CPUs, the physnet's NIC on node 1. A guest's qemu is a real
@@ -38,10 +38,10 @@ import fixtures
 import libvirt
 import testtools
 
-from nova_numa_policy import backend
-from nova_numa_policy import errors
-from nova_numa_policy import policy
-from nova_numa_policy import scope
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import errors
+from nova_numa_policy.contracts import policy
+from nova_numa_policy.contracts import scope
 from nova_numa_policy.virt import metadata
 
 from agent.backend import libvirt_backend

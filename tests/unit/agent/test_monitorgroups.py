@@ -13,7 +13,7 @@ import os
 import fixtures
 import testtools
 
-from nova_numa_policy import errors
+from nova_numa_policy.contracts import errors
 
 from agent.backend import bandwidth
 from agent import privsep

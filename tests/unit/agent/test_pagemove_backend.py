@@ -7,9 +7,9 @@ child process whose pid the fixture pidfile names.
 
 import os
 
-from nova_numa_policy import backend
-from nova_numa_policy import errors
-from nova_numa_policy import reporting
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import errors
+from nova_numa_policy.decisions import reporting
 
 from agent.backend import libvirt_backend
 from agent.backend import pagemoves

@@ -17,7 +17,7 @@ from agent.backend import pagemoves
 from agent import privsep
 from agent.privsep import pagemover
 from agent.sensors import numamaps
-from nova_numa_policy import errors
+from nova_numa_policy.contracts import errors
 from tests.unit.agent import memchild
 
 

@@ -2,13 +2,12 @@
 
 import testtools
 
-from nova_numa_policy import backend
-from nova_numa_policy import enforcement
-from nova_numa_policy import errors
-from nova_numa_policy import execution
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import errors
+from nova_numa_policy.decisions import execution
+from nova_numa_policy.decisions import reporting
 from nova_numa_policy.lab.sim import backend as sim_backend
 from nova_numa_policy.lab.sim import topology as sim_topology
-from nova_numa_policy import reporting
 
 from agent.service import manager
 from agent.service import rebalance
@@ -22,8 +21,8 @@ TOPOLOGY = backend.HostTopology(nodes=tuple(
 ALL = frozenset({0, 1})
 # memory mode, nodes -> the placement they realize on TOPOLOGY.
 FIRST_TOUCH = (None, ALL)
-INTERLEAVED = (enforcement.MODE_INTERLEAVE, ALL)
-HOME = (enforcement.MODE_STRICT, frozenset({1}))
+INTERLEAVED = (backend.MODE_INTERLEAVE, ALL)
+HOME = (backend.MODE_STRICT, frozenset({1}))
 CARREFOUR = ('carrefour',)
 AUTO = ('auto',)
 BOTH = ('carrefour', 'auto')

@@ -10,9 +10,9 @@ import os
 import fixtures
 import testtools
 
-from nova_numa_policy import backend
-from nova_numa_policy import errors
-from nova_numa_policy import locality
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import errors
+from nova_numa_policy.contracts import locality
 
 from agent.backend import bandwidth
 from agent.backend import libvirt_backend

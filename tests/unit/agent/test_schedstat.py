@@ -13,8 +13,8 @@ import time
 
 import testtools
 
-from nova_numa_policy import backend
-from nova_numa_policy import reporting
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.decisions import reporting
 
 from agent.backend import libvirt_backend
 from agent.sensors import guestproc

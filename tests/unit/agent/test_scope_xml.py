@@ -5,9 +5,9 @@ from xml.etree import ElementTree
 from nova.virt.libvirt import config as vconfig
 import testtools
 
-from nova_numa_policy import enforcement
-from nova_numa_policy import policy
-from nova_numa_policy import scope
+from nova_numa_policy.contracts import policy
+from nova_numa_policy.contracts import scope
+from nova_numa_policy.decisions import enforcement
 from nova_numa_policy.virt import driver
 from nova_numa_policy.virt import metadata
 

@@ -10,8 +10,8 @@ import fixtures
 import libvirt
 import testtools
 
-from nova_numa_policy import errors
-from nova_numa_policy import exception
+from nova_numa_policy.contracts import errors
+from nova_numa_policy.contracts import exception
 from nova_numa_policy.objects import signing
 from nova_numa_policy.objects import wire as report_wire
 

@@ -5,8 +5,8 @@ from oslo_config import cfg
 from oslo_config import fixture as config_fixture
 import testtools
 
-from nova_numa_policy import backend
 from nova_numa_policy import conf as npconf
+from nova_numa_policy.contracts import backend
 
 from agent.service import manager
 from agent.service import traits

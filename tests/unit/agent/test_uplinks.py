@@ -14,9 +14,9 @@ import fixtures
 from oslo_config import cfg
 import testtools
 
-from nova_numa_policy import backend
 from nova_numa_policy.conf import policy as policy_conf
-from nova_numa_policy import topology
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import topology
 from nova_numa_policy.virt import driver
 
 from agent.sensors import discovery

@@ -4,12 +4,10 @@ import functools
 
 import pbr.version
 
-from nova_numa_policy import backend
-from nova_numa_policy import enforcement
-from nova_numa_policy.loops import auto
-from nova_numa_policy.loops import vnuioa
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import policy
+from nova_numa_policy.decisions import enforcement
 from nova_numa_policy.objects import report as report_obj
-from nova_numa_policy import policy
 
 # What the agent can make true, by what the backend can do. Interleave
 # and home at boot need the driver extension but no live capability;
@@ -26,12 +24,6 @@ def agent_version():
         return pbr.version.VersionInfo('nova-numa-policy').version_string()
     except Exception:
         return 'unknown'
-
-
-# Seed 000 Table 1 class of a measured access imbalance, by the policy
-# auto picks for it.
-_ACCESS_CLASS = {auto.FIRST_TOUCH: 'low', auto.FT_CARREFOUR: 'moderate',
-                 auto.IL_CARREFOUR: 'high'}
 
 
 def enforceable_policies(capabilities):
@@ -100,21 +92,22 @@ def applied_policy(instance, topology, active_loops=(), auto_choice=None):
     return placement
 
 
-def access_class(instance, topology, bounds):
-    """The guest's measured access class; None where nothing was measured.
+def judged(instance, topology, judges):
+    """The report fields the loops judge of ``instance``: pure.
 
-    ``bounds``: the auto loop's Config (its ``low`` and ``high``). Memory
-    per node never stands in here: the report says what was measured.
+    ``judges``: (strategy class, its Config) pairs, each asked through the
+    loops' interface (``Strategy.judge``); the base names no loop.
     """
-    if not instance.accesses_per_node or not instance.vcpu_cpus:
-        return None
-    return _ACCESS_CLASS[auto.classify(
-        auto.measured_imbalance(topology, instance), bounds)]
+    fields = {}
+    for strategy, config in judges:
+        fields.update(strategy.judge(instance, topology, config))
+    return fields
 
 
 def _instance(instance, topology, active_loops, auto_choices, endings,
-              bounds, io_threshold):
+              judges):
     known = {str(n.id) for n in topology.nodes}
+    fields = judged(instance, topology, judges)
     return report_obj.NumaInstanceReport(
         uuid=instance.uuid,
         requested_policy=instance.requested_policy,
@@ -125,8 +118,8 @@ def _instance(instance, topology, active_loops, auto_choices, endings,
                             if str(k) in known},
         vcpu_cpus=[c if c is not None else -1 for c in instance.vcpu_cpus],
         io_rate=float(instance.io_rate),
-        io_intensive=vnuioa.io_intensive(instance, io_threshold),
-        access_class=access_class(instance, topology, bounds),
+        io_intensive=fields.get('io_intensive', False),
+        access_class=fields.get('access_class'),
         enforcement=endings.get(instance.uuid),
         cpu_wait=(None if instance.cpu_wait is None
                   else min(max(float(instance.cpu_wait), 0.0), 1.0)))
@@ -135,7 +128,7 @@ def _instance(instance, topology, active_loops, auto_choices, endings,
 def build_report(snapshot, host, hypervisor_hostname, seq, period,
                  capabilities, now=None, active_loops=(), auto_choices=None,
                  boot_id=None, endings=None, locality_signal=None,
-                 class_bounds=None, io_threshold=None, measurements=None):
+                 judges=(), measurements=None):
     """The period's HostReport.
 
     ``active_loops``: the loops acting this period; ``auto_choices``:
@@ -145,14 +138,12 @@ def build_report(snapshot, host, hypervisor_hostname, seq, period,
     measures of locality (``Backend.locality_signal``);
     ``measurements``: all it measures (``Backend.measurements``; the
     locality signal alone when not given);
-    ``class_bounds``: the auto loop's Config, its class thresholds;
-    ``io_threshold``: the rate from which a guest is I/O intensive (as
-    vNUIOA judges it; its flavor's ``hw:numa_io_intensity`` prevails).
+    ``judges``: (strategy class, Config) pairs whose ``judge`` gives a
+    guest's fields that are a loop's rule (its access class, whether it
+    is I/O intensive): ``nova_numa_policy.loops.runner.judges``; without
+    them those fields say nothing was judged.
     """
     auto_choices = auto_choices or {}
-    bounds = class_bounds or auto.Config()
-    if io_threshold is None:
-        io_threshold = vnuioa.Config().io_threshold_rps
     endings = endings or {}
     usage = {u.node_id: u for u in snapshot.usage}
     topology = snapshot.topology
@@ -167,7 +158,7 @@ def build_report(snapshot, host, hypervisor_hostname, seq, period,
             physnet=n.physnet, bridge=n.bridge)
             for n in topology.nics[:report_obj.MAX_NICS]],
         instances=[_instance(i, topology, active_loops, auto_choices,
-                             endings, bounds, io_threshold)
+                             endings, judges)
                    for i in instances],
         enforceable_policies=enforceable_policies(capabilities),
         locality_signal=locality_signal,

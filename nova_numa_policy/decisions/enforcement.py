@@ -5,24 +5,21 @@ guest's memory mode (``<numatune>``), which libvirt cannot change while the
 guest runs. Once it runs, the agent can only change the nodeset of a strict
 (or restrictive, or absent) memory policy, re-pin vCPUs and the emulator,
 and migrate pages. Both moments ask this module, from plain values
-(:mod:`nova_numa_policy.backend` types and a
-:class:`~nova_numa_policy.policy.NumaPolicy`), and get plain values back.
+(:mod:`nova_numa_policy.contracts.backend` types and a
+:class:`~nova_numa_policy.contracts.policy.NumaPolicy`), and get plain values
+back.
 """
 
 import dataclasses
 
-from nova_numa_policy import backend
-from nova_numa_policy import policy
-from nova_numa_policy import scope
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import policy
+from nova_numa_policy.contracts import scope
 
-MODE_STRICT = 'strict'
-MODE_INTERLEAVE = 'interleave'
-MODE_PREFERRED = 'preferred'
-MODE_RESTRICTIVE = 'restrictive'
 # libvirt's qemu driver changes a running guest's nodeset (by rewriting
 # the cpuset.mems of its cgroups) only when the memory mode is one of
 # these, or when the guest has no <numatune> at all (doc/source/agent.rst).
-LIVE_NODESET_MODES = (None, MODE_STRICT, MODE_RESTRICTIVE)
+LIVE_NODESET_MODES = (None, backend.MODE_STRICT, backend.MODE_RESTRICTIVE)
 # Seed 002 §4.2: above 80 % average CPU load per node performance drops,
 # so a node that busy is "high load" and gets no more NIC-prior guests.
 LOAD_THRESHOLD = 0.80
@@ -350,21 +347,21 @@ def boot_plan(numa_policy, topology, usage=(), memory_mb=0,
                             allowed_cpus)
         cpus = (_restrict(cpus_of(topology, half), allowed_cpus) if half
                 else frozenset())
-        return _plan(MemoryTune(MODE_INTERLEAVE, nodes, cpus, pins),
+        return _plan(MemoryTune(backend.MODE_INTERLEAVE, nodes, cpus, pins),
                      f'interleave over {sorted(nodes)}: {kept}'
                      + _dealt_words(pins))
     if placement == policy.Placement.HOME:
         nodes = select_home_nodes(allowed_nodes(topology, allowed_cpus),
                                   usage, memory_mb, near, vcpus)
         return _plan(MemoryTune(
-            MODE_STRICT, nodes,
+            backend.MODE_STRICT, nodes,
             _restrict(cpus_of(topology, nodes), allowed_cpus)),
             why or 'home on the least loaded nodes that hold it')
     if placement == policy.Placement.FIRST_TOUCH and len(near) == 1:
         # First-touch near the NIC (or, NUMA-prior, on the node chosen
         # instead): prefer its node and let the kernel spill elsewhere
         # rather than fail an allocation.
-        return _plan(MemoryTune(MODE_PREFERRED, near,
+        return _plan(MemoryTune(backend.MODE_PREFERRED, near,
                                 _restrict(cpus_of(topology, near),
                                           allowed_cpus)), why)
     if placement != policy.Placement.FIRST_TOUCH or why:
@@ -378,7 +375,7 @@ def boot_plan(numa_policy, topology, usage=(), memory_mb=0,
         pins = _spread_pins(topology, half, vcpus, usage, placed,
                             allowed_cpus)
         return _plan(MemoryTune(
-            MODE_RESTRICTIVE, half,
+            backend.MODE_RESTRICTIVE, half,
             _restrict(cpus_of(topology, half), allowed_cpus), pins),
             f'first-touch within {sorted(half)}: {kept}'
             + _dealt_words(pins))
@@ -425,13 +422,14 @@ def observed_placement(instance, topology):
     all_nodes = frozenset(n.id for n in topology.nodes)
     mode = instance.memory_mode
     nodes = instance.memory_nodes
-    if mode == MODE_INTERLEAVE and len(nodes) > 1:
+    if mode == backend.MODE_INTERLEAVE and len(nodes) > 1:
         return policy.Placement.INTERLEAVE.value
     # restrictive only limits where the kernel's own first-touch may
     # allocate; on several nodes that is first-touch, on one it is home.
-    if (mode == MODE_RESTRICTIVE and len(nodes) > 1) or not nodes:
+    if (mode == backend.MODE_RESTRICTIVE and len(nodes) > 1) or not nodes:
         return policy.Placement.FIRST_TOUCH.value
-    if mode in (MODE_STRICT, MODE_RESTRICTIVE) and nodes < all_nodes:
+    if (mode in (backend.MODE_STRICT, backend.MODE_RESTRICTIVE)
+            and nodes < all_nodes):
         return policy.Placement.HOME.value
     return policy.Placement.FIRST_TOUCH.value
 
@@ -457,7 +455,7 @@ def _pin_actions(instance, cpus, reason):
 def _enforce_home(instance, topology, usage, can_set_nodeset):
     all_nodes = frozenset(n.id for n in topology.nodes)
     actions = []
-    if (instance.memory_mode in (MODE_STRICT, MODE_RESTRICTIVE)
+    if (instance.memory_mode in (backend.MODE_STRICT, backend.MODE_RESTRICTIVE)
             and instance.memory_nodes and instance.memory_nodes < all_nodes):
         # Already bound to home nodes (at boot or by an earlier period):
         # keep them, moving memory again would only cost.
@@ -494,7 +492,7 @@ def enforce(instance, topology, usage, can_set_nodeset=True):
     if spec.placement == policy.Placement.HOME:
         return _enforce_home(instance, topology, usage, can_set_nodeset)
     if (spec.placement == policy.Placement.INTERLEAVE
-            and instance.memory_mode != MODE_INTERLEAVE):
+            and instance.memory_mode != backend.MODE_INTERLEAVE):
         return Enforcement(blocked=(
             'interleave must be in the domain XML when the guest starts; it '
             'applies at its next hard reboot with the driver extension'))

@@ -1,8 +1,8 @@
 """A host's NUMA nodes as libvirt and nova describe them: one reading.
 
 The agent and the driver extension both build a
-:class:`~nova_numa_policy.backend.HostTopology`; they read it here, so a
-node's CPUs, memory and distances mean the same on both sides. A
+:class:`~nova_numa_policy.contracts.backend.HostTopology`; they read it here,
+so a node's CPUs, memory and distances mean the same on both sides. A
 distance row is in the order of the topology's nodes (by id), never
 indexed by id: hosts number nodes as their firmware does (0, 1, 8, 9).
 
@@ -16,7 +16,7 @@ Pure: XML or JSON text and plain values in, backend values out.
 import json
 from xml.etree import ElementTree
 
-from nova_numa_policy import backend
+from nova_numa_policy.contracts import backend
 
 # SLIT defaults when nothing gives distances: local and remote.
 LOCAL_DISTANCE = 10

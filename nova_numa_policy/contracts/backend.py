@@ -12,6 +12,13 @@ import dataclasses
 
 # What a backend may be able to do; a loop whose action needs a capability
 # the backend lacks is not started.
+# A guest's memory mode (libvirt's <numatune><memory mode=...>), as
+# InstanceState.memory_mode and SetNodeset carry it.
+MODE_STRICT = 'strict'
+MODE_INTERLEAVE = 'interleave'
+MODE_PREFERRED = 'preferred'
+MODE_RESTRICTIVE = 'restrictive'
+
 CAP_VCPU_PINNING = 'vcpu-pinning'
 CAP_EMULATOR_PINNING = 'emulator-pinning'
 CAP_LIVE_NODESET = 'live-nodeset'
@@ -23,7 +30,7 @@ CAPABILITIES = (CAP_VCPU_PINNING, CAP_EMULATOR_PINNING, CAP_LIVE_NODESET,
                 CAP_PAGE_MIGRATION, CAP_ACCESS_COUNTERS)
 
 # What a backend may measure of its guests besides memory locality (the
-# locality signals are nova_numa_policy.locality.SIGNALS): the vCPUs'
+# locality signals are nova_numa_policy.contracts.locality.SIGNALS): the vCPUs'
 # run-queue delay, and network traffic in bytes and packets.
 MEASURE_CPU_WAIT = 'cpu-wait'
 MEASURE_INTERFACE_TRAFFIC = 'interface-traffic'
@@ -127,7 +134,7 @@ class InstanceState:
     # Memory accesses per node over the last period when the host
     # measures them ({node id: count}); None when it does not.
     accesses_per_node: dict | None = None
-    # Which signal (nova_numa_policy.locality.SIGNALS) those accesses
+    # Which signal (nova_numa_policy.contracts.locality.SIGNALS) those accesses
     # come from: counts, or samples whose distribution alone is meant.
     access_signal: str | None = None
     # Uncore penalty of each vCPU (stall time per unit of work, seed 001
@@ -146,7 +153,7 @@ class InstanceState:
     emulator_affinity: frozenset = frozenset()
     # The host CPUs nova allows the guest (its <vcpu cpuset> as nova
     # defined it); empty when nova set no bound. Nothing the agent
-    # writes may leave it (nova_numa_policy.scope).
+    # writes may leave it (nova_numa_policy.contracts.scope).
     allowed_cpus: frozenset = frozenset()
 
 
@@ -207,8 +214,8 @@ class Backend(abc.ABC):
     def locality_signal(self):
         """The memory-locality signal this host measures, or None.
 
-        One of :data:`nova_numa_policy.locality.SIGNALS`; a backend that
-        has one also has ``CAP_ACCESS_COUNTERS``.
+        One of :data:`nova_numa_policy.contracts.locality.SIGNALS`; a backend
+        that has one also has ``CAP_ACCESS_COUNTERS``.
         """
         return None
 

@@ -10,7 +10,7 @@ what an instance asked for.
 import dataclasses
 import enum
 
-from nova_numa_policy import exception
+from nova_numa_policy.contracts import exception
 
 POLICY_KEY = 'hw:numa_policy'
 NIC_LOCALITY_KEY = 'hw:numa_nic_locality'

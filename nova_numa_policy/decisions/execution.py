@@ -27,10 +27,10 @@ How a plan ended, in the words the agent reports (:data:`ENDINGS`):
 import dataclasses
 import logging
 
-from nova_numa_policy import backend
-from nova_numa_policy import enforcement
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.decisions import enforcement
 
-from nova_numa_policy import errors
+from nova_numa_policy.contracts import errors
 
 LOG = logging.getLogger(__name__)
 

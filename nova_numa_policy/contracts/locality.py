@@ -25,8 +25,8 @@ Without a signal the loops fall back to memory per node, and the report
 says no signal was measured.
 """
 
-from nova_numa_policy import enforcement
-from nova_numa_policy import topology as topology_mod
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import topology as topology_mod
 
 SIGNAL_COUNTERS = 'access-counters'
 SIGNAL_HINTING_FAULTS = 'hinting-faults'
@@ -87,7 +87,7 @@ def first_touched(memory_mode):
     page is placed on the node of the thread that first touched it.
     Strict, interleave and preferred set a memory policy that places it.
     """
-    return memory_mode in (None, enforcement.MODE_RESTRICTIVE)
+    return memory_mode in (None, backend.MODE_RESTRICTIVE)
 
 
 def kernel_balances_memory(memory_mode):

@@ -3,8 +3,8 @@
 The real backend (``agent.backend.libvirt_backend``) translates
 libvirt's and the kernel's answers into these; the simulated one raises
 them when a test makes it fail. The executor
-(:mod:`nova_numa_policy.execution`) decides from the type alone whether a
-failed step may need undoing.
+(:mod:`nova_numa_policy.decisions.execution`) decides from the type alone
+whether a failed step may need undoing.
 """
 
 
