@@ -19,8 +19,9 @@ force rather than against it.
 
 import dataclasses
 import functools
-from importlib import metadata
 import logging
+
+from stevedore import extension
 
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import scope
@@ -49,18 +50,27 @@ def registry():
     """{name: strategy class} of the loops, from their entry points.
 
     Loops are found as watcher finds its strategies: each is an entry
-    point of the ``nova_numa_policy.loops`` namespace (setup.cfg). The
-    order loops run in is ``enabled_loops``', not this one. The entry
-    points are read once per process: reading them scans every installed
-    distribution, and what is installed does not change while it runs.
+    point of the ``nova_numa_policy.loops`` namespace (setup.cfg), loaded
+    by stevedore. The order loops run in is ``enabled_loops``', not this
+    one. The entry points are read once per process: reading them scans
+    every installed distribution, and what is installed does not change
+    while it runs.
     """
     return dict(_entry_points())
 
 
+def _refuse_broken_loop(manager, entry_point, exc):
+    # stevedore's default is to log and go on without the plugin; a loop
+    # an operator enabled that does not load must stop the agent instead.
+    raise exc
+
+
 @functools.lru_cache(maxsize=None)
 def _entry_points():
-    found = metadata.entry_points(group=LOOPS_NAMESPACE)
-    return tuple((ep.name, ep.load()) for ep in found)
+    loops = extension.ExtensionManager(
+        LOOPS_NAMESPACE, invoke_on_load=False,
+        on_load_failure_callback=_refuse_broken_loop)
+    return tuple((loop.name, loop.plugin) for loop in loops)
 
 
 def judges(configs=None):
