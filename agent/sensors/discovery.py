@@ -18,6 +18,7 @@ import tempfile
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import topology
 
+from agent.sensors import procfs
 from agent.sensors import sysfs
 
 LOG = logging.getLogger(__name__)
@@ -341,20 +342,20 @@ def discover(caps_xml, root, physnet_interfaces, bridge_interfaces,
     return backend.HostTopology(nodes=nodes, nics=tuple(nics))
 
 
-def parse_proc_stat(text):
-    """{cpu id: (busy jiffies, total jiffies)} from /proc/stat."""
-    times = {}
-    for line in (text or '').splitlines():
-        if not line.startswith('cpu') or line.startswith('cpu '):
-            continue
-        name, *values = line.split()
-        numbers = [int(v) for v in values[:8]]
-        # user nice system idle iowait irq softirq steal: idle + iowait
-        # is time the CPU had nothing to run.
-        idle = numbers[3] + (numbers[4] if len(numbers) > 4 else 0)
-        total = sum(numbers)
-        times[int(name[3:])] = (total - idle, total)
-    return times
+# The fields of psutil's per-CPU times that make up a CPU's time: guest
+# and guest_nice are already counted in user and nice.
+_CPU_TIME_FIELDS = ('user', 'nice', 'system', 'idle', 'iowait', 'irq',
+                    'softirq', 'steal')
+
+
+def busy_and_total(cpu_times):
+    """(busy, total) seconds of one CPU's psutil times.
+
+    idle + iowait is time the CPU had nothing to run.
+    """
+    total = sum(getattr(cpu_times, name, 0.0) for name in _CPU_TIME_FIELDS)
+    idle = cpu_times.idle + getattr(cpu_times, 'iowait', 0.0)
+    return total - idle, total
 
 
 def busy_fraction(before, after, cpus):
@@ -418,8 +419,22 @@ def _floating_usage(node, floating, loads_of_floating):
 
 
 def read_cpu_times(root):
+    """{cpu id: (busy seconds, total seconds)} of the online CPUs.
+
+    psutil reads the per-CPU lines of ``<root>/proc/stat`` but hands them
+    back as a list, without their ids: the kernel writes a line for each
+    online CPU in ascending order, so the ids are sysfs's list of online
+    CPUs. A CPU going on or offline between the two reads makes them
+    disagree: then no sample ({}), and the next one starts afresh.
+    """
+    online = sorted(sysfs.online_cpus(root))
     try:
-        with open(f'{root.rstrip("/")}/proc/stat') as f:
-            return parse_proc_stat(f.read())
+        per_cpu = procfs.per_cpu_times(root)
     except OSError:
         return {}
+    if len(online) != len(per_cpu):
+        LOG.debug('CPUs went on or offline while read: %d online, %d in '
+                  '/proc/stat', len(online), len(per_cpu))
+        return {}
+    return {cpu: busy_and_total(times)
+            for cpu, times in zip(online, per_cpu)}
