@@ -1,9 +1,13 @@
 """The real backend: libvirt for guests, sysfs and /proc for the host.
 
 It observes and acts; it decides nothing. Every libvirt error is turned
-into one of :mod:`nova_numa_policy.contracts.errors` so the loop can
-tell "try again later" (ConnectionLost), "forget it" (DomainGone) and
-"cannot here" (NotEnforceable) apart.
+into one of :mod:`nova_numa_policy.contracts.errors`
+(:mod:`agent.backend.calls`). It composes the backend's concerns: the
+host's locality signal and each guest's measure of it
+(:mod:`agent.backend.signals`), each guest's network rate
+(:mod:`agent.backend.traffic`) and its ``numa_maps`` reads within a
+budget (:mod:`agent.backend.observation`); what stays here is the host
+(topology, load), the guests' reading and the actions on them.
 
 Per guest it also reads its qemu process (found by
 :mod:`agent.sensors.guestproc`): memory per node from ``numa_maps``, the
@@ -25,14 +29,14 @@ import libvirt
 
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import errors
-from nova_numa_policy.contracts import locality
 from nova_numa_policy.contracts import scope
 from nova_numa_policy.decisions import enforcement
 
-from agent.backend import bandwidth
-from agent.backend import connection as connection_mod
+from agent.backend import calls
 from agent.backend import domxml
 from agent.backend import observation
+from agent.backend import signals
+from agent.backend import traffic
 from agent.sensors import discovery
 from agent.sensors import guestio
 from agent.sensors import guestproc
@@ -48,34 +52,6 @@ LOG = logging.getLogger(__name__)
 # at least this long; observations closer together reuse the last ones. See
 # guestio.windowed.
 MIN_RATE_WINDOW = 1.0
-
-
-def _translate(connection, exc, what):
-    code = exc.get_error_code()
-    if code == libvirt.VIR_ERR_NO_DOMAIN:
-        return errors.DomainGone(f'{what}: domain is gone')
-    if connection_mod.is_connection_error(exc):
-        connection.lost(exc)
-        return errors.ConnectionLost(f'{what}: {exc}')
-    # Anything else is the host refusing this call: an invalid or
-    # unsupported operation, or EPERM/EACCES arriving as a system error.
-    # Retrying the same call next period would fail the same way.
-    return errors.NotEnforceable(f'{what}: {exc}')
-
-
-def _active(dom):
-    try:
-        return dom.isActive() == 1
-    except libvirt.libvirtError:
-        return False
-
-
-def cpumap(cpus, size):
-    return tuple(cpu in cpus for cpu in range(size))
-
-
-def cpus_from_map(bits):
-    return frozenset(i for i, on in enumerate(bits) if on)
 
 
 class LibvirtBackend(backend.Backend):
@@ -115,18 +91,8 @@ class LibvirtBackend(backend.Backend):
         # Parsed domain XML per uuid, reused while the XML is unchanged:
         # parsing is the largest cost of a period with many guests.
         self._facts = {}
-        # Interface devices per uuid, parsed with the facts.
-        self._devices = {}
-        # (PF interface, VF index) of each SR-IOV VF interface per uuid,
-        # found with the facts; each PF's {VF: (bytes, packets)} is asked
-        # of the kernel once per observation (vfstats.query).
-        self._vfs = {}
-        self._vf_traffic = vf_traffic
-        self._pf_counters = {}
-        self._pf_warned = set()
-        # ((time, (bytes, packets)), request rate) of each guest's last
-        # measured window.
-        self._traffic = {}
+        self._traffic = traffic.GuestTraffic(root, clock, rate_window,
+                                             vf_traffic)
         # -- numa_maps reads, bounded (agent/backend/observation.py) ---
         # Which guests' numa_maps an observation reads, within a budget
         # of 1 % of one core at the default period unless told otherwise,
@@ -149,19 +115,10 @@ class LibvirtBackend(backend.Backend):
         # threads' last measured window.
         self._waits = {}
         self._has_schedstat = None
-        # Memory bandwidth per guest (agent.backend.bandwidth), read only with
-        # the monitoring daemon's client; the last signal said, and why.
-        self._bandwidth_reader = (
-            bandwidth.GuestBandwidth(root, monitor_groups)
-            if monitor_groups is not None else None)
-        # Hardware samples per guest (agent.backend.samples.GuestSamples), with
-        # the sampling daemon.
-        self._samples = guest_samples
-        self._samples_drained_at = None
-        # (time, (accesses, penalties)) of each guest's last bandwidth
-        # reading: one within a rate window of it is not read anew.
-        self._bandwidth_read = {}
-        self._signal_said = ()
+        # Memory bandwidth with the monitoring daemon's client, hardware
+        # samples with the sampling daemon's: each only when given.
+        self._signal = signals.LocalitySignal(
+            root, clock, rate_window, monitor_groups, guest_samples)
         # The vCPU threads' sched and schedstat files, kept open.
         self._thread_files = guestproc.OpenFiles()
 
@@ -172,7 +129,7 @@ class LibvirtBackend(backend.Backend):
         try:
             return func(*args)
         except libvirt.libvirtError as exc:
-            raise _translate(self._connection, exc, what)
+            raise calls.translate(self._connection, exc, what)
 
     def capabilities(self):
         caps = {backend.CAP_VCPU_PINNING, backend.CAP_EMULATOR_PINNING}
@@ -185,65 +142,16 @@ class LibvirtBackend(backend.Backend):
         return frozenset(caps)
 
     def locality_signal(self):
-        """The host's signal, or None.
-
-        While the kernel's NUMA balancing runs it moves pages itself and
-        its samples are the signal: the loops bound where it may move
-        them rather than fight it. Without it, the loops own page
-        placement, on what the CPU measures where it is turned on: its
-        samples of memory accesses first (each names the node that served
-        it), then memory bandwidth (where remote bytes went is inferred on
-        more than two nodes). Read at each call: an operator may turn
-        ``kernel.numa_balancing`` on or off, or mount resctrl, while the
-        agent runs. A host of one node has nothing to measure.
-        """
-        if len(self.topology().nodes) < 2:
-            return None
-        mode = numafaults.balancing_mode(self._root)
-        if numafaults.samples_locality(mode):
-            signal, why = locality.SIGNAL_HINTING_FAULTS, None
-        else:
-            signal, why = self._measured_by_cpu()
-        self._say_signal(signal, why)
-        return signal
-
-    def _measured_by_cpu(self):
-        """(hardware samples or memory bandwidth or None, why neither)."""
-        no_samples = self.samples_missing()
-        if no_samples is None:
-            return locality.SIGNAL_SAMPLES, None
-        no_bandwidth = self.bandwidth_missing()
-        if no_bandwidth is None:
-            return locality.SIGNAL_BANDWIDTH, None
-        return None, (f'hardware sampling: {no_samples}; memory bandwidth: '
-                      f'{no_bandwidth}')
-
-    def _say_signal(self, signal, why):
-        """Log the signal when it changes, and why there is none."""
-        if (signal, why) == self._signal_said:
-            return
-        self._signal_said = (signal, why)
-        if signal:
-            LOG.info('Locality signal: %s', signal)
-        else:
-            LOG.warning('No locality signal: the kernel\'s NUMA balancing '
-                        'is off, and neither hardware samples nor memory '
-                        'bandwidth are read (%s); the loops fall back to '
-                        'memory per node', why)
+        """The host's signal, or None (:meth:`LocalitySignal.choose`)."""
+        return self._signal.choose(self.topology())
 
     def samples_missing(self):
         """Why the guests' memory accesses are not sampled here, or None."""
-        if self._samples is None:
-            return ('hardware sampling is off ([numa_policy_agent] '
-                    'hardware_sampling)')
-        return self._samples.missing()
+        return self._signal.samples_missing()
 
     def bandwidth_missing(self):
         """Why memory bandwidth per guest is not read here, or None."""
-        if self._bandwidth_reader is None:
-            return ('bandwidth monitoring is off ([numa_policy_agent] '
-                    'bandwidth_monitoring)')
-        return self._bandwidth_reader.missing(self.topology())
+        return self._signal.bandwidth_missing(self.topology())
 
     def measurements(self):
         """The locality signal, run-queue delay, interface traffic."""
@@ -319,24 +227,8 @@ class LibvirtBackend(backend.Backend):
             return cached[1]
         facts = domxml.parse(xml, self._scope)
         self._facts[uuid] = (xml, facts)
-        self._devices[uuid] = guestio.interface_devices(xml)
-        self._vfs[uuid] = [vf for vf in (
-            vfstats.vf_of(self._root, address)
-            for address in vfstats.vf_addresses(xml)) if vf is not None]
+        self._traffic.learn(uuid, xml)
         return facts
-
-    def _pf_traffic(self, pf):
-        """{VF index: (bytes, packets)} of a PF, asked once per period."""
-        if pf not in self._pf_counters:
-            try:
-                self._pf_counters[pf] = self._vf_traffic(pf)
-            except OSError as exc:
-                # Said once per PF: the guests on its VFs read as silent.
-                log = LOG.debug if pf in self._pf_warned else LOG.warning
-                self._pf_warned.add(pf)
-                log('No VF counters from %s: %s', pf, exc)
-                self._pf_counters[pf] = {}
-        return self._pf_counters[pf]
 
     def _pid(self, dom, uuid):
         return guestproc.qemu_pid(self._root, dom.name(), uuid,
@@ -433,94 +325,6 @@ class LibvirtBackend(backend.Backend):
         self._waits[uuid] = window
         return window[1]
 
-    def _sampled(self, pid, uuid, topology, vcpu_cpus):
-        """The guest's accesses per node and vCPU penalties, sampled."""
-        threads = self._vcpu_faults(pid, uuid, len(vcpu_cpus))
-        known = {n.id for n in topology.nodes}
-        accesses = {node: count for node, count in
-                    numafaults.add(threads).items() if node in known}
-        if not accesses:
-            # Nothing sampled: the kernel does not scan memory under an
-            # explicit policy, and an idle guest faults on nothing. Not
-            # measured, rather than zero.
-            return None, None
-        return accesses, locality.vcpu_penalties(
-            topology, vcpu_cpus, {t.vcpu: t.per_node for t in threads})
-
-    def _bandwidth(self, pid, uuid, topology, vcpu_cpus, memory,
-                   memory_mode=None):
-        """The guest's accesses per node and vCPU penalties, from bytes.
-
-        Read again only a rate window after the last reading: an
-        observation right after it (the one after an action, for the
-        report) would count milliseconds of bytes as a period's.
-        """
-        now = self._clock()
-        last = self._bandwidth_read.get(uuid)
-        if last is not None and now - last[0] < self._rate_window:
-            return last[1]
-        tids = (self._vcpu_thread_ids(pid, uuid, len(vcpu_cpus))
-                if pid is not None else {})
-        measured = self._bandwidth_reader.measure(
-            pid, uuid, tids, topology, vcpu_cpus, memory, memory_mode)
-        self._bandwidth_read[uuid] = (now, measured)
-        return measured
-
-    def _hardware_samples(self, pid, uuid, topology, vcpu_cpus):
-        """The guest's accesses per node and vCPU penalties, sampled."""
-        tids = (self._vcpu_thread_ids(pid, uuid, len(vcpu_cpus))
-                if pid is not None else {})
-        return self._samples.measure(uuid, tids, topology, vcpu_cpus)
-
-    def _collect_samples(self, signal):
-        """Drain the period's samples of the guests whose threads we know.
-
-        A guest met for the first time has its threads listed while it is
-        observed: it is measured from the next period on. An observation
-        within a rate window of the last drain (the one after an action,
-        for the report) keeps the last samples, as rates do: draining
-        then would read milliseconds as a period.
-        """
-        if self._samples is None:
-            return signal
-        if signal != locality.SIGNAL_SAMPLES:
-            self._samples.idle()
-            self._samples_drained_at = None
-            return signal
-        now = self._clock()
-        if (self._samples_drained_at is not None
-                and now - self._samples_drained_at < self._rate_window):
-            return signal
-        if self._samples.collect(dict(self._vcpu_threads)):
-            self._samples_drained_at = now
-            return signal
-        # The daemon failed: no signal this period; the next one says why.
-        self._signal_said = ()
-        return None
-
-    def _traffic_now(self, dom, uuid):
-        """(bytes, packets) the guest's interfaces received and sent."""
-        totals = []
-        for dev in self._devices.get(uuid, ()):
-            try:
-                totals.append(guestio.traffic(dom.interfaceStats(dev)))
-            except libvirt.libvirtError as exc:
-                if connection_mod.is_connection_error(exc):
-                    raise
-                # An interface being unplugged: counted from next period.
-                LOG.debug('No stats for %s of %s: %s', dev, uuid, exc)
-        for pf, vf in self._vfs.get(uuid, ()):
-            totals.append(self._pf_traffic(pf).get(vf, (0, 0)))
-        return guestio.add(totals)
-
-    def _io_rate(self, dom, uuid):
-        window = guestio.windowed(
-            self._traffic.get(uuid),
-            (self._clock(), self._traffic_now(dom, uuid)),
-            guestio.request_rate, self._rate_window)
-        self._traffic[uuid] = window
-        return window[1]
-
     def _start_rate_windows(self, domains):
         """Take every rate's first sample, then wait one window.
 
@@ -530,12 +334,11 @@ class LibvirtBackend(backend.Backend):
         """
         self._cpu_window = ((self._clock(),
                              discovery.read_cpu_times(self._root)), ({}, {}))
-        self._pf_counters = {}
+        self._traffic.new_observation()
         for dom in domains:
             try:
                 uuid = self._domain_facts(dom).uuid
-                self._traffic[uuid] = (
-                    (self._clock(), self._traffic_now(dom, uuid)), 0.0)
+                self._traffic.start(dom, uuid)
                 self._cpu_wait(self._pid(dom, uuid), uuid,
                                len(dom.vcpus()[0]))
             except libvirt.libvirtError as exc:
@@ -546,23 +349,14 @@ class LibvirtBackend(backend.Backend):
     def _instance(self, dom, host_cpus, topology, signal):
         facts = self._domain_facts(dom)
         infos, maps = dom.vcpus()
-        emulator = cpus_from_map(dom.emulatorPinInfo(
+        emulator = calls.cpus_from_map(dom.emulatorPinInfo(
             libvirt.VIR_DOMAIN_AFFECT_LIVE) or ())
         pid = self._pid(dom, facts.uuid)
         memory = self._memory_per_node(pid, facts.uuid)
         vcpu_cpus = tuple(info[3] for info in infos)
-        accesses = penalties = None
-        if signal == locality.SIGNAL_HINTING_FAULTS:
-            accesses, penalties = self._sampled(pid, facts.uuid, topology,
-                                                vcpu_cpus)
-        elif signal == locality.SIGNAL_SAMPLES:
-            accesses, penalties = self._hardware_samples(
-                pid, facts.uuid, topology, vcpu_cpus)
-        elif signal == locality.SIGNAL_BANDWIDTH:
-            accesses, penalties = self._bandwidth(pid, facts.uuid, topology,
-                                                  vcpu_cpus, memory,
-                                                  facts.memory_mode)
-        io_rate = self._io_rate(dom, facts.uuid)
+        accesses, penalties = self._signal.measure(signal, self._threads(
+            facts, pid, topology, vcpu_cpus, memory))
+        io_rate = self._traffic.rate(dom, facts.uuid)
         cpu_wait = self._cpu_wait(pid, facts.uuid, len(vcpu_cpus))
         return backend.InstanceState(
             uuid=facts.uuid,
@@ -572,7 +366,7 @@ class LibvirtBackend(backend.Backend):
                           if facts.requested else None),
             hands_off_reason=facts.hands_off_reason,
             vcpu_cpus=vcpu_cpus,
-            vcpu_affinity=tuple(cpus_from_map(m) for m in maps),
+            vcpu_affinity=tuple(calls.cpus_from_map(m) for m in maps),
             vcpu_time_ns=tuple(info[2] for info in infos),
             cpu_wait=cpu_wait,
             memory_mb_per_node=memory,
@@ -586,6 +380,16 @@ class LibvirtBackend(backend.Backend):
             emulator_affinity=emulator,
             allowed_cpus=scope.bound(facts.allowed_cpus, host_cpus))
 
+    def _threads(self, facts, pid, topology, vcpu_cpus, memory):
+        """The guest as its locality signal measures it."""
+        uuid, count = facts.uuid, len(vcpu_cpus)
+        return signals.GuestThreads(
+            uuid=uuid, pid=pid, topology=topology, vcpu_cpus=vcpu_cpus,
+            memory=memory, memory_mode=facts.memory_mode,
+            tids=lambda: (self._vcpu_thread_ids(pid, uuid, count)
+                          if pid is not None else {}),
+            faults=lambda: self._vcpu_faults(pid, uuid, count))
+
     def observe(self):
         topology = self.topology()
         conn = self._conn()
@@ -594,17 +398,18 @@ class LibvirtBackend(backend.Backend):
             libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE)
         if self._cpu_window is None:
             self._start_rate_windows(domains)
-        self._pf_counters = {}
+        self._traffic.new_observation()
         host_cpus = self._cpu_partition.floating(
             cpu for node in topology.nodes for cpu in node.cpus)
-        signal = self._collect_samples(self.locality_signal())
+        signal = self._signal.collect(self.locality_signal(),
+                                      dict(self._vcpu_threads))
         instances = []
         for dom in domains:
             try:
                 instances.append(self._instance(dom, host_cpus, topology,
                                                 signal))
             except libvirt.libvirtError as exc:
-                error = _translate(self._connection, exc, 'observe')
+                error = calls.translate(self._connection, exc, 'observe')
                 if isinstance(error, errors.ConnectionLost):
                     raise error
                 # Gone or shut off since the listing: not ours to report.
@@ -612,9 +417,7 @@ class LibvirtBackend(backend.Backend):
                           '%s', exc)
         live = {i.uuid for i in instances}
         self._forget_all_but(live)
-        if self._bandwidth_reader is not None:
-            self._bandwidth_reader.sweep(
-                live if signal == locality.SIGNAL_BANDWIDTH else set())
+        self._signal.sweep(live, signal)
         return backend.HostSnapshot(
             topology=topology, usage=self._usage(topology),
             instances=tuple(instances), taken_at=self._clock(),
@@ -622,20 +425,19 @@ class LibvirtBackend(backend.Backend):
 
     def _forget_all_but(self, live):
         """Drop what is kept per guest for guests no longer running."""
-        for kept in (self._facts, self._devices, self._vfs, self._traffic,
-                     self._vcpu_threads, self._waits, self._bandwidth_read):
+        for kept in (self._facts, self._vcpu_threads, self._waits):
             for uuid in set(kept) - live:
                 del kept[uuid]
-        if self._bandwidth_reader is not None:
-            self._bandwidth_reader.forget_all_but(live)
+        self._traffic.forget_all_but(live)
         self._thread_files.sweep()
 
     def _act(self, dom, what, func, *args):
         try:
             return func(*args)
         except libvirt.libvirtError as exc:
-            error = _translate(self._connection, exc, what)
-            if isinstance(error, errors.NotEnforceable) and not _active(dom):
+            error = calls.translate(self._connection, exc, what)
+            if (isinstance(error, errors.NotEnforceable)
+                    and not calls.active(dom)):
                 # Shut off between observe and act: nothing to enforce on.
                 error = errors.DomainGone(f'{what}: domain is not running')
             raise error
@@ -653,12 +455,12 @@ class LibvirtBackend(backend.Backend):
         # pinVcpu affects the running guest only: its persistent definition
         # stays nova's, which regenerates it on hard reboot anyway.
         self._act(dom, f'pin vCPU {vcpu} of {instance_uuid}', dom.pinVcpu,
-                  vcpu, cpumap(cpus, self._cpumap_size()))
+                  vcpu, calls.cpumap(cpus, self._cpumap_size()))
 
     def pin_emulator(self, instance_uuid, cpus):
         dom = self._domain(instance_uuid)
         self._act(dom, f'pin emulator of {instance_uuid}', dom.pinEmulator,
-                  cpumap(cpus, self._cpumap_size()),
+                  calls.cpumap(cpus, self._cpumap_size()),
                   libvirt.VIR_DOMAIN_AFFECT_LIVE)
 
     def set_nodeset(self, instance_uuid, nodes):
@@ -666,7 +468,7 @@ class LibvirtBackend(backend.Backend):
         try:
             facts = self._domain_facts(dom)
         except libvirt.libvirtError as exc:
-            raise _translate(self._connection, exc, 'set nodeset')
+            raise calls.translate(self._connection, exc, 'set nodeset')
         if not enforcement.live_nodeset_allowed(facts.memory_mode):
             raise errors.NotEnforceable(
                 f'{instance_uuid}: libvirt cannot change the nodeset of a '
@@ -686,9 +488,9 @@ class LibvirtBackend(backend.Backend):
         try:
             pid = self._pid(dom, instance_uuid)
         except libvirt.libvirtError as exc:
-            raise _translate(self._connection, exc, 'move pages')
+            raise calls.translate(self._connection, exc, 'move pages')
         if pid is None:
-            if not _active(dom):
+            if not calls.active(dom):
                 raise errors.DomainGone(f'{instance_uuid}: not running')
             raise errors.NotEnforceable(
                 f'{instance_uuid}: no qemu process found (pidfile in '

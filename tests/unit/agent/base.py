@@ -12,6 +12,7 @@ from nova_numa_policy.contracts import policy
 from nova_numa_policy.loops import options as loop_options
 from nova_numa_policy.virt import metadata
 
+from agent.backend import calls
 from agent.backend import connection
 from agent.backend import libvirt_backend
 from tests import fixtures as host_fixtures
@@ -71,7 +72,7 @@ class TestDriverHostTest(testtools.TestCase):
         return self.connection.get().lookupByUUIDString(uuid)
 
     def vcpu_affinity(self, uuid):
-        return [libvirt_backend.cpus_from_map(m)
+        return [calls.cpus_from_map(m)
                 for m in self.dom(uuid).vcpus()[1]]
 
     def numa_parameters(self, uuid):

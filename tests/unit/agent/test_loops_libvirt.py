@@ -44,6 +44,7 @@ from nova_numa_policy.contracts import policy
 from nova_numa_policy.contracts import scope
 from nova_numa_policy.virt import metadata
 
+from agent.backend import calls
 from agent.backend import libvirt_backend
 from agent.backend import pagemoves
 from agent.sensors import sysfs
@@ -157,7 +158,7 @@ class LibvirtLoopsTest(base.TestDriverHostTest):
 
     def pinning(self, uuid):
         """The CPUs each vCPU may run on, as libvirt says."""
-        return [libvirt_backend.cpus_from_map(bits) for bits in
+        return [calls.cpus_from_map(bits) for bits in
                 self.dom(uuid).vcpuPinInfo(libvirt.VIR_DOMAIN_AFFECT_LIVE)]
 
     def running_on(self, uuid):
