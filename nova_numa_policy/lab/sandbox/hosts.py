@@ -18,6 +18,7 @@ from agent.service import notifier
 from agent.service import rebalance
 from nova_numa_policy.collector import actions as action_payload
 from nova_numa_policy.contracts import backend
+from nova_numa_policy.lab import shape
 from nova_numa_policy.lab.sim import backend as sim_backend
 from nova_numa_policy.lab.sim import scenarios
 from nova_numa_policy.lab.sim import state as sim_state
@@ -49,7 +50,7 @@ def sim_host(spec):
     return dataclasses.replace(
         preset, name=spec.name, cpus_per_node=spec.cores_per_node,
         memory_mb_per_node=spec.memory_mb_per_node,
-        nics=(topology.SimNic(NIC_NAME, spec.nic_node),))
+        nics=(shape.Nic(NIC_NAME, spec.nic_node),))
 
 
 def boot_cpus(host, vms, rng, n_vcpus, one_node):
