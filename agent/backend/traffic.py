@@ -7,6 +7,7 @@ asked once per PF and observation. The rate is measured over a window
 of at least ``rate_window`` (:func:`agent.sensors.guestio.windowed`).
 """
 
+import dataclasses
 import logging
 
 import libvirt
@@ -18,32 +19,40 @@ from agent.sensors import vfstats
 LOG = logging.getLogger(__name__)
 
 
+@dataclasses.dataclass
+class _Links:
+    """A guest's network links, as its domain XML names them."""
+
+    # Host-side interface devices, in XML order.
+    devices: list
+    # (PF interface, VF index) of each SR-IOV VF interface.
+    vfs: list
+    # ((time, (bytes, packets)), request rate) of its last window.
+    window: tuple = None
+
+
 class GuestTraffic:
-    """The devices, VFs and last measured window of every guest."""
+    """The links and last measured window of every guest."""
 
     def __init__(self, root, clock, rate_window, vf_traffic=vfstats.query):
         self._root = root
         self._clock = clock
         self._rate_window = rate_window
         self._vf_traffic = vf_traffic
-        # Interface devices per uuid, parsed with the domain's facts.
-        self._devices = {}
-        # (PF interface, VF index) of each SR-IOV VF interface per uuid,
-        # found with the facts; each PF's {VF: (bytes, packets)} is asked
-        # of the kernel once per observation.
-        self._vfs = {}
+        self._guests = {}  # uuid: _Links
+        # Each PF's {VF: (bytes, packets)}, asked of the kernel once per
+        # observation, and the PFs that would not answer.
         self._pf_counters = {}
         self._pf_warned = set()
-        # ((time, (bytes, packets)), request rate) of each guest's last
-        # measured window.
-        self._windows = {}
 
     def learn(self, uuid, xml):
         """Find the guest's devices and VFs in its (new) domain XML."""
-        self._devices[uuid] = guestio.interface_devices(xml)
-        self._vfs[uuid] = [vf for vf in (
-            vfstats.vf_of(self._root, address)
-            for address in vfstats.vf_addresses(xml)) if vf is not None]
+        vfs = [vf for vf in (vfstats.vf_of(self._root, address)
+                             for address in vfstats.vf_addresses(xml))
+               if vf is not None]
+        known = self._guests.get(uuid)
+        self._guests[uuid] = _Links(guestio.interface_devices(xml), vfs,
+                                    known.window if known else None)
 
     def new_observation(self):
         """Ask each PF afresh from now on: a new period's counters."""
@@ -51,25 +60,26 @@ class GuestTraffic:
 
     def start(self, dom, uuid):
         """The guest's first sample: its rate is measured from here."""
-        self._windows[uuid] = ((self._clock(), self._now(dom, uuid)), 0.0)
+        links = self._guests[uuid]
+        links.window = ((self._clock(), self._now(dom, uuid)), 0.0)
 
     def rate(self, dom, uuid):
         """The guest's requests per second over its last window."""
-        window = guestio.windowed(
-            self._windows.get(uuid), (self._clock(), self._now(dom, uuid)),
+        links = self._guests[uuid]
+        links.window = guestio.windowed(
+            links.window, (self._clock(), self._now(dom, uuid)),
             guestio.request_rate, self._rate_window)
-        self._windows[uuid] = window
-        return window[1]
+        return links.window[1]
 
     def forget_all_but(self, live):
-        for kept in (self._devices, self._vfs, self._windows):
-            for uuid in set(kept) - live:
-                del kept[uuid]
+        for uuid in set(self._guests) - live:
+            del self._guests[uuid]
 
     def _now(self, dom, uuid):
         """(bytes, packets) the guest's interfaces received and sent."""
+        links = self._guests[uuid]
         totals = []
-        for dev in self._devices.get(uuid, ()):
+        for dev in links.devices:
             try:
                 totals.append(guestio.traffic(dom.interfaceStats(dev)))
             except libvirt.libvirtError as exc:
@@ -77,7 +87,7 @@ class GuestTraffic:
                     raise
                 # An interface being unplugged: counted from next period.
                 LOG.debug('No stats for %s of %s: %s', dev, uuid, exc)
-        for pf, vf in self._vfs.get(uuid, ()):
+        for pf, vf in links.vfs:
             totals.append(self._pf_traffic(pf).get(vf, (0, 0)))
         return guestio.add(totals)
 
