@@ -57,13 +57,12 @@ MIN_RATE_WINDOW = 1.0
 class LibvirtBackend(backend.Backend):
     name = 'libvirt'
 
-    def __init__(self, connection, root='/', physnet_interfaces=None,
-                 bridge_interfaces=None, physnet_numa_nodes=None,
+    def __init__(self, connection, root='/', uplinks=None,
                  clock=time.monotonic, page_mover=None,
                  pid_dir=guestproc.PID_DIR, rate_window=MIN_RATE_WINDOW,
                  sleep=time.sleep, agent_scope=scope.Scope(),
-                 cpu_partition=scope.CpuPartition(), uplinks_file=None,
-                 find_uplinks=None, vf_traffic=vfstats.query,
+                 cpu_partition=scope.CpuPartition(),
+                 vf_traffic=vfstats.query,
                  monitor_groups=None, guest_samples=None,
                  numa_maps_bound=None, read_timer=time.perf_counter):
         self._connection = connection
@@ -71,15 +70,9 @@ class LibvirtBackend(backend.Backend):
         # and the CPUs nova's configuration gives them on this host.
         self._scope = agent_scope
         self._cpu_partition = cpu_partition
-        # Where the driver extension reads the uplinks found here.
-        self._uplinks_file = uplinks_file
-        # Uplinks found beyond the operator's: (physnet, interface) pairs
-        # from nova's SR-IOV device specs and OVSDB, asked at each read.
-        self._find_uplinks = find_uplinks or (lambda: ())
+        # How the host's uplinks are found (agent.sensors.discovery).
+        self._uplinks = uplinks or discovery.Uplinks()
         self._root = root
-        self._physnet_interfaces = physnet_interfaces or {}
-        self._bridge_interfaces = bridge_interfaces or {}
-        self._physnet_numa_nodes = physnet_numa_nodes or {}
         self._clock = clock
         self._sleep = sleep
         self._topology = None
@@ -187,14 +180,8 @@ class LibvirtBackend(backend.Backend):
         if (self._topology is None
                 or self._topology_generation != self._connection.generation):
             caps = self._call('getCapabilities', conn.getCapabilities)
-            self._topology = discovery.discover(
-                caps, self._root, self._physnet_interfaces,
-                self._bridge_interfaces, self._physnet_numa_nodes,
-                self._find_uplinks())
+            self._topology = self._uplinks.discover(caps, self._root)
             self._topology_generation = self._connection.generation
-            if self._uplinks_file:
-                discovery.write_uplinks(self._uplinks_file,
-                                        self._topology.nics)
         return self._topology
 
     def hostname(self):

@@ -9,11 +9,13 @@ only I/O is through :mod:`agent.sensors.sysfs` readers, which take a root path.
 """
 
 import collections
+import dataclasses
 import json
 import logging
 import os
 import re
 import tempfile
+import typing
 
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import topology
@@ -22,6 +24,33 @@ from agent.sensors import procfs
 from agent.sensors import sysfs
 
 LOG = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class Uplinks:
+    """Where the host's networks leave it, as the operator and nova say.
+
+    ``physnet_interfaces`` and ``bridge_interfaces`` ({name: interface})
+    and ``physnet_numa_nodes`` ({physnet: nodes}) are read from the
+    options; ``find`` gives the (physnet, interface) pairs found beyond
+    them (nova's SR-IOV device specs, OVSDB), asked at each discovery;
+    ``file`` is where the driver extension reads the uplinks found.
+    """
+
+    physnet_interfaces: dict = dataclasses.field(default_factory=dict)
+    bridge_interfaces: dict = dataclasses.field(default_factory=dict)
+    physnet_numa_nodes: dict = dataclasses.field(default_factory=dict)
+    find: typing.Callable[[], tuple] = tuple
+    file: typing.Optional[str] = None
+
+    def discover(self, caps_xml, root):
+        """The host's topology with these uplinks, written for the driver."""
+        found = discover(caps_xml, root, self.physnet_interfaces,
+                         self.bridge_interfaces, self.physnet_numa_nodes,
+                         self.find())
+        if self.file:
+            write_uplinks(self.file, found.nics)
+        return found
 
 
 def write_uplinks(path, nics):

@@ -147,10 +147,12 @@ def build_agent(conf, sender=None, opener=None):
         max_delay=opts.max_reconnect_interval,
         **({'opener': opener} if opener else {}))
     host_backend = libvirt_backend.LibvirtBackend(
-        conn, root=opts.sysfs_root,
-        physnet_interfaces=opts.physnet_interfaces,
-        bridge_interfaces=opts.bridge_interfaces,
-        physnet_numa_nodes=physnet_numa_nodes(conf),
+        conn, root=opts.sysfs_root, uplinks=discovery.Uplinks(
+            physnet_interfaces=opts.physnet_interfaces,
+            bridge_interfaces=opts.bridge_interfaces,
+            physnet_numa_nodes=physnet_numa_nodes(conf),
+            find=uplink_finder(conf),
+            file=conf.numa_policy.uplinks_file or None),
         page_mover=pagemoves.PageMover() if opts.page_migration else None,
         monitor_groups=(bandwidth.MonitorGroups()
                         if opts.bandwidth_monitoring else None),
@@ -160,8 +162,6 @@ def build_agent(conf, sender=None, opener=None):
         pid_dir=opts.qemu_pid_dir.lstrip('/'),
         agent_scope=scope.Scope.from_conf(opts),
         cpu_partition=cpu_partition(conf),
-        uplinks_file=conf.numa_policy.uplinks_file or None,
-        find_uplinks=uplink_finder(conf),
         numa_maps_bound=observation.NumaMapsBound(observation.budget_for(
             opts.period, opts.numa_maps_core_share)))
     runner = rebalance.build_runner(

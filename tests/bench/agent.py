@@ -21,6 +21,7 @@ from nova_numa_policy.virt import metadata
 
 from agent.backend import connection
 from agent.backend import libvirt_backend
+from agent.sensors import discovery
 from agent.service import manager
 from tests import fixtures as host_fixtures
 
@@ -52,7 +53,8 @@ def measure(domains, periods):
         conn = connection.Connection(uri)
         agent = manager.Agent(
             libvirt_backend.LibvirtBackend(
-                conn, root=root, physnet_interfaces={'physnet1': 'ens2f0'}),
+                conn, root=root,
+                uplinks=discovery.Uplinks({'physnet1': 'ens2f0'})),
             host='bench', period=5.0, max_actions=10_000)
         agent.run_once()  # applies the policies, fills the caches
         cpu = []

@@ -15,6 +15,7 @@ from nova_numa_policy.virt import metadata
 from agent.backend import calls
 from agent.backend import connection
 from agent.backend import libvirt_backend
+from agent.sensors import discovery
 from tests import fixtures as host_fixtures
 
 INTERLEAVED = '11111111-1111-4111-8111-111111111111'
@@ -62,7 +63,7 @@ class TestDriverHostTest(testtools.TestCase):
         # things (NodeLoadWindowTest covers the window).
         self.backend = libvirt_backend.LibvirtBackend(
             self.connection, root=self.root,
-            physnet_interfaces={'physnet1': 'ens2f0'},
+            uplinks=discovery.Uplinks({'physnet1': 'ens2f0'}),
             sleep=lambda seconds: None)
 
     def domains(self):

@@ -47,6 +47,7 @@ from nova_numa_policy.virt import metadata
 from agent.backend import calls
 from agent.backend import libvirt_backend
 from agent.backend import pagemoves
+from agent.sensors import discovery
 from agent.sensors import sysfs
 from agent.service import manager
 from agent.service import rebalance
@@ -129,7 +130,7 @@ class LibvirtLoopsTest(base.TestDriverHostTest):
         self.mover = RecordingMover(batch_pages=512)
         self.backend = libvirt_backend.LibvirtBackend(
             self.connection, root=self.root,
-            physnet_interfaces={'physnet1': 'ens2f0'},
+            uplinks=discovery.Uplinks({'physnet1': 'ens2f0'}),
             page_mover=self.mover, rate_window=GAP / 2)
 
     def guest_process(self, index, uuid):
@@ -276,7 +277,7 @@ class HostPartitionTest(VnuioaScenario):
         super().setUp()
         self.backend = libvirt_backend.LibvirtBackend(
             self.connection, root=self.root,
-            physnet_interfaces={'physnet1': 'ens2f0'},
+            uplinks=discovery.Uplinks({'physnet1': 'ens2f0'}),
             page_mover=self.mover, rate_window=GAP / 2,
             cpu_partition=scope.CpuPartition(dedicated=NODE1))
 
