@@ -10,7 +10,7 @@ import time
 from oslo_config import cfg
 
 from nova_numa_policy.conf import scheduler as sched_conf
-from nova_numa_policy import policy
+from nova_numa_policy.contracts import policy
 from nova_numa_policy.scheduling import scoring
 from placement_filters import assessors
 from placement_filters import lifecycle

@@ -12,7 +12,7 @@ refuses them wherever the whole flavor is seen.
 
 from nova.api.validation.extra_specs import base
 
-from nova_numa_policy import policy
+from nova_numa_policy.contracts import policy
 
 
 def _policy_description():

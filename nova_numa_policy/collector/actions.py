@@ -35,7 +35,7 @@ may appear without a version change, so any well-formed kind is stored.
 import re
 import uuid
 
-from nova_numa_policy import exception
+from nova_numa_policy.contracts import exception
 from nova_numa_policy.objects import report
 from nova_numa_policy.objects import validation as report_validation
 

@@ -11,7 +11,7 @@ from nova_numa_policy.collector import db
 from nova_numa_policy.collector import listener
 from nova_numa_policy.collector import migration
 from nova_numa_policy import conf as nnp_conf
-from nova_numa_policy import messaging
+from nova_numa_policy.contracts import messaging
 
 LOG = logging.getLogger(__name__)
 

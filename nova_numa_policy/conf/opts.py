@@ -1,7 +1,7 @@
 """The ``oslo.config.opts`` entry point of the project's own groups.
 
 The agent also reads two groups of library options; the agent lists them
-through entry points of its own (``agent.opts``), as configuration
+through entry points of its own (``agent.service.opts``), as configuration
 imports nothing but oslo.config.
 """
 

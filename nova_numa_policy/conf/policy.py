@@ -5,8 +5,8 @@ from oslo_config import cfg
 from nova_numa_policy.conf import base
 
 # Configuration imports nothing of ours; tests hold these equal to
-# nova_numa_policy.policy.POLICY_VALUES and
-# nova_numa_policy.enforcement.LARGE_GUEST_SHARE.
+# nova_numa_policy.contracts.policy.POLICY_VALUES and
+# nova_numa_policy.decisions.enforcement.LARGE_GUEST_SHARE.
 POLICY_VALUES = ('first-touch', 'interleave', 'home',
                  'first-touch+carrefour', 'interleave+carrefour', 'auto')
 LARGE_GUEST_SHARE = 0.25

@@ -22,10 +22,10 @@ import dataclasses
 import numpy as np
 from oslo_config import cfg
 
-from nova_numa_policy import backend
 from nova_numa_policy.conf import base as conf_base
 from nova_numa_policy.conf import loops as loops_conf
-from nova_numa_policy import locality
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import locality
 from nova_numa_policy.loops import base
 from nova_numa_policy.loops import carrefour
 from nova_numa_policy.loops import hysteresis
@@ -34,6 +34,10 @@ FIRST_TOUCH = 'first-touch'
 FT_CARREFOUR = 'first-touch+carrefour'
 IL_CARREFOUR = 'interleave+carrefour'
 RANK = {FIRST_TOUCH: 0, FT_CARREFOUR: 1, IL_CARREFOUR: 2}
+# Seed 000 Table 1 class of a measured access imbalance, by the policy
+# auto picks for it: the report's access_class.
+ACCESS_CLASS = {FIRST_TOUCH: 'low', FT_CARREFOUR: 'moderate',
+                IL_CARREFOUR: 'high'}
 PAGES_PER_MB = 256
 
 
@@ -176,6 +180,18 @@ class Auto(base.Strategy):
                 'age': {u: a for u, a in state['age'].items()
                         if u not in uuids},
                 'interleaved': state['interleaved'] - frozenset(uuids)}
+
+    @classmethod
+    def judge(cls, instance, topology, config):
+        """The guest's measured access class; none where nothing was.
+
+        Memory per node never stands in here: the report says what was
+        measured.
+        """
+        if not instance.accesses_per_node or not instance.vcpu_cpus:
+            return {}
+        return {'access_class': ACCESS_CLASS[classify(
+            measured_imbalance(topology, instance), config)]}
 
     def decide(self, snapshot, state, config):
         topo = snapshot.topology

@@ -15,9 +15,9 @@ import dataclasses
 import numpy as np
 
 from nova_numa_policy.conf import loops as loops_conf
-from nova_numa_policy import policy
-from nova_numa_policy import scope
-from nova_numa_policy import topology as topology_mod
+from nova_numa_policy.contracts import policy
+from nova_numa_policy.contracts import scope
+from nova_numa_policy.contracts import topology as topology_mod
 
 
 class Strategy(abc.ABC):
@@ -55,6 +55,18 @@ class Strategy(abc.ABC):
     def decide(self, snapshot, state, config):
         """Return ``(actions, new_state)``; never mutate ``state``."""
 
+    @classmethod
+    def judge(cls, instance, topology, config):
+        """Pure: what this strategy judges of a guest for its report.
+
+        A ``{field: value}`` of :class:`NumaInstanceReport` fields the
+        report takes from the strategy whose rule it is (the auto loop's
+        access class, vNUIOA's I/O intensity); nothing by default. The
+        report asks every installed loop, enabled or not, with its
+        ``config``: what a guest is does not depend on which loops act.
+        """
+        return {}
+
     def forget(self, state, uuids):
         """``state`` without what it remembers of guests ``uuids``.
 
@@ -90,7 +102,7 @@ def managed(snapshot):
     """The instances a loop may touch: those without a hands-off reason.
 
     Guests nobody asked us to manage carry one
-    (:mod:`nova_numa_policy.scope`).
+    (:mod:`nova_numa_policy.contracts.scope`).
     """
     return [i for i in snapshot.instances if not i.hands_off_reason]
 

@@ -21,7 +21,7 @@ Adaptations, each for a stated reason:
   measured penalty (the kernel sampled none of its accesses yet) waits
   for one, since the kernel is moving its memory meanwhile; from hinting
   faults the measured penalty is the distance its sampled accesses
-  travel (:func:`nova_numa_policy.locality.remote_penalty`);
+  travel (:func:`nova_numa_policy.contracts.locality.remote_penalty`);
 * load balancing overrides: a move to a node with no free CPU is skipped;
 * the destination goes through the pin count (seed 004) like every
   affinity change;
@@ -43,14 +43,14 @@ import random
 import numpy as np
 from oslo_config import cfg
 
-from nova_numa_policy import backend
 from nova_numa_policy.conf import base as conf_base
-from nova_numa_policy import locality
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import locality
+from nova_numa_policy.contracts import scope
+from nova_numa_policy.contracts import topology as topology_mod
 from nova_numa_policy.loops import base
 from nova_numa_policy.loops import hysteresis
 from nova_numa_policy.loops import vnuioa
-from nova_numa_policy import scope
-from nova_numa_policy import topology as topology_mod
 
 
 _help = conf_base.help_text

@@ -28,9 +28,9 @@ gathering them on one node), so it is held back there.
 import numpy as np
 from oslo_config import cfg
 
-from nova_numa_policy import backend
 from nova_numa_policy.conf import base as conf_base
-from nova_numa_policy import locality
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import locality
 from nova_numa_policy.loops import base
 
 PAGES_PER_MB = 256

@@ -1,8 +1,8 @@
 """The guest's requested policy, enforced: the first strategy of a period.
 
 What ``hw:numa_policy`` asks of a running guest
-(:func:`nova_numa_policy.enforcement.enforce`) decided as a strategy, so
-it goes through the runner like every loop: hands-off guests, the
+(:func:`nova_numa_policy.decisions.enforcement.enforce`) decided as a strategy,
+so it goes through the runner like every loop: hands-off guests, the
 do-no-harm guard, the period's budget, one dry run, one executor with
 rollback. Unlike a loop's, its actions for one guest are one atomic plan
 (``atomic_plans``): the runner admits all of them or none, as a guest
@@ -12,7 +12,7 @@ half bound to its home nodes is worse than one not bound yet.
 import dataclasses
 import logging
 
-from nova_numa_policy import enforcement
+from nova_numa_policy.decisions import enforcement
 from nova_numa_policy.loops import base
 
 LOG = logging.getLogger(__name__)

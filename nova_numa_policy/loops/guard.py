@@ -71,8 +71,8 @@ import dataclasses
 
 import numpy as np
 
-from nova_numa_policy import backend
-from nova_numa_policy import locality
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import locality
 from nova_numa_policy.loops import base
 
 

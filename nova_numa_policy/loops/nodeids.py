@@ -12,7 +12,7 @@ Pure: snapshots and actions in, snapshots and actions out.
 
 import dataclasses
 
-from nova_numa_policy import backend
+from nova_numa_policy.contracts import backend
 
 
 def dense(snapshot):

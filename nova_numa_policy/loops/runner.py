@@ -7,8 +7,8 @@ drops actions on hands-off guests, on guests still waiting for an undo,
 and actions without a reason, refuses what the do-no-harm guard
 (``guard.py``) refuses, and trims what exceeds the period's budget
 (actions, pages per second, vCPU moves). What it admits is carried out by
-the one executor, :func:`nova_numa_policy.execution.carry_out`, by the
-agent and the simulators alike.
+the one executor, :func:`nova_numa_policy.decisions.execution.carry_out`, by
+the agent and the simulators alike.
 
 A strategy with ``atomic_plans`` (the policy's enforcement) has its
 actions for one guest admitted all together or not at all, by the guard
@@ -19,15 +19,16 @@ force rather than against it.
 
 import dataclasses
 import functools
-from importlib import metadata
 import logging
 
-from nova_numa_policy import backend
+from stevedore import extension
+
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import scope
 from nova_numa_policy.loops import base
 from nova_numa_policy.loops import enforce
 from nova_numa_policy.loops import guard as harm_guard
 from nova_numa_policy.loops import nodeids
-from nova_numa_policy import scope
 
 LOG = logging.getLogger(__name__)
 LOOPS_NAMESPACE = 'nova_numa_policy.loops'
@@ -49,18 +50,39 @@ def registry():
     """{name: strategy class} of the loops, from their entry points.
 
     Loops are found as watcher finds its strategies: each is an entry
-    point of the ``nova_numa_policy.loops`` namespace (setup.cfg). The
-    order loops run in is ``enabled_loops``', not this one. The entry
-    points are read once per process: reading them scans every installed
-    distribution, and what is installed does not change while it runs.
+    point of the ``nova_numa_policy.loops`` namespace (setup.cfg), loaded
+    by stevedore. The order loops run in is ``enabled_loops``', not this
+    one. The entry points are read once per process: reading them scans
+    every installed distribution, and what is installed does not change
+    while it runs.
     """
     return dict(_entry_points())
 
 
+def _refuse_broken_loop(manager, entry_point, exc):
+    # stevedore's default is to log and go on without the plugin; a loop
+    # an operator enabled that does not load must stop the agent instead.
+    raise exc
+
+
 @functools.lru_cache(maxsize=None)
 def _entry_points():
-    found = metadata.entry_points(group=LOOPS_NAMESPACE)
-    return tuple((ep.name, ep.load()) for ep in found)
+    loops = extension.ExtensionManager(
+        LOOPS_NAMESPACE, invoke_on_load=False,
+        on_load_failure_callback=_refuse_broken_loop)
+    return tuple((loop.name, loop.plugin) for loop in loops)
+
+
+def judges(configs=None):
+    """(strategy class, Config) of every installed loop, for the report.
+
+    ``configs``: {loop name: Config} of the loops set up (the runner's);
+    any other loop judges with its defaults. Sorted by name, so the report
+    takes the same fields in the same order on every host.
+    """
+    configs = configs or {}
+    return tuple((cls, configs.get(name) or cls.Config())
+                 for name, cls in sorted(registry().items()))
 
 
 def strategies(names):

@@ -29,9 +29,9 @@ Heavier I/O guests choose first, so they win the nodes near the NIC.
 import numpy as np
 from oslo_config import cfg
 
-from nova_numa_policy import backend
 from nova_numa_policy.conf import base as conf_base
-from nova_numa_policy import locality
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import locality
 from nova_numa_policy.loops import base
 from nova_numa_policy.loops import hysteresis
 
@@ -305,6 +305,12 @@ class Vnuioa(base.Strategy):
                                        backend.CAP_PAGE_MIGRATION})
     Config = Config
     OPTS = OPTS
+
+    @classmethod
+    def judge(cls, instance, topology, config):
+        """Whether the guest is I/O intensive, by this loop's rule."""
+        return {'io_intensive': io_intensive(instance,
+                                             config.io_threshold_rps)}
 
     def decide(self, snapshot, state, config):
         topo = snapshot.topology

@@ -18,11 +18,11 @@ import datetime
 from oslo_utils import versionutils
 from oslo_versionedobjects import fields
 
-from nova_numa_policy import backend
 from nova_numa_policy.conf import reports as reports_conf
-from nova_numa_policy import locality
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import locality
+from nova_numa_policy.contracts import policy
 from nova_numa_policy.objects import base
-from nova_numa_policy import policy
 
 # The notification event type agents send reports with; other events on
 # the same topic (agent actions, for the collector) are not reports.

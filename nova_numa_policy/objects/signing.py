@@ -16,7 +16,7 @@ import hashlib
 import hmac
 import json
 
-from nova_numa_policy import exception
+from nova_numa_policy.contracts import exception
 
 SIGNATURE_KEY = 'numa_policy_signature'
 ALGORITHM = 'hmac-sha256'

@@ -6,8 +6,9 @@ written as text are shared with the REST API's parameter checks
 (``nova_numa_policy/rest/validation.py``), so a host the API is asked
 about is named under the same rule its agent's reports were.
 
-Every failure raises :class:`~nova_numa_policy.exception.MalformedReport`
-(or :class:`~nova_numa_policy.exception.OversizedReport`).
+Every failure raises
+:class:`~nova_numa_policy.contracts.exception.MalformedReport` (or
+:class:`~nova_numa_policy.contracts.exception.OversizedReport`).
 """
 
 import datetime
@@ -18,9 +19,9 @@ import sys
 
 from oslo_versionedobjects import fields
 
-from nova_numa_policy import exception
+from nova_numa_policy.contracts import exception
+from nova_numa_policy.contracts import policy
 from nova_numa_policy.objects import report as schema
-from nova_numa_policy import policy
 
 # -- rules shared with the REST API's parameter checks -----------------
 

@@ -17,7 +17,7 @@ Rolling upgrades run old and new agents and consumers side by side, so:
 
 Everything that comes off the wire is checked before anyone reads it: a
 malformed report raises exactly one exception type,
-:class:`~nova_numa_policy.exception.MalformedReport`.
+:class:`~nova_numa_policy.contracts.exception.MalformedReport`.
 """
 
 import copy
@@ -29,7 +29,7 @@ import re
 from oslo_serialization import jsonutils
 from oslo_utils import versionutils
 
-from nova_numa_policy import exception
+from nova_numa_policy.contracts import exception
 from nova_numa_policy.objects import base
 from nova_numa_policy.objects import report as schema
 from nova_numa_policy.objects import signing

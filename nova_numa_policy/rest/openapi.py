@@ -7,7 +7,7 @@ this very document, so it cannot drift from the code.
 
 import functools
 
-from nova_numa_policy import policy
+from nova_numa_policy.contracts import policy
 from nova_numa_policy.rest import validation
 
 DEFAULT_MAX_LIMIT = 1000

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from nova_numa_policy.collector import models
 from nova_numa_policy.conf import scheduler as scheduler_conf
-from nova_numa_policy import exception
+from nova_numa_policy.contracts import exception
 from nova_numa_policy.objects import wire as report_wire
 from nova_numa_policy.scheduling import scoring
 from nova_numa_policy.scheduling import summary as summary_mod

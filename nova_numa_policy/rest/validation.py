@@ -10,10 +10,10 @@ import json
 import urllib.parse
 import uuid
 
-from nova_numa_policy import exception
+from nova_numa_policy.contracts import exception
+from nova_numa_policy.contracts import policy
 from nova_numa_policy.objects import report
 from nova_numa_policy.objects import validation as report_validation
-from nova_numa_policy import policy
 from nova_numa_policy.rest import errors
 
 # A host is named under the rule its agent's reports are checked against;

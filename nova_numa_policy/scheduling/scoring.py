@@ -24,9 +24,9 @@ import math
 import statistics
 import typing
 
-from nova_numa_policy import exception
-from nova_numa_policy import locality
-from nova_numa_policy import policy as numa_policy
+from nova_numa_policy.contracts import exception
+from nova_numa_policy.contracts import locality
+from nova_numa_policy.contracts import policy as numa_policy
 from nova_numa_policy.scheduling import summary as summary_mod
 
 # Raw weights are headroom fractions clamped to this range, so one host
@@ -79,8 +79,8 @@ def make_request(extra_specs, vcpus, memory_mb, image_props=None,
                  physnets=(), nova_topology=False, instance_uuid=None):
     """Resolve a flavor once into a :class:`Request`; never raises.
 
-    A flavor :func:`nova_numa_policy.policy.resolve` refuses becomes a
-    request carrying ``error``, which the policy filter rejects everywhere.
+    A flavor :func:`nova_numa_policy.contracts.policy.resolve` refuses becomes
+    a request carrying ``error``, which the policy filter rejects everywhere.
     """
     extra_specs = extra_specs or {}
     common = dict(vcpus=vcpus, memory_mb=memory_mb,

@@ -11,8 +11,8 @@ policy asks for (libvirt cannot change a running guest's memory mode), and
 every instance with a policy gets our metadata element recording it, which
 the agent reads back. Everything else is nova's own XML, untouched.
 
-The decision is :func:`nova_numa_policy.enforcement.boot_tune`; this module
-only adapts nova's objects to it.
+The decision is :func:`nova_numa_policy.decisions.enforcement.boot_tune`; this
+module only adapts nova's objects to it.
 """
 
 import functools
@@ -26,12 +26,12 @@ from nova.virt.libvirt import config as vconfig
 from nova.virt.libvirt import driver as libvirt_driver
 from oslo_config import cfg
 
-from nova_numa_policy import backend
 from nova_numa_policy.conf import policy as policy_conf
-from nova_numa_policy import enforcement
-from nova_numa_policy import exception
-from nova_numa_policy import policy
-from nova_numa_policy import topology
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import exception
+from nova_numa_policy.contracts import policy
+from nova_numa_policy.contracts import topology
+from nova_numa_policy.decisions import enforcement
 from nova_numa_policy.virt import metadata
 from nova_numa_policy.virt import migration
 

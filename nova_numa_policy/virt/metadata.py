@@ -12,7 +12,7 @@ Pure: strings in, strings or values out. No nova, no libvirt.
 import dataclasses
 from xml.etree import ElementTree
 
-from nova_numa_policy import policy
+from nova_numa_policy.contracts import policy
 
 NAMESPACE = 'http://openstack.org/xmlns/nova-numa-policy/1.0'
 PREFIX = 'numapolicy'

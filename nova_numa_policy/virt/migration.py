@@ -9,8 +9,8 @@ memory mode libvirt cannot change while the guest runs (``interleave``,
 ``preferred``) could never be corrected there.
 
 So the source rewrites the XML it sends: the boot decision
-(:func:`nova_numa_policy.enforcement.boot_plan`) is taken again for the
-destination as nova records it, and this module writes that decision
+(:func:`nova_numa_policy.decisions.enforcement.boot_plan`) is taken again for
+the destination as nova records it, and this module writes that decision
 into the domain XML nova prepared, in place of the source's placement.
 Pure: XML text and plain values in, XML text out.
 """

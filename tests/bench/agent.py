@@ -16,12 +16,13 @@ import tempfile
 import time
 import uuid
 
-from nova_numa_policy import policy
+from nova_numa_policy.contracts import policy
 from nova_numa_policy.virt import metadata
 
-from agent import connection
-from agent import libvirt_backend
-from agent import service
+from agent.backend import connection
+from agent.backend import libvirt_backend
+from agent.sensors import discovery
+from agent.service import manager
 from tests import fixtures as host_fixtures
 
 CPU_BUDGET_MS = 17.5
@@ -50,9 +51,10 @@ def measure(domains, periods):
         uri = 'test://' + host_fixtures.write_host_xml(
             os.path.join(tmp, 'host.xml'), _domains(domains))
         conn = connection.Connection(uri)
-        agent = service.Agent(
+        agent = manager.Agent(
             libvirt_backend.LibvirtBackend(
-                conn, root=root, physnet_interfaces={'physnet1': 'ens2f0'}),
+                conn, root=root,
+                uplinks=discovery.Uplinks({'physnet1': 'ens2f0'})),
             host='bench', period=5.0, max_actions=10_000)
         agent.run_once()  # applies the policies, fills the caches
         cpu = []

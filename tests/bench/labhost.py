@@ -13,7 +13,7 @@
 * **Observation cost against guest size**: one guest at a time, from
   256 MiB to the largest the bench lab host holds, with 4 KiB pages (the
   lab kernel's THP off) and with transparent huge pages: the agent's
-  period with its numa_maps bound (agent/observation.py) and without,
+  period with its numa_maps bound (agent/backend/observation.py) and without,
   the bare reads and the numa_maps reads alone, per GB of guest memory.
   The same reads natively on this machine's kernel
   (tests/bench/numamaps_native.py) give the cost per GB on a real host,
@@ -36,8 +36,8 @@ import statistics
 import subprocess
 import sys
 
-from agent import observation
-from nova_numa_policy import policy
+from agent.backend import observation
+from nova_numa_policy.contracts import policy
 from tests.bench import numamaps_native
 from tests.labhost import domains
 from tests.labhost import initramfs
@@ -166,7 +166,7 @@ def sweep_lines(sweep, native, native_base_ms):
         'a time, in the same lab host (TCG CPU times, mean per period over '
         'the rounds; "per GB" divides by the guest\'s resident memory). '
         '"bound" is the agent with its numa_maps bound '
-        '(``agent/observation.py``, its defaults: '
+        '(``agent/backend/observation.py``, its defaults: '
         f'{observation.budget_for(observation.DEFAULT_PERIOD) * 1e3:.0f} ms '
         f'per period, every guest read at least every '
         f'{observation.MAX_AGE} periods, or as often as the budget allows '

@@ -3,7 +3,7 @@
 Runs as root in the lab host: the page mover's privileged calls are made
 in-process (privsep's client mode off) in both benchmarks, so neither
 measures the privsep daemon's socket round trip; the daemon's checks of
-its caller's arguments (agent.trust) run and are measured.
+its caller's arguments (agent.privsep.trust) run and are measured.
 """
 
 import glob
@@ -12,10 +12,10 @@ import time
 
 import libvirt
 
-from agent import cmd
-from agent import numamaps
-from agent import observation
+from agent.backend import observation
 from agent import privsep
+from agent.sensors import numamaps
+from agent.service import cmd
 from nova_numa_policy import conf as npconf
 from tests.bench import pagemove
 
@@ -142,8 +142,8 @@ def observation_cost(rounds):
     """The agent's period with the numa_maps bound on and off, by round.
 
     Round by round in the same process: the bare reads, the agent's
-    period with its bound (agent/observation.py, its defaults), the same
-    agent without it (every guest read every period), and the guests'
+    period with its bound (agent/backend/observation.py, its defaults),
+    the same agent without it (every guest read every period), and the guests'
     numa_maps reads alone. CPU seconds (process time: the agent reads
     numa_maps in-process here). Also how many guests the bounded periods
     read, and the share of the guests' memory in huge pages.

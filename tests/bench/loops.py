@@ -11,7 +11,7 @@ import json
 import sys
 import time
 
-from nova_numa_policy import execution
+from nova_numa_policy.decisions import execution
 from nova_numa_policy.lab.sim import backend as sim_backend
 from nova_numa_policy.lab.sim import scenarios
 from nova_numa_policy.loops import runner

@@ -10,7 +10,8 @@ host (doc/source/agent.rst, "Observation cost").
 One process maps anonymous memory of each size, asks for 4 KiB pages
 (``MADV_NOHUGEPAGE``) or for huge pages (``MADV_HUGEPAGE``), touches
 every page, then reads and sums its own numa_maps as the agent does
-(:func:`agent.numamaps.read`, :func:`agent.numamaps.memory_mb_from_text`),
+(:func:`agent.sensors.numamaps.read`,
+:func:`agent.sensors.numamaps.memory_mb_from_text`),
 timed in CPU time (the walk is the reader's system time). Reading one's
 own numa_maps costs what reading a guest's does: the same walk.
 
@@ -23,7 +24,7 @@ import statistics
 import sys
 import time
 
-from agent import numamaps
+from agent.sensors import numamaps
 
 PAGE = mmap.PAGESIZE
 KINDS = (('4 KiB pages', 'MADV_NOHUGEPAGE'), ('THP', 'MADV_HUGEPAGE'))

@@ -4,7 +4,7 @@ Both move the same pages of the same child process (64 MiB of touched
 anonymous memory) with move_pages(2), MPOL_MF_MOVE_ALL, in windows of the
 same size: the C baseline is a loop around the syscall compiled with gcc
 into a temporary directory; the Python path is the planner and the
-executor (:class:`agent.pagemover.PageMover`) with its privileged calls
+executor (:class:`agent.backend.pagemoves.PageMover`) with its privileged calls
 in-process (privsep's client mode off: the daemon's socket round trip is
 measured by neither, its checks of the caller's arguments by the Python
 path, the child being a guest to them through a pidfile). Reading
@@ -30,9 +30,10 @@ import time
 
 from oslo_config import cfg
 
-from agent import pagemove
-from agent import pagemover
+from agent.backend import pagemoves
+from agent.backend import pageplan
 from agent import privsep
+from agent.privsep import pagemover
 from tests.unit.agent import memchild
 
 TARGET = 0.90
@@ -145,7 +146,7 @@ def measure(size_mb, batch, rounds, passes, route=(0, 0)):
     child.setUp()
     try:
         binary = build_baseline(tmp)
-        mover = pagemover.PageMover(batch_pages=batch)
+        mover = pagemoves.PageMover(batch_pages=batch)
         if route[0] != route[1]:
             # Every round starts and (after an even number of passes)
             # ends with all the pages on route[1].
@@ -183,7 +184,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog='bench pagemove')
     parser.add_argument('--size-mb', type=int, default=64)
     parser.add_argument('--batch', type=int,
-                        default=pagemove.DEFAULT_BATCH_PAGES)
+                        default=pageplan.DEFAULT_BATCH_PAGES)
     parser.add_argument('--rounds', type=int, default=15)
     parser.add_argument('--passes', type=int, default=5,
                         help='moves of all the pages per round')

@@ -10,13 +10,13 @@ turned into per-vCPU penalties; and :meth:`LibvirtBackend._cpu_wait`:
 their ``schedstat`` files read and turned into the period's waiting
 share) and the bare reads of the same files, each a ``pread`` on a
 descriptor held open as the backend holds its own
-(:class:`agent.guestproc.OpenFiles`). Target: <= 17.5 ms of CPU per
+(:class:`agent.sensors.guestproc.OpenFiles`). Target: <= 17.5 ms of CPU per
 period for 100 guests (0.35 % of one core at a 5 s period); the ratio to
 the bare reads says what the parsing costs.
 
 ``--signal bandwidth`` measures the memory-bandwidth reading instead
-(:meth:`agent.bandwidth.GuestBandwidth.measure`: each guest's monitoring
-group's counters read per cache domain, differenced, turned into
+(:meth:`agent.backend.bandwidth.GuestBandwidth.measure`: each guest's
+monitoring group's counters read per cache domain, differenced, turned into
 accesses per node and per-vCPU penalties) against bare open-and-read of
 the same counter files. No CPU here monitors bandwidth, so the files are a tree
 of the kernel's layout on tmpfs: this measures the agent's side only;
@@ -25,9 +25,9 @@ the domain, which is not measured.
 
 ``--signal samples`` measures the hardware-sample reading: each CPU's
 ring buffer drained (copied), decoded, counted per thread and node
-(:meth:`agent.hwsampling.HostSampling.counts`), then each guest's
+(:meth:`agent.privsep.hwsampling.HostSampling.counts`), then each guest's
 threads picked and turned into accesses and penalties
-(:meth:`agent.hwsampling.GuestSamples.measure`), against copying the
+(:meth:`agent.backend.samples.GuestSamples.measure`), against copying the
 same buffers alone. The cost follows the host's CPUs, not its guests:
 the 200 vCPUs run on a two-socket host of 64 CPUs, every one busy. No
 CPU here has IBS: the buffers are records of the kernel's layout in
@@ -47,14 +47,15 @@ import tempfile
 import time
 import uuid as uuid_mod
 
-from nova_numa_policy import backend
+from nova_numa_policy.contracts import backend
 
-from agent import bandwidth
-from agent import hwsampling
-from agent import libvirt_backend
-from agent import numafaults
-from agent import perfsamples
-from agent import resctrl
+from agent.backend import bandwidth
+from agent.backend import libvirt_backend
+from agent.backend import samples
+from agent.privsep import hwsampling
+from agent.sensors import numafaults
+from agent.sensors import perfsamples
+from agent.sensors import resctrl
 
 CPU_BUDGET_MS = 17.5
 VCPUS = 2
@@ -254,8 +255,8 @@ def measure_samples(count, periods):
              for cpu in range(HOST_CPUS)]
     sampling = hwsampling.HostSampling(
         rings, perfsamples.NodeRanges({0: [0], 1: [1]}, BLOCK))
-    guest_samples = hwsampling.GuestSamples('/', SAMPLE_PERIOD,
-                                            daemon=object())
+    guest_samples = samples.GuestSamples('/', SAMPLE_PERIOD,
+                                         daemon=object())
     topology = _topology()
     cpus = (0, 2)
     measured = []

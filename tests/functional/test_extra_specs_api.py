@@ -3,7 +3,7 @@
 from nova.tests.functional.api import client as api_client
 from nova.tests.functional import integrated_helpers
 
-from nova_numa_policy import policy
+from nova_numa_policy.contracts import policy
 
 
 class ExtraSpecsApiTest(integrated_helpers._IntegratedTestBase):

@@ -1,6 +1,6 @@
 """Discovery on a real kernel: nodes, distances, CPUs, the NIC's node."""
 
-from nova_numa_policy import topology
+from nova_numa_policy.contracts import topology
 from tests.host import base
 from tests.labhost import kernel
 from tests.labhost import topology as topology_mod

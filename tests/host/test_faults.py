@@ -6,7 +6,7 @@ kernel must show the guest as it was before the plan, or as the plan
 intended, never in between; and the agent goes on.
 """
 
-from nova_numa_policy import policy
+from nova_numa_policy.contracts import policy
 from tests.host import base
 from tests.labhost import deploy
 from tests.labhost import domains

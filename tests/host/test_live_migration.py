@@ -14,9 +14,9 @@ from xml.etree import ElementTree
 
 from nova import objects
 
-from nova_numa_policy import backend
-from nova_numa_policy import enforcement
-from nova_numa_policy import policy
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import policy
+from nova_numa_policy.decisions import enforcement
 from nova_numa_policy.virt import driver
 from nova_numa_policy.virt import metadata
 from tests.host import base

@@ -21,9 +21,9 @@ what the kernel samples and what the agent does with it, not any gain.
 
 import time
 
-from nova_numa_policy import policy
+from nova_numa_policy.contracts import policy
 
-from agent import monitorgroups
+from agent.privsep import monitorgroups
 from tests.host import base
 from tests.labhost import deploy
 from tests.labhost import domains

@@ -5,7 +5,7 @@ started as deployed: ``sudo privsep-helper`` with the project's
 sudoers rule, dropping to QEMU's user and group with CAP_SYS_NICE only.
 """
 
-from nova_numa_policy import policy
+from nova_numa_policy.contracts import policy
 from tests.host import base
 from tests.labhost import domains
 from tests.labhost import kernel

@@ -7,7 +7,7 @@ process's numa_maps, its threads' Cpus_allowed_list and its cgroups'
 cpuset.mems.
 """
 
-from nova_numa_policy import policy
+from nova_numa_policy.contracts import policy
 from tests.host import base
 from tests.labhost import domains
 from tests.labhost import kernel

@@ -20,9 +20,9 @@ import uuid as uuid_mod
 from nova.virt.libvirt import config as vconfig
 from nova.virt.libvirt import designer
 
-from nova_numa_policy import backend
-from nova_numa_policy import enforcement
-from nova_numa_policy import policy
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import policy
+from nova_numa_policy.decisions import enforcement
 from nova_numa_policy.virt import driver
 from nova_numa_policy.virt import metadata
 

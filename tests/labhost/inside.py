@@ -236,7 +236,7 @@ def tidy():
 
 def _agent(config_files):
     """(agent, log file): built as numa-policy-agent builds it."""
-    from agent import cmd
+    from agent.service import cmd
     from nova_numa_policy import conf as npconf
 
     log_file = f'/tmp/lab-agent-{os.getpid()}.log'
@@ -320,7 +320,7 @@ def plan_with_fault(config_files, uuid, actions, fault, periods_after=1):
     ended, what the agent says of the guest after its periods, and the
     agent's log.
     """
-    from nova_numa_policy import backend
+    from nova_numa_policy.contracts import backend
 
     agent, log_file = _agent(config_files)
     snapshot = agent.observe()
@@ -378,10 +378,10 @@ def privsep_probes(config_files, probes, helper_command=None,
 
     from oslo_config import cfg
 
-    from agent import cmd
     from agent import privsep
+    from agent.service import cmd
 
-    entry_points = importlib.import_module(f'agent.{module}')
+    entry_points = importlib.import_module(f'agent.privsep.{module}')
     context = CONTEXTS[module]
     args = []
     for path in config_files:
@@ -444,10 +444,10 @@ def sample_writes(pid, tid, address, seconds):
     """
     import array
 
-    from agent import hwsampling
-    from agent import pagemover
-    from agent import perfevents
-    from agent import perfsamples
+    from agent.privsep import hwsampling
+    from agent.privsep import pagemover
+    from agent.sensors import perfevents
+    from agent.sensors import perfsamples
 
     sample_type = (perfsamples.SAMPLE_TID | perfsamples.SAMPLE_ADDR
                    | perfsamples.SAMPLE_PHYS_ADDR)
@@ -476,7 +476,7 @@ def _move_page_to(pid, page, node, timeout=10.0):
     page stayed on node 1. The test still reads the page's node after
     sampling and fails if it is not ``node``.
     """
-    from agent import pagemover
+    from agent.privsep import pagemover
 
     deadline = time.monotonic() + timeout
     while True:
@@ -519,10 +519,10 @@ def cpu_wide_samples(seconds):
     The agent's per-CPU events and rings (:func:`agent.hwsampling.
     open_per_cpu`) on the CPU clock, which every CPU has: {tid: samples}.
     """
-    from agent import hwsampling
-    from agent import perfevents
-    from agent import perfsamples
-    from agent import sysfs
+    from agent.privsep import hwsampling
+    from agent.sensors import perfevents
+    from agent.sensors import perfsamples
+    from agent.sensors import sysfs
 
     event = perfevents.attr(perfevents.TYPE_SOFTWARE, config=0,
                             sample_period=1000000,
@@ -600,7 +600,7 @@ def sriov_view(pf_address):
     """
     import json
 
-    from agent import vfstats
+    from agent.sensors import vfstats
 
     device = os.path.join(PCI_DEVICES, pf_address)
     (pf,) = os.listdir(os.path.join(device, 'net'))
@@ -621,7 +621,7 @@ def sriov_uplinks(device_specs):
     The agent's own matching against this kernel's sysfs: (physnet, PF
     address) pairs.
     """
-    from agent import discovery
+    from agent.sensors import discovery
 
     return [list(pair) for pair in discovery.sriov_uplinks(device_specs,
                                                            '/')]
@@ -633,9 +633,9 @@ def observe_with_vf_reads(uuid):
     The PFs it asked the kernel about (rtnetlink, as the agent does),
     their answers, and what it observed of guest ``uuid``.
     """
-    from agent import connection
-    from agent import libvirt_backend
-    from agent import vfstats
+    from agent.backend import connection
+    from agent.backend import libvirt_backend
+    from agent.sensors import vfstats
 
     asked = {}
 

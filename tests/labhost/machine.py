@@ -49,7 +49,7 @@ NOVA_UID = 4242
 # Imported once by the server before it forks a child per call.
 DEFAULT_PRELOAD = ('libvirt', 'oslo_config.cfg', 'oslo_log.log',
                    'oslo_privsep.priv_context', 'oslo_messaging',
-                   'nova_numa_policy.objects.wire', 'agent.cmd',
+                   'nova_numa_policy.objects.wire', 'agent.service.cmd',
                    'tests.labhost.inside')
 PR_SET_PDEATHSIG = 1
 # The lab host runs only this project's tests: no speculative-execution

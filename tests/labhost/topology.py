@@ -4,13 +4,20 @@ Pure: a :class:`LabTopology` in, a list of QEMU arguments out. The guest
 kernel sees real NUMA nodes (ACPI SRAT/SLIT written by QEMU): CPUs and
 memory per node, a distance matrix, and a NIC whose PCI expander bridge
 sits on a chosen node, as a multi-socket server's firmware describes it.
+The host's shape is the simulator's model
+(:class:`nova_numa_policy.lab.shape.NumaShape`): the same CPU numbering,
+distances and NICs, reported the same way (``LabTopology.shape``).
 """
 
 import dataclasses
 
+from nova_numa_policy.lab import shape as shape_mod
+
 # QEMU writes the SLIT only for pairs it is told about; every pair is
 # given, so the guest never falls back to QEMU's 10/20 default.
-LOCAL_DISTANCE = 10
+LOCAL_DISTANCE = shape_mod.LOCAL_DISTANCE
+# The NIC's name in the shape; the guest kernel names its own.
+NIC_NAME = 'nic0'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,42 +38,38 @@ class LabTopology:
 
     def __post_init__(self):
         problems = distance_problems(self.distances, self.nodes)
+        if not problems:
+            problems = self.shape.problems()
+        if self.sriov and self.nic_node is None:
+            problems.append('an SR-IOV NIC needs a node')
         if problems:
             raise ValueError(f'{self.name}: {"; ".join(problems)}')
-        if self.nic_node is not None and not 0 <= self.nic_node < self.nodes:
-            raise ValueError(f'{self.name}: NIC on node {self.nic_node}, '
-                             f'which does not exist')
-        if self.sriov and self.nic_node is None:
-            raise ValueError(f'{self.name}: an SR-IOV NIC needs a node')
+
+    @property
+    def shape(self):
+        """The host's shape, as the simulator models a host."""
+        nics = (() if self.nic_node is None
+                else (shape_mod.Nic(NIC_NAME, self.nic_node),))
+        return shape_mod.NumaShape(
+            name=self.name, cpus_per_node=self.cpus_per_node,
+            memory_mb_per_node=self.memory_mb_per_node,
+            distances=self.distances, nics=nics)
 
     @property
     def cpus(self):
-        return self.nodes * self.cpus_per_node
+        return self.shape.n_cpus
 
     @property
     def memory_mb(self):
-        return self.nodes * self.memory_mb_per_node
+        return self.shape.memory_mb
 
     def node_cpus(self, node):
-        first = node * self.cpus_per_node
-        return tuple(range(first, first + self.cpus_per_node))
+        return self.shape.node_cpus(node)
 
 
 def distance_problems(distances, nodes):
     """What makes ``distances`` an invalid SLIT for ``nodes`` nodes."""
-    if len(distances) != nodes or any(len(row) != nodes
-                                      for row in distances):
-        return [f'distances must be {nodes}x{nodes}']
-    problems = []
-    for i in range(nodes):
-        if distances[i][i] != LOCAL_DISTANCE:
-            problems.append(f'distance {i}->{i} must be {LOCAL_DISTANCE}')
-        for j in range(nodes):
-            if i != j and not LOCAL_DISTANCE < distances[i][j] <= 255:
-                problems.append(f'distance {i}->{j} must be in 11..255')
-            if distances[i][j] != distances[j][i]:
-                problems.append(f'distances {i}<->{j} differ')
-    return problems
+    return shape_mod.distance_problems(distances, nodes)
 
 
 # Two sockets, the NIC on the second: the shape of most compute nodes.

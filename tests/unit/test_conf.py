@@ -13,14 +13,14 @@ from oslo_privsep import priv_context
 import testtools
 
 from agent import privsep
-from agent import traits
+from agent.service import traits
 from nova_numa_policy.conf import opts
 from nova_numa_policy.conf import policy as policy_conf
 from nova_numa_policy.conf import reports
-from nova_numa_policy import enforcement
-from nova_numa_policy import messaging
+from nova_numa_policy.contracts import messaging
+from nova_numa_policy.contracts import policy
+from nova_numa_policy.decisions import enforcement
 from nova_numa_policy.objects import report as report_obj
-from nova_numa_policy import policy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))

@@ -1,8 +1,12 @@
 """[numa_policy_loops]: options register and build the loops' configs."""
 
 from importlib import metadata
+import os
+import sys
 
+import fixtures
 from oslo_config import cfg
+from stevedore import extension
 import testtools
 
 from nova_numa_policy.conf import loops as conf_loops
@@ -117,3 +121,55 @@ class LoopNamesTest(testtools.TestCase):
         self.assertEqual(conf_loops.GROUP, group)
         self.assertEqual([o.name for o in loop_options.loop_opts()],
                          [o.name for o in opts])
+
+
+def _installed(path, entry_points):
+    """A distribution under ``path`` whose entry points are ``entry_points``.
+
+    What pip leaves on disk: a ``.dist-info`` with its metadata and the
+    ``entry_points.txt`` stevedore reads, found once ``path`` is on
+    ``sys.path``.
+    """
+    info = os.path.join(path, 'extra_loops-1.0.dist-info')
+    os.mkdir(info)
+    with open(os.path.join(info, 'METADATA'), 'w') as f:
+        f.write('Metadata-Version: 2.1\nName: extra-loops\nVersion: 1.0\n')
+    with open(os.path.join(info, 'entry_points.txt'), 'w') as f:
+        f.write(f'[{runner.LOOPS_NAMESPACE}]\n')
+        f.writelines(f'{name} = {target}\n'
+                     for name, target in entry_points.items())
+
+
+class LoopPluginsTest(testtools.TestCase):
+    """Loops are stevedore plugins of one namespace, read once."""
+
+    def setUp(self):
+        super().setUp()
+        self.path = self.useFixture(fixtures.TempDir()).path
+        # Another sys.path is another set of distributions to stevedore;
+        # the registry is read afresh before and after.
+        self.useFixture(fixtures.MonkeyPatch(
+            'sys.path', [self.path] + sys.path))
+        self.forget_what_was_read()
+        self.addCleanup(self.forget_what_was_read)
+
+    @staticmethod
+    def forget_what_was_read():
+        # The registry's and stevedore's per-process memory of the
+        # namespace: both assume what is installed does not change.
+        runner._entry_points.cache_clear()
+        extension.ExtensionManager.ENTRY_POINT_CACHE.pop(
+            runner.LOOPS_NAMESPACE, None)
+
+    def test_a_loop_another_distribution_installs_is_found(self):
+        _installed(self.path,
+                   {'twin': 'nova_numa_policy.loops.carrefour:Carrefour'})
+        found = runner.registry()
+        self.assertIs(found['carrefour'], found['twin'])
+        self.assertEqual(set(conf_loops.LOOP_NAMES) | {'twin'}, set(found))
+
+    def test_a_loop_that_does_not_load_stops_the_agent(self):
+        # stevedore would log and leave it out; an enabled loop silently
+        # missing is worse than an agent that does not start.
+        _installed(self.path, {'broken': 'no_such_module_for_loops:Loop'})
+        self.assertRaises(ImportError, runner.registry)

@@ -7,9 +7,9 @@ import fixtures
 from oslo_config import cfg
 import testtools
 
-from nova_numa_policy import scope
+from nova_numa_policy.contracts import scope
 
-from agent import cmd
+from agent.service import cmd
 
 HOST = frozenset(range(8))
 

@@ -10,10 +10,10 @@ import errno
 import libvirt
 import testtools
 
-from agent import service
-from nova_numa_policy import backend
-from nova_numa_policy import errors
-from nova_numa_policy import execution
+from agent.service import manager
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import errors
+from nova_numa_policy.decisions import execution
 from nova_numa_policy.lab.sim import backend as sim_backend
 from nova_numa_policy.lab.sim import scenarios
 from nova_numa_policy.lab.sim import topology as sim_topology
@@ -247,7 +247,7 @@ class AgentFinishesPendingUndoTest(testtools.TestCase):
         before = _placement(host)
         _, _, plan = _home_on_node1(host)
         runner = loop_runner.Runner(host, [_Once(plan)])
-        agent = service.Agent(host, host='cn1', period=5.0, runner=runner,
+        agent = manager.Agent(host, host='cn1', period=5.0, runner=runner,
                               clock=lambda: host.now)
         agent.act(host.observe())
         self.assertIn(UUID, agent.pending_undo)

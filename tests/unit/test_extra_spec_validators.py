@@ -8,7 +8,7 @@ from nova.api.validation.extra_specs import validators
 from nova import exception as nova_exc
 import testtools
 
-from nova_numa_policy import policy
+from nova_numa_policy.contracts import policy
 
 
 class NovaValidatorTest(testtools.TestCase):

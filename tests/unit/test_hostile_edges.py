@@ -30,7 +30,7 @@ from nova_numa_policy.collector import actions
 from nova_numa_policy.collector import listener
 from nova_numa_policy.collector import records
 from nova_numa_policy.conf import reports as reports_conf
-from nova_numa_policy import exception
+from nova_numa_policy.contracts import exception
 from nova_numa_policy.objects import report as report_obj
 from nova_numa_policy.objects import signing
 from nova_numa_policy.objects import validation

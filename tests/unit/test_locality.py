@@ -2,8 +2,8 @@
 
 import testtools
 
-from nova_numa_policy import backend
-from nova_numa_policy import locality
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import locality
 
 
 class SignalsTest(testtools.TestCase):

@@ -2,8 +2,8 @@
 
 import testtools
 
-from nova_numa_policy import exception
-from nova_numa_policy import policy
+from nova_numa_policy.contracts import exception
+from nova_numa_policy.contracts import policy
 
 P = policy.POLICY_KEY
 NIC = policy.NIC_LOCALITY_KEY

@@ -8,7 +8,7 @@ from oslo_versionedobjects import fields
 from oslo_versionedobjects import fixture as ovo_fixture
 import testtools
 
-from nova_numa_policy import exception
+from nova_numa_policy.contracts import exception
 from nova_numa_policy.objects import base
 from nova_numa_policy.objects import report as report_obj
 from nova_numa_policy.objects import validation as report_validation

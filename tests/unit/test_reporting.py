@@ -4,10 +4,13 @@ import datetime
 
 import testtools
 
-from nova_numa_policy import backend
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.decisions import reporting
+from nova_numa_policy.loops import runner as loop_runner
+from nova_numa_policy.loops import vnuioa
 from nova_numa_policy.objects import wire as report_wire
-from nova_numa_policy import reporting
 
+GUEST = '6f1f1a0e-0000-4000-8000-000000000001'
 NOW = datetime.datetime(2026, 11, 22, 8, 0, tzinfo=datetime.timezone.utc)
 TOPOLOGY = backend.HostTopology(nodes=(
     backend.NodeInfo(0, (0, 1, 2, 3), 16384, (10, 21)),
@@ -78,3 +81,39 @@ class SignificantChangeTest(testtools.TestCase):
         before = self._summary(0.2, 0.4)
         self.assertFalse(reporting.significant_change(
             before, self._summary(0.25, 0.5)))
+
+
+class JudgedFieldsTest(testtools.TestCase):
+    """What a guest's report takes from the loops, asked of the loops."""
+
+    def report(self, judges, **instance):
+        inst = backend.InstanceState(uuid=GUEST, requested_policy=None,
+                                     vcpu_cpus=(0, 4), **instance)
+        snapshot = backend.HostSnapshot(TOPOLOGY, (), (inst,), 0.0)
+        (reported,) = reporting.build_report(
+            snapshot, 'h', 'h', 1, 5.0, frozenset(), now=NOW,
+            judges=judges).instances
+        return reported
+
+    def test_without_judges_nothing_is_judged(self):
+        reported = self.report((), io_rate=9000.0,
+                               accesses_per_node={0: 900, 1: 100})
+        self.assertIsNone(reported.access_class)
+        self.assertFalse(reported.io_intensive)
+
+    def test_each_loop_judges_with_the_config_it_is_handed(self):
+        strict = (vnuioa.Vnuioa, vnuioa.Config(io_threshold_rps=100.0))
+        loose = (vnuioa.Vnuioa, vnuioa.Config(io_threshold_rps=1000.0))
+        self.assertTrue(self.report([strict], io_rate=500.0).io_intensive)
+        self.assertFalse(self.report([loose], io_rate=500.0).io_intensive)
+
+    def test_every_installed_loop_judges_by_default_settings(self):
+        # 900 against 100 accesses over two nodes: an imbalance of 80 %,
+        # below auto's 85 %; 600 requests/s is above vNUIOA's 500.
+        reported = self.report(loop_runner.judges(), io_rate=600.0,
+                               accesses_per_node={0: 900, 1: 100})
+        self.assertEqual('low', reported.access_class)
+        self.assertTrue(reported.io_intensive)
+        names = [strategy.name for strategy, _ in loop_runner.judges()]
+        self.assertEqual(sorted(names), names)
+        self.assertIn('auto', names)

@@ -11,14 +11,14 @@ import os
 import fixtures
 import testtools
 
-from nova_numa_policy import backend
-from nova_numa_policy import enforcement
-from nova_numa_policy import policy
-from nova_numa_policy import topology
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import policy
+from nova_numa_policy.contracts import topology
+from nova_numa_policy.decisions import enforcement
 from nova_numa_policy.virt import driver
 
-from agent import discovery
-from agent import sysfs
+from agent.sensors import discovery
+from agent.sensors import sysfs
 
 IDS = (0, 1, 8, 9)
 # Two sockets of two nodes each: 0-1 and 8-9 near, across sockets far.

@@ -12,9 +12,9 @@ import uuid as uuid_mod
 
 import numpy as np
 
+from nova_numa_policy.contracts import policy as numa_policy
 from nova_numa_policy.lab.sim import state as st
 from nova_numa_policy.lab.sim import workload as wl
-from nova_numa_policy import policy as numa_policy
 
 
 @dataclasses.dataclass(frozen=True)

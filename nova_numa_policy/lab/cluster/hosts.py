@@ -11,11 +11,12 @@ import datetime
 
 import numpy as np
 
+from nova_numa_policy.contracts import locality
+from nova_numa_policy.decisions import reporting
 from nova_numa_policy.lab.sim import backend as sim_backend
 from nova_numa_policy.lab.sim import workload as wl
-from nova_numa_policy import locality
+from nova_numa_policy.loops import runner as loop_runner
 from nova_numa_policy.objects import wire as report_wire
-from nova_numa_policy import reporting
 from nova_numa_policy.scheduling import summary as summary_mod
 
 # The scheduler's [numa_policy_scheduler] io_intensive_rate default.
@@ -80,6 +81,6 @@ def summary(host):
         seq=host.seq, period=host.period_s,
         capabilities=host.capabilities(), now=sim_time(host.now),
         locality_signal=host.locality_signal(),
-        measurements=host.measurements())
+        measurements=host.measurements(), judges=loop_runner.judges())
     data = report_wire.load_report_data(report_wire.dump_report(report))
     return summary_mod.summarize(data, IO_INTENSIVE_RATE)

@@ -12,11 +12,12 @@ import dataclasses
 
 import numpy as np
 
-from nova_numa_policy import enforcement
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import locality
+from nova_numa_policy.decisions import enforcement
 from nova_numa_policy.lab.cluster import guests as guests_mod
 from nova_numa_policy.lab.cluster import nova
 from nova_numa_policy.lab.sim import state as st
-from nova_numa_policy import locality
 from nova_numa_policy.scheduling import scoring
 
 # The scheduler plugins' defaults (nova_numa_policy.conf.scheduler).
@@ -269,12 +270,12 @@ class Ours(NovaDefault):
             cpus = kernel_cpus(host, app.vcpus, self.rng, tune.cpus or None)
             affinity = tuple(tune.cpus or frozenset(range(host.host.n_cpus))
                              for _ in cpus)
-        mode = {enforcement.MODE_INTERLEAVE: st.INTERLEAVE,
-                enforcement.MODE_STRICT: st.HOME}.get(tune.mode,
-                                                      st.FIRST_TOUCH)
+        mode = {backend.MODE_INTERLEAVE: st.INTERLEAVE,
+                backend.MODE_STRICT: st.HOME}.get(tune.mode,
+                                                  st.FIRST_TOUCH)
         # preferred (first-touch near the NIC) may spill anywhere;
         # restrictive first-touches within its nodes.
-        nodes = (frozenset() if tune.mode == enforcement.MODE_PREFERRED
+        nodes = (frozenset() if tune.mode == backend.MODE_PREFERRED
                  else tune.nodes)
         return guests_mod.Boot(
             cpus=cpus, affinity=affinity, mode=mode, nodes=frozenset(nodes),

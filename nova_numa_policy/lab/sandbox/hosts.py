@@ -1,9 +1,9 @@
 """One simulated host per compute, its agent, its loops, its actions.
 
 Each compute's simulated host has the compute's topology; the production
-:class:`agent.service.Agent` runs on it with the production report sender
-and its own rebalancing loops, built from ``[numa_policy_loops]`` as
-``numa-policy-agent`` builds them.
+:class:`agent.service.manager.Agent` runs on it with the production
+report sender and its own rebalancing loops, built from ``[numa_policy_loops]``
+as ``numa-policy-agent`` builds them.
 """
 
 import dataclasses
@@ -13,12 +13,12 @@ import fixtures
 import numpy as np
 from oslo_utils import timeutils
 
-from agent import notifier
-from agent import rebalance
-from agent import service
-from nova_numa_policy import backend
+from agent.service import manager
+from agent.service import notifier
+from agent.service import rebalance
 from nova_numa_policy.collector import actions as action_payload
-from nova_numa_policy import enforcement
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.lab import shape
 from nova_numa_policy.lab.sim import backend as sim_backend
 from nova_numa_policy.lab.sim import scenarios
 from nova_numa_policy.lab.sim import state as sim_state
@@ -32,8 +32,8 @@ BOOT_PLACEMENT = {'interleave': sim_state.INTERLEAVE,
                   'interleave+carrefour': sim_state.INTERLEAVE,
                   'home': sim_state.HOME}
 # The <numatune> memory mode that boot placement corresponds to.
-BOOT_MODE = {sim_state.INTERLEAVE: enforcement.MODE_INTERLEAVE,
-             sim_state.HOME: enforcement.MODE_STRICT}
+BOOT_MODE = {sim_state.INTERLEAVE: backend.MODE_INTERLEAVE,
+             sim_state.HOME: backend.MODE_STRICT}
 KINDS = {backend.PinVcpu: 'pin_vcpu', backend.PinEmulator: 'pin_emulator',
          backend.SetNodeset: 'set_nodeset', backend.MovePages: 'move_pages'}
 
@@ -50,7 +50,7 @@ def sim_host(spec):
     return dataclasses.replace(
         preset, name=spec.name, cpus_per_node=spec.cores_per_node,
         memory_mb_per_node=spec.memory_mb_per_node,
-        nics=(topology.SimNic(NIC_NAME, spec.nic_node),))
+        nics=(shape.Nic(NIC_NAME, spec.nic_node),))
 
 
 def boot_cpus(host, vms, rng, n_vcpus, one_node):
@@ -122,7 +122,7 @@ class ComputeRig(fixtures.Fixture):
         self.runner = rebalance.build_runner(
             self.host, self._conf.numa_policy_loops, PERIOD_S,
             seed=self._seed)
-        self.agent = service.Agent(self.host, host=self.spec.name,
+        self.agent = manager.Agent(self.host, host=self.spec.name,
                                    period=PERIOD_S, sender=self.sender,
                                    clock=lambda: self.host.now,
                                    runner=self.runner)

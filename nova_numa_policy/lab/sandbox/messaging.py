@@ -15,8 +15,8 @@ from oslo_config import cfg
 import oslo_messaging
 
 from nova_numa_policy.conf import opts as nnp_opts
+from nova_numa_policy.contracts import messaging
 from nova_numa_policy.loops import options as loop_options
-from nova_numa_policy import messaging
 
 DEFAULT_URL = 'rabbit://guest:guest@127.0.0.1:5672/'
 START_HINT = 'rabbitmq-server -detached'

@@ -14,8 +14,9 @@ class ComputeSpec:
     cores_per_node: int
     memory_mb_per_node: int
     nic_node: int  # the NUMA node of the compute's uplink
-    # What the compute measures of locality (nova_numa_policy.locality):
-    # the kernel's hinting faults, its balancing on, as distributions
+    # What the compute measures of locality
+    # (nova_numa_policy.contracts.locality): the kernel's hinting faults, its
+    # balancing on, as distributions
     # ship hosts of several nodes; or, with the kernel's balancing off,
     # memory bandwidth on a CPU that monitors it, or hardware samples on
     # a CPU that samples memory accesses.

@@ -2,8 +2,8 @@
 
 import statistics
 
-from nova_numa_policy import locality
-from nova_numa_policy import policy as numa_policy
+from nova_numa_policy.contracts import locality
+from nova_numa_policy.contracts import policy as numa_policy
 
 CHOSEN_WEIGHTS = ('NumaNicLocalityWeigher', 'NumaNodeLoadWeigher')
 # Carrefour's default carrefour_min_local_ratio: a guest this local has

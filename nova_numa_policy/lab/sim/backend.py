@@ -7,14 +7,13 @@ guest's normalized throughput, so experiments can compare loops.
 
 import numpy as np
 
-from nova_numa_policy import backend
-from nova_numa_policy import enforcement
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import locality
+from nova_numa_policy.contracts import scope
 from nova_numa_policy.lab.sim import model
 from nova_numa_policy.lab.sim import signals
 from nova_numa_policy.lab.sim import state as st
 from nova_numa_policy.lab.sim import workload as wl
-from nova_numa_policy import locality
-from nova_numa_policy import scope
 
 # Cost of migrating one 4 KiB page to the guest (copy, TLB shootdown,
 # fault on next touch): an order of magnitude of Linux move_pages(2), not a
@@ -82,7 +81,7 @@ class SimulatedBackend(backend.Backend):
         self._scan_period = {}
         # A test's stand-in for a host that fails: called with each action
         # before it is carried out, it returns the exception to raise (one
-        # of nova_numa_policy.errors) or None.
+        # of nova_numa_policy.contracts.errors) or None.
         self.failure = None
         for vm in self.vms:
             if vm.vcpu_time_ns is None:
@@ -167,7 +166,7 @@ class SimulatedBackend(backend.Backend):
         # libvirt binds a domain without <numatune> strictly; a running
         # guest's mode itself never changes.
         mode = self.numatune.get(instance_uuid, (None,))[0]
-        self.numatune[instance_uuid] = (mode or enforcement.MODE_STRICT,
+        self.numatune[instance_uuid] = (mode or backend.MODE_STRICT,
                                         vm.nodeset)
         # A live nodeset change migrates memory off the nodes left out.
         targets = sorted(vm.nodeset)

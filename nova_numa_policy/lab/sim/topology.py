@@ -6,11 +6,10 @@ seeds), indexed by hop count.
 """
 
 import dataclasses
-import functools
 
 import numpy as np
 
-from nova_numa_policy import backend
+from nova_numa_policy.lab import shape
 from nova_numa_policy.lab.sim import constants
 
 # ACPI SLIT-style distances by hop count, what Linux reports in
@@ -18,41 +17,29 @@ from nova_numa_policy.lab.sim import constants
 SLIT_BY_HOPS = (10, 16, 22)
 
 
-@dataclasses.dataclass(frozen=True)
-class SimNic:
-    name: str
-    node: int
-    speed_mbps: int = 40000
+def slit(hops):
+    """The SLIT distances of a hop-count matrix."""
+    return tuple(tuple(SLIT_BY_HOPS[h] for h in row) for row in hops)
 
 
-@dataclasses.dataclass(frozen=True)
-class SimHost:
-    """A NUMA machine; immutable, shared by every period of a run."""
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SimHost(shape.NumaShape):
+    """A NUMA machine and its performance; immutable, shared by a run.
 
-    name: str
-    cpus_per_node: int
-    memory_mb_per_node: int
+    Its distances are those of its hop counts (:func:`slit`), so the two
+    cannot disagree; a host the derivations refuse (remote memory nearer
+    than local) may still be built, to be refused.
+    """
+
+    distances: tuple = dataclasses.field(init=False, default=())
     hops: tuple  # N x N hop counts
     llc_mb: float  # last-level cache per node
     freq_ghz: float
     mc_gbps: float  # memory controller bandwidth per node
     port_gbps: float  # interconnect bandwidth into/out of a node
-    nics: tuple = ()
 
-    @property
-    def n_nodes(self):
-        return len(self.hops)
-
-    @property
-    def n_cpus(self):
-        return self.n_nodes * self.cpus_per_node
-
-    def node_cpus(self, node):
-        first = node * self.cpus_per_node
-        return tuple(range(first, first + self.cpus_per_node))
-
-    def node_of_cpu(self, cpu):
-        return cpu // self.cpus_per_node
+    def __post_init__(self):
+        object.__setattr__(self, 'distances', slit(self.hops))
 
     def hop_matrix(self):
         return np.asarray(self.hops, dtype=int)
@@ -60,33 +47,6 @@ class SimHost:
     def latency_matrix(self):
         """Uncontended latency in cycles from CPU node (row) to memory."""
         return np.asarray(constants.LATENCY_BY_HOPS, float)[self.hop_matrix()]
-
-    def nic(self, name):
-        """The NIC ``name``; KeyError if the host has none."""
-        return {nic.name: nic for nic in self.nics}[name]
-
-    def to_topology(self):
-        """The :class:`~nova_numa_policy.backend.HostTopology` it reports.
-
-        Built once per host: both are immutable, and handing out the same
-        object every period lets what the loops derive from a topology
-        (:func:`nova_numa_policy.topology.per_topology`) be reused.
-        """
-        return _topology(self)
-
-
-@functools.lru_cache(maxsize=16)
-def _topology(host):
-    nodes = tuple(
-        backend.NodeInfo(
-            id=node, cpus=host.node_cpus(node),
-            memory_total_mb=host.memory_mb_per_node,
-            distances=tuple(SLIT_BY_HOPS[h] for h in host.hops[node]))
-        for node in range(host.n_nodes))
-    nics = tuple(backend.NicInfo(name=nic.name, numa_node=nic.node,
-                                 speed_mbps=nic.speed_mbps)
-                 for nic in host.nics)
-    return backend.HostTopology(nodes=nodes, nics=nics)
 
 
 def _amd48_hops():
@@ -116,7 +76,7 @@ def amd48():
     return SimHost(name='amd48', cpus_per_node=6, memory_mb_per_node=16384,
                    hops=_amd48_hops(), llc_mb=5.0, freq_ghz=2.2,
                    mc_gbps=13.0, port_gbps=24.0,
-                   nics=(SimNic('eth0', 0, 10000),))
+                   nics=(shape.Nic('eth0', 0, 10000),))
 
 
 def ivybridge4():
@@ -130,7 +90,7 @@ def ivybridge4():
     return SimHost(name='ivybridge4', cpus_per_node=8,
                    memory_mb_per_node=32768, hops=ring, llc_mb=16.0,
                    freq_ghz=2.3, mc_gbps=40.0, port_gbps=14.4,
-                   nics=(SimNic('ens1', 0, 40000),))
+                   nics=(shape.Nic('ens1', 0, 40000),))
 
 
 def xeon2():
@@ -138,7 +98,7 @@ def xeon2():
     return SimHost(name='xeon2', cpus_per_node=4, memory_mb_per_node=12288,
                    hops=((0, 1), (1, 0)), llc_mb=12.0, freq_ghz=2.4,
                    mc_gbps=25.6, port_gbps=11.7,
-                   nics=(SimNic('eth0', 0, 10000),))
+                   nics=(shape.Nic('eth0', 0, 10000),))
 
 
 PRESETS = {'amd48': amd48, 'ivybridge4': ivybridge4, 'xeon2': xeon2}

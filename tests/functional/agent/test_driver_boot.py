@@ -21,10 +21,10 @@ from nova_numa_policy.virt import driver as numa_driver
 from nova_numa_policy.virt import metadata
 from nova_numa_policy.virt import shim
 
-from agent import connection
-from agent import discovery
-from agent import libvirt_backend
-from agent import service
+from agent.backend import connection
+from agent.backend import libvirt_backend
+from agent.sensors import discovery
+from agent.service import manager
 from tests import fixtures as host_fixtures
 
 SHIM_MODULE = f'nova.virt.{shim.MODULE}'
@@ -126,7 +126,7 @@ class DriverExtensionBootTest(DriverBootTestBase):
             os.path.join(tmp, 'host.xml'), [_test_driver_domain(xml)])
         conn = connection.Connection(uri)
         self.addCleanup(conn.close)
-        agent = service.Agent(
+        agent = manager.Agent(
             libvirt_backend.LibvirtBackend(conn, root=sysfs_root),
             host='compute1', period=5.0)
         agent.run_once()

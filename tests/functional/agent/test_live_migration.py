@@ -17,7 +17,7 @@ from nova.tests.functional.libvirt import base as libvirt_base
 
 from nova_numa_policy.virt import metadata
 
-from agent import sysfs
+from agent.sensors import sysfs
 from tests.functional.agent import test_driver_boot
 
 

@@ -13,8 +13,8 @@ import subprocess
 import fixtures
 import testtools
 
-from agent import discovery
-from agent import ovs
+from agent.sensors import discovery
+from agent.sensors import ovs
 from tests import fixtures as host_fixtures
 
 SCHEMA = '/usr/share/openvswitch/vswitch.ovsschema'

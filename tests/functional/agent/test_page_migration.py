@@ -22,10 +22,11 @@ from oslo_config import cfg
 from oslo_privsep import priv_context
 import testtools
 
-from agent import pagemover
+from agent.backend import pagemoves
 from agent import privsep
-from agent import trust
-from nova_numa_policy import errors
+from agent.privsep import pagemover
+from agent.privsep import trust
+from nova_numa_policy.contracts import errors
 from tests.unit.agent import memchild
 
 SYSTEM_PYTHON = '/usr/bin/python3'
@@ -64,7 +65,7 @@ class CapSysNiceOnlyTest(testtools.TestCase):
     def setUp(self):
         super().setUp()
         self.daemon = self.useFixture(PrivsepDaemon())
-        self.mover = pagemover.PageMover()
+        self.mover = pagemoves.PageMover()
 
     def child(self, **kwargs):
         kwargs.setdefault('preexec_fn', memchild.drop_capabilities)
@@ -95,14 +96,14 @@ class CapSysNiceOnlyTest(testtools.TestCase):
 
     def test_a_bad_node_is_a_clear_error(self):
         child = self.child()
-        exc = self.assertRaises(pagemover.InvalidNode, self.mover.move,
+        exc = self.assertRaises(pagemoves.InvalidNode, self.mover.move,
                                 child.pid, 0, 7, 1000)
         self.assertIn('node 7 is not a memory node of this host', str(exc))
 
     def test_a_vanished_process_is_process_gone(self):
         child = self.child()
         child.stop()
-        self.assertRaises(pagemover.ProcessGone, self.mover.move, child.pid,
+        self.assertRaises(pagemoves.ProcessGone, self.mover.move, child.pid,
                           0, 0, 1000)
 
     def test_a_process_with_capabilities_the_daemon_lacks_is_refused(self):
@@ -139,7 +140,7 @@ class HostileCallsTest(testtools.TestCase):
                           other.pid)
         self.assertRaises(trust.NotAGuest, pagemover.move_window, other.pid,
                           other.address, 16, memchild.PAGE, 0)
-        self.assertRaises(errors.NotEnforceable, pagemover.PageMover().move,
+        self.assertRaises(errors.NotEnforceable, pagemoves.PageMover().move,
                           other.pid, 0, 0, 100)
 
     def test_a_recycled_pid(self):
@@ -174,7 +175,7 @@ class AsTheGuestsUserTest(testtools.TestCase):
         child = self.useFixture(memchild.MemoryChild(
             16 << 20, user='nobody', group=pwd.getpwnam('nobody').pw_gid,
             python=SYSTEM_PYTHON, guests=daemon.guests))
-        result = pagemover.PageMover().move(child.pid, 0, 0, 10 ** 9)
+        result = pagemoves.PageMover().move(child.pid, 0, 0, 10 ** 9)
         self.assertGreaterEqual(result.moved, child.pages)
         self.assertEqual(0, result.failed)
 
@@ -183,7 +184,7 @@ class AsTheGuestsUserTest(testtools.TestCase):
         child = self.useFixture(memchild.MemoryChild(
             8 << 20, preexec_fn=memchild.drop_capabilities,
             guests=daemon.guests))
-        self.assertRaises(errors.NotEnforceable, pagemover.PageMover().move,
+        self.assertRaises(errors.NotEnforceable, pagemoves.PageMover().move,
                           child.pid, 0, 0, 1000)
 
 
@@ -194,7 +195,8 @@ _HELPER_SCRIPT = """
 import json, os, sys
 from oslo_config import cfg
 from oslo_privsep import priv_context
-from agent import pagemover, privsep
+from agent.backend import pagemoves
+from agent import privsep
 from tests.unit.agent import memchild
 guests = memchild.GuestPidDir()
 guests.setUp()
@@ -208,7 +210,7 @@ privsep.pages.start(priv_context.Method.ROOTWRAP)
 child = memchild.MemoryChild(8 << 20, preexec_fn=memchild.drop_capabilities,
                              guests=guests)
 child.setUp()
-result = pagemover.PageMover().move(child.pid, 0, 0, 10 ** 9)
+result = pagemoves.PageMover().move(child.pid, 0, 0, 10 ** 9)
 print(json.dumps([result.moved, result.failed, child.pages]))
 child.cleanUp()
 privsep.pages.stop()

@@ -14,10 +14,10 @@ from nova_numa_policy.conf import agent as agent_conf
 from nova_numa_policy.conf import reports as reports_conf
 from nova_numa_policy.objects import wire as report_wire
 
-from agent import connection
-from agent import libvirt_backend
-from agent import notifier
-from agent import service
+from agent.backend import connection
+from agent.backend import libvirt_backend
+from agent.service import manager
+from agent.service import notifier
 from tests import fixtures as host_fixtures
 
 RABBIT_URL = os.environ.get('NUMA_POLICY_RABBIT_URL',
@@ -79,7 +79,7 @@ class RabbitReportTest(testtools.TestCase):
             notifier.make_notifier(self.conf, 'cn-rabbit'))
         sender.start()
         self.addCleanup(sender.stop)
-        agent = service.Agent(host_backend, host='cn-rabbit', period=5.0,
+        agent = manager.Agent(host_backend, host='cn-rabbit', period=5.0,
                               sender=sender, report_version='1.0')
         agent.run_once()
         self.assertTrue(self.endpoint.arrived.wait(20),

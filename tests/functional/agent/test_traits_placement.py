@@ -12,9 +12,9 @@ from nova.tests.functional import fixtures as func_fixtures
 from oslo_utils import uuidutils
 import testtools
 
-from nova_numa_policy import backend
+from nova_numa_policy.contracts import backend
 
-from agent import traits
+from agent.service import traits
 
 HOST = 'cn1.example.org'
 CAPS = frozenset({backend.CAP_VCPU_PINNING, backend.CAP_LIVE_NODESET})

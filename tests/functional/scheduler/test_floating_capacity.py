@@ -5,8 +5,8 @@ nodes of four CPUs, and nova's ``[compute] cpu_shared_set`` and
 ``cpu_dedicated_set`` split them, so placement holds VCPU and PCPU
 inventories as on a real host. Each host's report is the one its agent
 would send: the topology from the host's libvirt capabilities, nova's
-partition read from nova's options (``agent.cmd.cpu_partition``), node
-loads from per-CPU busy time over a period (``agent.discovery``), built
+partition read from nova's options (``agent.service.cmd.cpu_partition``), node
+loads from per-CPU busy time over a period (``agent.sensors.discovery``), built
 by ``reporting.build_report`` and sent through a real oslo.messaging
 notifier to the scheduler's own listener.
 
@@ -22,15 +22,15 @@ from oslo_config import cfg
 
 from nova.tests.functional.libvirt import base as libvirt_base
 
-from nova_numa_policy import backend
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import topology
+from nova_numa_policy.decisions import reporting
 from nova_numa_policy.objects import report as report_obj
 from nova_numa_policy.objects import wire as report_wire
-from nova_numa_policy import reporting
-from nova_numa_policy import topology
 from placement_filters import listener
 
-from agent import cmd as agent_cmd
-from agent import discovery
+from agent.sensors import discovery
+from agent.service import cmd as agent_cmd
 from tests.functional.scheduler import harness
 
 CONF = cfg.CONF

@@ -8,12 +8,14 @@ from oslo_config import cfg
 import testtools
 
 from nova_numa_policy.conf import loops as loops_conf
+from nova_numa_policy.contracts import policy
 from nova_numa_policy.loops import options as loop_options
-from nova_numa_policy import policy
 from nova_numa_policy.virt import metadata
 
-from agent import connection
-from agent import libvirt_backend
+from agent.backend import calls
+from agent.backend import connection
+from agent.backend import libvirt_backend
+from agent.sensors import discovery
 from tests import fixtures as host_fixtures
 
 INTERLEAVED = '11111111-1111-4111-8111-111111111111'
@@ -61,7 +63,7 @@ class TestDriverHostTest(testtools.TestCase):
         # things (NodeLoadWindowTest covers the window).
         self.backend = libvirt_backend.LibvirtBackend(
             self.connection, root=self.root,
-            physnet_interfaces={'physnet1': 'ens2f0'},
+            uplinks=discovery.Uplinks({'physnet1': 'ens2f0'}),
             sleep=lambda seconds: None)
 
     def domains(self):
@@ -71,7 +73,7 @@ class TestDriverHostTest(testtools.TestCase):
         return self.connection.get().lookupByUUIDString(uuid)
 
     def vcpu_affinity(self, uuid):
-        return [libvirt_backend.cpus_from_map(m)
+        return [calls.cpus_from_map(m)
                 for m in self.dom(uuid).vcpus()[1]]
 
     def numa_parameters(self, uuid):

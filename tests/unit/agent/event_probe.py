@@ -13,7 +13,7 @@ import tempfile
 import threading
 import time
 
-from agent import connection
+from agent.backend import connection
 from tests import fixtures as host_fixtures
 from tests.unit.agent import base
 

@@ -16,9 +16,9 @@ import testtools
 
 from nova_numa_policy.conf import agent as agent_conf
 
-from agent import cmd
-from agent import discovery
-from agent import sysfs
+from agent.sensors import discovery
+from agent.sensors import sysfs
+from agent.service import cmd
 from tests import fixtures as host_fixtures
 
 BRIDGE = 'sys/devices/pci0000:00/0000:00:01.0'

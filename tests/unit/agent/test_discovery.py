@@ -1,14 +1,16 @@
 """Discovery on fixture sysfs trees and on libvirt's real capabilities."""
 
+import os
+
 import fixtures
 import libvirt
 import testtools
 
-from nova_numa_policy import scope
-from nova_numa_policy import topology
+from nova_numa_policy.contracts import scope
+from nova_numa_policy.contracts import topology
 
-from agent import discovery
-from agent import sysfs
+from agent.sensors import discovery
+from agent.sensors import sysfs
 from tests import fixtures as host_fixtures
 
 
@@ -140,6 +142,20 @@ class CapabilitiesTest(testtools.TestCase):
         self.assertEqual([(10, 32), (32, 10)], [n.distances for n in nodes])
 
 
+def write_cpu_lines(root, busy_idle):
+    """/proc/stat as the kernel writes it: a line per online CPU.
+
+    ``busy_idle``: {cpu: (user jiffies, idle jiffies)}; the other
+    fields are zero, iowait among them.
+    """
+    total_busy = sum(busy for busy, _ in busy_idle.values())
+    total_idle = sum(idle for _, idle in busy_idle.values())
+    lines = [f'cpu  {total_busy} 0 0 {total_idle} 0 0 0 0 0 0']
+    lines += [f'cpu{cpu} {busy} 0 0 {idle} 0 0 0 0 0 0'
+              for cpu, (busy, idle) in sorted(busy_idle.items())]
+    host_fixtures.write_file(root, 'proc/stat', '\n'.join(lines) + '\n')
+
+
 class LoadTest(testtools.TestCase):
 
     def test_node_loads_from_two_proc_stat_samples(self):
@@ -186,6 +202,32 @@ class LoadTest(testtools.TestCase):
         self.assertEqual([(0.5, None, None), (0.0, None, None)],
                          [(u.cpu_load, u.floating_cpus, u.floating_load)
                           for u in usage])
+
+    def test_an_offline_cpu_leaves_the_others_their_ids(self):
+        # /proc/stat has no line for an offline CPU; psutil's list is the
+        # lines in order, so the ids come from sysfs's online list.
+        root = self.useFixture(fixtures.TempDir()).path
+        write_cpu_lines(root, {0: (300, 700), 2: (900, 100), 3: (0, 1000)})
+        host_fixtures.write_file(root, 'sys/devices/system/cpu/online',
+                                 '0,2-3\n')
+        times = discovery.read_cpu_times(root)
+        self.assertEqual([0, 2, 3], sorted(times))
+        ticks = os.sysconf('SC_CLK_TCK')
+        self.assertEqual((900 / ticks, 1000 / ticks), times[2])
+        self.assertEqual((0.0, 1000 / ticks), times[3])
+
+    def test_a_cpu_going_offline_between_the_reads_gives_no_sample(self):
+        root = self.useFixture(fixtures.TempDir()).path
+        write_cpu_lines(root, {0: (300, 700), 1: (900, 100)})
+        host_fixtures.write_file(root, 'sys/devices/system/cpu/online',
+                                 '0-2\n')
+        self.assertEqual({}, discovery.read_cpu_times(root))
+
+    def test_no_proc_stat_gives_no_sample(self):
+        root = self.useFixture(fixtures.TempDir()).path
+        host_fixtures.write_file(root, 'sys/devices/system/cpu/online',
+                                 '0\n')
+        self.assertEqual({}, discovery.read_cpu_times(root))
 
     def test_real_proc_stat_is_readable(self):
         times = discovery.read_cpu_times('/')

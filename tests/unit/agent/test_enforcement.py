@@ -4,9 +4,9 @@ import dataclasses
 
 import testtools
 
-from nova_numa_policy import backend
-from nova_numa_policy import enforcement
-from nova_numa_policy import policy
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import policy
+from nova_numa_policy.decisions import enforcement
 
 
 def topology(nodes=2, cpus=4, mem=8192, nic_node=None):

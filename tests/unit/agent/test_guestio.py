@@ -2,7 +2,7 @@
 
 import testtools
 
-from agent import guestio
+from agent.sensors import guestio
 
 
 def rate(previous, current):

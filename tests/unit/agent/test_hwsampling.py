@@ -1,4 +1,5 @@
-"""Hardware sampling (agent.hwsampling): the host, the daemon, the backend.
+"""Hardware sampling: the host and the daemon (agent.privsep.hwsampling),
+the backend's side (agent.backend.samples).
 
 No CPU this suite runs on has AMD IBS: the PMU and the memory blocks are
 sysfs trees of the kernel's layout, and the daemon's samples are given.
@@ -15,13 +16,14 @@ import os
 import fixtures
 import testtools
 
-from nova_numa_policy import backend
-from nova_numa_policy import locality
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import locality
 
-from agent import hwsampling
-from agent import libvirt_backend
-from agent import numafaults
+from agent.backend import libvirt_backend
+from agent.backend import samples
 from agent import privsep
+from agent.privsep import hwsampling
+from agent.sensors import numafaults
 from tests import fixtures as host_fixtures
 from tests.unit.agent import base
 from tests.unit.agent import memchild
@@ -108,8 +110,8 @@ class GuestSamplesTest(testtools.TestCase):
         host_fixtures.write_ibs_op(self.root)
         host_fixtures.write_memory_blocks(self.root, {0: [0], 1: [1]})
         self.daemon = FakeDaemon()
-        self.samples = hwsampling.GuestSamples(self.root, PERIOD,
-                                               self.daemon)
+        self.samples = samples.GuestSamples(self.root, PERIOD,
+                                            self.daemon)
         self.topology = backend.HostTopology(
             nodes=libvirt_backend.sysfs.sysfs_topology(self.root))
         self.log = self.useFixture(fixtures.FakeLogger(level=logging.INFO))
@@ -198,7 +200,8 @@ class InProcessSampler(fixtures.Fixture):
         # This suite runs as root; the daemon's own account is the lab's.
         self.useFixture(fixtures.MonkeyPatch(
             'agent.privsep.check_not_root', lambda section=None: None))
-        self.useFixture(fixtures.MonkeyPatch('agent.hwsampling._host', None))
+        self.useFixture(fixtures.MonkeyPatch(
+            'agent.privsep.hwsampling._host', None))
 
     def child(self, uuid=UUID):
         return self.useFixture(memchild.MemoryChild(
@@ -254,7 +257,8 @@ class DaemonTest(testtools.TestCase):
 
     def test_a_host_without_ibs_starts_nothing(self):
         root = self.useFixture(fixtures.TempDir()).path
-        self.useFixture(fixtures.MonkeyPatch('agent.hwsampling.ROOT', root))
+        self.useFixture(fixtures.MonkeyPatch(
+            'agent.privsep.hwsampling.ROOT', root))
         exc = self.assertRaises(OSError, hwsampling.start, PERIOD)
         self.assertEqual(errno.ENODEV, exc.errno)
         self.assertIn('AMD IBS op', str(exc))
@@ -280,8 +284,8 @@ class BackendSamplingTest(base.TestDriverHostTest):
         return libvirt_backend.LibvirtBackend(
             self.connection, root=self.root, sleep=lambda seconds: None,
             clock=self.clock,
-            guest_samples=hwsampling.GuestSamples(self.root, PERIOD,
-                                                  self.daemon), **options)
+            guest_samples=samples.GuestSamples(self.root, PERIOD,
+                                               self.daemon), **options)
 
     def instance(self, uuid=base.HOME_FROM_NOVA, after=5.0):
         """The guest as observed ``after`` seconds after the last look."""

@@ -8,13 +8,13 @@ import sys
 import libvirt
 import testtools
 
-from nova_numa_policy import backend
-from nova_numa_policy import errors
-from nova_numa_policy import execution
-from nova_numa_policy import scope
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import errors
+from nova_numa_policy.contracts import scope
+from nova_numa_policy.decisions import execution
 
-from agent import connection
-from agent import libvirt_backend
+from agent.backend import connection
+from agent.backend import libvirt_backend
 from tests import fixtures as host_fixtures
 from tests.unit.agent import base
 

@@ -1,12 +1,14 @@
 """The rebalancing loops on the real backend: libvirt's test driver.
 
 Each test runs what the agent runs each period: a loops Runner built by
-:func:`agent.rebalance.build_runner` from a ``[numa_policy_loops]`` group,
-and :meth:`agent.service.Agent.run_once` (observe, enforce, rebalance
-through :func:`nova_numa_policy.execution.carry_out`, report) on a
-:class:`agent.libvirt_backend.LibvirtBackend` connected to libvirt's test
-driver. The host's NUMA layout comes from a fixture sysfs tree: two nodes
-of four CPUs, the physnet's NIC on node 1. A guest's qemu is a real child
+:func:`agent.service.rebalance.build_runner` from a
+``[numa_policy_loops]`` group, and
+:meth:`agent.service.manager.Agent.run_once` (observe, enforce, rebalance
+through :func:`nova_numa_policy.decisions.execution.carry_out`, report) on a
+:class:`agent.backend.libvirt_backend.LibvirtBackend` connected to
+libvirt's test driver. The host's NUMA layout comes from a fixture sysfs tree:
+two nodes of four CPUs, the physnet's NIC on node 1. A guest's qemu is a real
+child
 process: the kernel places its memory, and its numa_maps is read and its
 pages moved by the privileged calls, run in this process as root (like
 test_pagemove_backend).
@@ -36,17 +38,19 @@ import fixtures
 import libvirt
 import testtools
 
-from nova_numa_policy import backend
-from nova_numa_policy import errors
-from nova_numa_policy import policy
-from nova_numa_policy import scope
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import errors
+from nova_numa_policy.contracts import policy
+from nova_numa_policy.contracts import scope
 from nova_numa_policy.virt import metadata
 
-from agent import libvirt_backend
-from agent import pagemover
-from agent import rebalance
-from agent import service
-from agent import sysfs
+from agent.backend import calls
+from agent.backend import libvirt_backend
+from agent.backend import pagemoves
+from agent.sensors import discovery
+from agent.sensors import sysfs
+from agent.service import manager
+from agent.service import rebalance
 from tests import fixtures as host_fixtures
 from tests.unit.agent import base
 from tests.unit.agent import test_pagemove_backend as guest_files
@@ -89,7 +93,7 @@ def placed(xml, cpus):
     return xml.replace('<vcpu>', f"<vcpu cpuset='{cpus}'>")
 
 
-class RecordingMover(pagemover.PageMover):
+class RecordingMover(pagemoves.PageMover):
     """The real page mover, keeping each request and what came of it.
 
     The executor keeps only whether a step went through; the tests also
@@ -126,7 +130,7 @@ class LibvirtLoopsTest(base.TestDriverHostTest):
         self.mover = RecordingMover(batch_pages=512)
         self.backend = libvirt_backend.LibvirtBackend(
             self.connection, root=self.root,
-            physnet_interfaces={'physnet1': 'ens2f0'},
+            uplinks=discovery.Uplinks({'physnet1': 'ens2f0'}),
             page_mover=self.mover, rate_window=GAP / 2)
 
     def guest_process(self, index, uuid):
@@ -137,11 +141,11 @@ class LibvirtLoopsTest(base.TestDriverHostTest):
         return child
 
     def agent(self, dry_run=False, **options):
-        """What agent.cmd.build_agent wires, on this test's backend."""
+        """What agent.service.cmd.build_agent wires, on this test's backend."""
         runner = rebalance.build_runner(self.backend,
                                         base.loops_group(**options), PERIOD,
                                         dry_run=dry_run)
-        return service.Agent(self.backend, host='cn1', period=PERIOD,
+        return manager.Agent(self.backend, host='cn1', period=PERIOD,
                              runner=runner)
 
     def periods(self, agent, count):
@@ -155,7 +159,7 @@ class LibvirtLoopsTest(base.TestDriverHostTest):
 
     def pinning(self, uuid):
         """The CPUs each vCPU may run on, as libvirt says."""
-        return [libvirt_backend.cpus_from_map(bits) for bits in
+        return [calls.cpus_from_map(bits) for bits in
                 self.dom(uuid).vcpuPinInfo(libvirt.VIR_DOMAIN_AFFECT_LIVE)]
 
     def running_on(self, uuid):
@@ -226,7 +230,7 @@ class VnuioaTest(VnuioaScenario):
         self.assertEqual((self.io_child.pid, 0, 1), request[:3])
         self.assertGreater(request.pages, 0)
         # The kernel's own answer (ENODEV), as the mover turns it.
-        self.assertIsInstance(request.outcome, pagemover.InvalidNode)
+        self.assertIsInstance(request.outcome, pagemoves.InvalidNode)
         self.assertIn('node 1 is not a memory node of this host',
                       str(request.outcome))
         self.assertIn('rolling back 2 change(s)', self.log.output)
@@ -273,7 +277,7 @@ class HostPartitionTest(VnuioaScenario):
         super().setUp()
         self.backend = libvirt_backend.LibvirtBackend(
             self.connection, root=self.root,
-            physnet_interfaces={'physnet1': 'ens2f0'},
+            uplinks=discovery.Uplinks({'physnet1': 'ens2f0'}),
             page_mover=self.mover, rate_window=GAP / 2,
             cpu_partition=scope.CpuPartition(dedicated=NODE1))
 

@@ -1,4 +1,4 @@
-"""What the monitor daemon accepts (agent.monitorgroups, agent.trust).
+"""What the monitor daemon accepts (agent.privsep: monitorgroups, trust).
 
 Entry points run in this process as in the daemon (privsep's unit-test
 convention), on real child processes made guests by pidfiles. resctrl
@@ -13,12 +13,13 @@ import os
 import fixtures
 import testtools
 
-from nova_numa_policy import errors
+from nova_numa_policy.contracts import errors
 
-from agent import monitorgroups
+from agent.backend import bandwidth
 from agent import privsep
-from agent import resctrl
-from agent import trust
+from agent.privsep import monitorgroups
+from agent.privsep import trust
+from agent.sensors import resctrl
 from tests.unit.agent import memchild
 
 UUID = '0b8f2a52-3c1d-4e5f-8a9b-0c1d2e3f4a5b'
@@ -108,10 +109,11 @@ class InProcessMonitor(fixtures.Fixture):
         self.mon_groups = os.path.join(self.resctrl, 'mon_groups')
         os.mkdir(self.mon_groups)
         self.useFixture(fixtures.MonkeyPatch(
-            'agent.monitorgroups.RESCTRL', self.resctrl))
+            'agent.privsep.monitorgroups.RESCTRL', self.resctrl))
         self.mounted = True
         self.useFixture(fixtures.MonkeyPatch(
-            'agent.monitorgroups.resctrl_mounted', lambda: self.mounted))
+            'agent.privsep.monitorgroups.resctrl_mounted',
+            lambda: self.mounted))
         # The kernel's answer is faked; the thread's being one of the
         # guest's is read from the real /proc.
         self.groups = {}
@@ -123,7 +125,7 @@ class InProcessMonitor(fixtures.Fixture):
                 return None
             return self.groups.get(tid, DEFAULT)
         self.useFixture(fixtures.MonkeyPatch(
-            'agent.monitorgroups.thread_groups', thread_groups))
+            'agent.privsep.monitorgroups.thread_groups', thread_groups))
 
     def child(self, uuid=UUID):
         return self.useFixture(memchild.MemoryChild(
@@ -194,7 +196,7 @@ class JoinTest(testtools.TestCase):
 
     def test_the_client_turns_refusals_into_the_agents_errors(self):
         child = self.monitor.child()
-        client = monitorgroups.MonitorGroups()
+        client = bandwidth.MonitorGroups()
         self.monitor.mounted = False
         self.assertRaises(errors.NotEnforceable, client.join, child.pid,
                           UUID, {child.pid})

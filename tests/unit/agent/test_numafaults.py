@@ -8,11 +8,13 @@ thread with its ``comm`` and ``sched`` as the kernel prints them.
 import fixtures
 import testtools
 
-from nova_numa_policy import backend
-from nova_numa_policy import locality
-from nova_numa_policy import reporting
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import locality
+from nova_numa_policy.decisions import reporting
+from nova_numa_policy.loops import runner as loop_runner
+from nova_numa_policy.loops import vnuioa
 
-from agent import numafaults
+from agent.sensors import numafaults
 from tests.unit.agent import base
 from tests.unit.agent import test_pagemove_backend as guest_files
 
@@ -187,7 +189,8 @@ class BackendSignalTest(base.TestDriverHostTest):
         report = reporting.build_report(
             snapshot, 'compute1', 'compute1', 1, 5.0,
             self.backend.capabilities() | {backend.CAP_PAGE_MIGRATION},
-            locality_signal=self.backend.locality_signal())
+            locality_signal=self.backend.locality_signal(),
+            judges=loop_runner.judges())
         self.assertEqual('hinting-faults', report.locality_signal)
         self.assertIn('first-touch+carrefour', report.enforceable_policies)
         self.assertIn('auto', report.enforceable_policies)
@@ -212,7 +215,8 @@ class ReportedIoTest(testtools.TestCase):
         snapshot = backend.HostSnapshot(topology, (), (inst,), 0.0)
         (reported,) = reporting.build_report(
             snapshot, 'h', 'h', 1, 5.0, frozenset(),
-            io_threshold=500.0).instances
+            judges=[(vnuioa.Vnuioa, vnuioa.Config(io_threshold_rps=500.0))]
+        ).instances
         return reported
 
     def test_measured_rate_against_the_threshold(self):

@@ -5,7 +5,7 @@ import os
 import fixtures
 import testtools
 
-from agent import numamaps
+from agent.sensors import numamaps
 
 # A qemu-like process: guest RAM anonymous on two nodes, a hugetlbfs
 # mapping, a memfd, a library, heap and stack. Captured shapes from a

@@ -1,8 +1,8 @@
-"""The bound on numa_maps reads (agent/observation.py)."""
+"""The bound on numa_maps reads (agent/backend/observation.py)."""
 
 import testtools
 
-from agent import observation
+from agent.backend import observation
 
 BUDGET = observation.budget_for(observation.DEFAULT_PERIOD)
 MAX_AGE = observation.MAX_AGE

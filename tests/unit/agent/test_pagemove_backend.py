@@ -7,13 +7,13 @@ child process whose pid the fixture pidfile names.
 
 import os
 
-from nova_numa_policy import backend
-from nova_numa_policy import errors
-from nova_numa_policy import reporting
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import errors
+from nova_numa_policy.decisions import reporting
 
-from agent import libvirt_backend
-from agent import pagemover
-from agent import service
+from agent.backend import libvirt_backend
+from agent.backend import pagemoves
+from agent.service import manager
 from tests.unit.agent import base
 from tests.unit.agent import test_numamaps
 from tests.unit.agent import test_pagemover
@@ -54,7 +54,7 @@ class FakeClock:
         return self.now
 
 
-class UnsupportedKernel(pagemover.PageMover):
+class UnsupportedKernel(pagemoves.PageMover):
     def supported(self):
         return False
 
@@ -111,7 +111,7 @@ class ObserveGuestProcessTest(base.TestDriverHostTest):
                             self.instance(base.HOME_FROM_NOVA).io_rate)
 
     def test_the_report_carries_memory_and_io(self):
-        agent = service.Agent(self.backend, host='cn1', period=5.0)
+        agent = manager.Agent(self.backend, host='cn1', period=5.0)
         agent.run_once()
         self.clock.now += 5.0
         agent.run_once()
@@ -126,7 +126,7 @@ class PageMigrationCapabilityTest(base.TestDriverHostTest):
     def test_offered_with_a_mover_on_a_kernel_with_move_pages(self):
         movable = libvirt_backend.LibvirtBackend(
             self.connection, root=self.root,
-            page_mover=pagemover.PageMover())
+            page_mover=pagemoves.PageMover())
         self.assertIn(backend.CAP_PAGE_MIGRATION, movable.capabilities())
 
     def test_page_migration_alone_does_not_make_carrefour_enforceable(self):
@@ -158,7 +158,7 @@ class MovePagesTest(base.TestDriverHostTest):
                    self.child.pid)
         self.backend = libvirt_backend.LibvirtBackend(
             self.connection, root=self.root,
-            page_mover=pagemover.PageMover(batch_pages=512))
+            page_mover=pagemoves.PageMover(batch_pages=512))
 
     def test_moves_the_guests_pages_within_the_budget(self):
         # Two 2 MiB blocks (a block is moved whole or not at all).
@@ -187,5 +187,5 @@ class MovePagesTest(base.TestDriverHostTest):
 
     def test_an_exited_process_is_process_gone(self):
         self.child.stop()
-        self.assertRaises(pagemover.ProcessGone, self.backend.move_pages,
+        self.assertRaises(pagemoves.ProcessGone, self.backend.move_pages,
                           base.HOME_FROM_NOVA, 0, 0, 10)

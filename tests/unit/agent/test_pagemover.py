@@ -3,7 +3,7 @@
 privsep's unit-test convention: with the context out of client mode the
 entry points run in the test process (as root here, where the functional
 tests run them in a real daemon with only CAP_SYS_NICE). Every check of
-agent.trust runs as in the daemon: the children are guests to it
+agent.privsep.trust runs as in the daemon: the children are guests to it
 through pidfiles of a test directory.
 """
 
@@ -13,10 +13,11 @@ from unittest import mock
 import fixtures
 import testtools
 
-from agent import numamaps
-from agent import pagemover
+from agent.backend import pagemoves
 from agent import privsep
-from nova_numa_policy import errors
+from agent.privsep import pagemover
+from agent.sensors import numamaps
+from nova_numa_policy.contracts import errors
 from tests.unit.agent import memchild
 
 
@@ -76,7 +77,7 @@ class PageMoverTest(testtools.TestCase):
     def setUp(self):
         super().setUp()
         self.child = self.useFixture(InProcessPrivsep()).child(16 << 20)
-        self.mover = pagemover.PageMover(batch_pages=1024)
+        self.mover = pagemoves.PageMover(batch_pages=1024)
 
     def test_a_whole_move_counts_the_mappings_source_pages(self):
         # One node here: node 0 to node 0 still walks every page in the
@@ -112,14 +113,14 @@ class PageMoverTest(testtools.TestCase):
         self.assertEqual((0, 0), (first.failed, second.failed))
 
     def test_a_bad_node_is_invalid_node(self):
-        exc = self.assertRaises(pagemover.InvalidNode, self.mover.move,
+        exc = self.assertRaises(pagemoves.InvalidNode, self.mover.move,
                                 self.child.pid, 0, 7, 1024)
         self.assertIn('node 7 is not a memory node', str(exc))
 
     def test_a_vanished_process_is_process_gone(self):
         pid = self.child.pid
         self.child.stop()
-        exc = self.assertRaises(pagemover.ProcessGone, self.mover.move, pid,
+        exc = self.assertRaises(pagemoves.ProcessGone, self.mover.move, pid,
                                 0, 0, 100)
         self.assertIsInstance(exc, errors.DomainGone)
 
@@ -129,7 +130,7 @@ class PageMoverTest(testtools.TestCase):
         self.child.stop()
         with mock.patch.object(pagemover, 'read_mappings',
                                return_value=real):
-            self.assertRaises(pagemover.ProcessGone, self.mover.move, pid,
+            self.assertRaises(pagemoves.ProcessGone, self.mover.move, pid,
                               0, 0, 100)
 
 

@@ -1,4 +1,4 @@
-"""perf's sample records (agent.perfsamples) and events (agent.perfevents).
+"""perf's sample records and events (agent.sensors: perfsamples, perfevents).
 
 Records are built to the kernel's layout (include/uapi/linux/perf_event.h).
 The ring buffer is read off a real software event of this process: the
@@ -16,9 +16,9 @@ import time
 import fixtures
 import testtools
 
-from agent import perfevents
-from agent import perfsamples
-from agent import sysfs
+from agent.sensors import perfevents
+from agent.sensors import perfsamples
+from agent.sensors import sysfs
 from tests import fixtures as host_fixtures
 
 TID_ONLY = perfsamples.SAMPLE_TID

@@ -2,16 +2,15 @@
 
 import testtools
 
-from nova_numa_policy import backend
-from nova_numa_policy import enforcement
-from nova_numa_policy import errors
-from nova_numa_policy import execution
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import errors
+from nova_numa_policy.decisions import execution
+from nova_numa_policy.decisions import reporting
 from nova_numa_policy.lab.sim import backend as sim_backend
 from nova_numa_policy.lab.sim import topology as sim_topology
-from nova_numa_policy import reporting
 
-from agent import rebalance
-from agent import service
+from agent.service import manager
+from agent.service import rebalance
 from tests.unit.agent import base
 from tests.unit.sim import fixtures as sim_fixtures
 
@@ -22,8 +21,8 @@ TOPOLOGY = backend.HostTopology(nodes=tuple(
 ALL = frozenset({0, 1})
 # memory mode, nodes -> the placement they realize on TOPOLOGY.
 FIRST_TOUCH = (None, ALL)
-INTERLEAVED = (enforcement.MODE_INTERLEAVE, ALL)
-HOME = (enforcement.MODE_STRICT, frozenset({1}))
+INTERLEAVED = (backend.MODE_INTERLEAVE, ALL)
+HOME = (backend.MODE_STRICT, frozenset({1}))
 CARREFOUR = ('carrefour',)
 AUTO = ('auto',)
 BOTH = ('carrefour', 'auto')
@@ -97,7 +96,7 @@ def _agent(sim, agent_dry_run=False, **overrides):
     overrides.setdefault('carrefour_min_accesses_per_us', 10.0)
     runner = rebalance.build_runner(sim, base.loops_group(**overrides), 5.0,
                                     dry_run=agent_dry_run)
-    return service.Agent(sim, host='cn1', period=5.0, runner=runner,
+    return manager.Agent(sim, host='cn1', period=5.0, runner=runner,
                          clock=lambda: sim.now)
 
 

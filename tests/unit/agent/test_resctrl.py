@@ -1,4 +1,4 @@
-"""Memory bandwidth from resctrl (agent.resctrl) and the backend on it.
+"""Memory bandwidth from resctrl (agent.sensors.resctrl) and the backend on it.
 
 The resctrl trees here follow the kernel's documented layout
 (Documentation/arch/x86/resctrl.rst): no CPU this suite runs on has
@@ -10,15 +10,15 @@ import os
 import fixtures
 import testtools
 
-from nova_numa_policy import backend
-from nova_numa_policy import errors
-from nova_numa_policy import locality
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import errors
+from nova_numa_policy.contracts import locality
 
-from agent import libvirt_backend
-from agent import monitorgroups
-from agent import numafaults
-from agent import resctrl
-from agent import sysfs
+from agent.backend import bandwidth
+from agent.backend import libvirt_backend
+from agent.sensors import numafaults
+from agent.sensors import resctrl
+from agent.sensors import sysfs
 from tests import fixtures as host_fixtures
 from tests.unit.agent import base
 from tests.unit.agent import test_numafaults
@@ -243,7 +243,7 @@ class BackendBandwidthTest(base.TestDriverHostTest):
         self.assertEqual(2, len(self.groups.joined))
 
     def test_without_its_daemon_the_host_has_no_bandwidth_signal(self):
-        self.groups.refusal = monitorgroups.MonitorUnavailable(
+        self.groups.refusal = bandwidth.MonitorUnavailable(
             'the monitoring daemon is unavailable: sudo: a password is '
             'required')
         self.assertIsNone(self.instance().accesses_per_node)

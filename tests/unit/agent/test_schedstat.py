@@ -13,12 +13,12 @@ import time
 
 import testtools
 
-from nova_numa_policy import backend
-from nova_numa_policy import reporting
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.decisions import reporting
 
-from agent import guestproc
-from agent import libvirt_backend
-from agent import schedstat
+from agent.backend import libvirt_backend
+from agent.sensors import guestproc
+from agent.sensors import schedstat
 from tests.unit.agent import base
 from tests.unit.agent import test_numafaults
 from tests.unit.agent import test_pagemove_backend as guest_files

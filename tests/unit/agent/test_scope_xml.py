@@ -5,13 +5,13 @@ from xml.etree import ElementTree
 from nova.virt.libvirt import config as vconfig
 import testtools
 
-from nova_numa_policy import enforcement
-from nova_numa_policy import policy
-from nova_numa_policy import scope
+from nova_numa_policy.contracts import policy
+from nova_numa_policy.contracts import scope
+from nova_numa_policy.decisions import enforcement
 from nova_numa_policy.virt import driver
 from nova_numa_policy.virt import metadata
 
-from agent import domxml
+from agent.backend import domxml
 from tests import fixtures as host_fixtures
 
 UUID = '11111111-1111-4111-8111-111111111111'

@@ -10,14 +10,14 @@ import fixtures
 import libvirt
 import testtools
 
-from nova_numa_policy import errors
-from nova_numa_policy import exception
+from nova_numa_policy.contracts import errors
+from nova_numa_policy.contracts import exception
 from nova_numa_policy.objects import signing
 from nova_numa_policy.objects import wire as report_wire
 
-from agent import cmd
-from agent import notifier
-from agent import service
+from agent.service import cmd
+from agent.service import manager
+from agent.service import notifier
 from tests.unit.agent import base
 
 
@@ -38,7 +38,7 @@ class RecordingNotifier:
 class AgentPeriodTest(base.TestDriverHostTest):
 
     def agent(self, dry_run=False, sender=None, clock=None, max_actions=64):
-        return service.Agent(self.backend, host='cn1', period=5.0,
+        return manager.Agent(self.backend, host='cn1', period=5.0,
                              sender=sender, dry_run=dry_run,
                              max_actions=max_actions,
                              **({'clock': clock} if clock else {}))
@@ -75,7 +75,7 @@ class AgentPeriodTest(base.TestDriverHostTest):
     def test_with_a_secret_every_report_sent_is_signed(self):
         broker = RecordingNotifier()
         sender = notifier.ReportSender(broker)
-        agent = service.Agent(self.backend, host='cn1', period=5.0,
+        agent = manager.Agent(self.backend, host='cn1', period=5.0,
                               sender=sender, secret='s3cret')
         agent.run_once()
         sender.send_pending()
@@ -164,7 +164,7 @@ class ConsoleScriptTest(testtools.TestCase):
         with open(conf, 'w') as f:
             f.write(config)
         return subprocess.run(
-            [sys.executable, '-m', 'agent.cmd', '--once', '--dry-run',
+            [sys.executable, '-m', 'agent.service.cmd', '--once', '--dry-run',
              '--config-file', conf],
             capture_output=True, text=True, timeout=60,
             cwd=os.path.dirname(os.path.dirname(os.path.dirname(

@@ -5,11 +5,11 @@ from oslo_config import cfg
 from oslo_config import fixture as config_fixture
 import testtools
 
-from nova_numa_policy import backend
 from nova_numa_policy import conf as npconf
+from nova_numa_policy.contracts import backend
 
-from agent import service
-from agent import traits
+from agent.service import manager
+from agent.service import traits
 from tests.unit.agent import base
 
 PLACEMENT_SECTION = """
@@ -97,7 +97,7 @@ class AgentSyncTest(base.TestDriverHostTest):
 
     def test_each_period_syncs_without_asking_for_a_quick_resync(self):
         recording = RecordingTraits()
-        agent = service.Agent(self.backend, host='cn1', period=5.0,
+        agent = manager.Agent(self.backend, host='cn1', period=5.0,
                               traits=recording)
         # A failed sync waits for the next period: no resync.
         self.assertFalse(agent.run_once())

@@ -1,4 +1,4 @@
-"""What the privileged daemon accepts (agent.trust, agent.privsep).
+"""What the privileged daemon accepts (agent.privsep.trust, agent.privsep).
 
 Entry points run in this process as in the daemon (privsep's unit-test
 convention), on real child processes; the same probes against a real
@@ -14,9 +14,9 @@ import fixtures
 from oslo_config import cfg
 import testtools
 
-from agent import pagemover
 from agent import privsep
-from agent import trust
+from agent.privsep import pagemover
+from agent.privsep import trust
 from tests.unit.agent import memchild
 from tests.unit.agent import test_pagemover
 

@@ -14,13 +14,13 @@ import fixtures
 from oslo_config import cfg
 import testtools
 
-from nova_numa_policy import backend
 from nova_numa_policy.conf import policy as policy_conf
-from nova_numa_policy import topology
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import topology
 from nova_numa_policy.virt import driver
 
-from agent import discovery
-from agent import ovs
+from agent.sensors import discovery
+from agent.sensors import ovs
 from tests import fixtures as host_fixtures
 
 NIC = backend.NicInfo('ens2f0', 1, 25000, 'physnet1', None)
@@ -123,6 +123,33 @@ class HandOverTest(testtools.TestCase):
         self.addCleanup(self.conf.clear_override, 'uplinks_file',
                         group='numa_policy')
         self.log = self.useFixture(fixtures.FakeLogger(level=logging.DEBUG))
+
+    def test_each_discovery_asks_for_uplinks_and_hands_them_over(self):
+        root = self.useFixture(fixtures.TempDir()).path
+        host_fixtures.two_sockets_nic_on_node1(root)
+        asked = []
+
+        def find():
+            asked.append(True)
+            return (('physnet2', 'eno1'),)
+
+        uplinks = discovery.Uplinks(
+            physnet_interfaces={'physnet1': 'ens2f0'}, find=find,
+            file=self.path)
+        found = uplinks.discover('<capabilities/>', root)
+        uplinks.discover('<capabilities/>', root)
+        self.assertEqual(2, len(asked))
+        self.assertEqual({('ens2f0', 'physnet1'), ('eno1', 'physnet2')},
+                         {(n.name, n.physnet) for n in found.nics
+                          if n.physnet})
+        self.assertEqual({n for n in found.nics if n.physnet},
+                         set(driver.uplinks(self.conf)))
+
+    def test_without_a_file_nothing_is_written(self):
+        root = self.useFixture(fixtures.TempDir()).path
+        host_fixtures.two_sockets_nic_on_node1(root)
+        discovery.Uplinks().discover('<capabilities/>', root)
+        self.assertEqual([], os.listdir(self.dir))
 
     def test_the_driver_reads_what_the_agent_wrote(self):
         self.assertTrue(discovery.write_uplinks(self.path, [NIC]))

@@ -13,8 +13,8 @@ import struct
 import fixtures
 import testtools
 
-from agent import libvirt_backend
-from agent import vfstats
+from agent.backend import libvirt_backend
+from agent.sensors import vfstats
 from tests.unit.agent import base
 from tests.unit.agent import test_pagemove_backend as guest_files
 

@@ -6,11 +6,11 @@ from unittest import mock
 import numpy as np
 import testtools
 
+from nova_numa_policy.contracts import locality
 from nova_numa_policy.lab.cluster import evidence
 from nova_numa_policy.lab.cluster import scenarios
 from nova_numa_policy.lab.cluster import simulation
 from nova_numa_policy.lab.cluster import strategies
-from nova_numa_policy import locality
 from nova_numa_policy.loops import runner as loop_runner
 
 # Prints the digest of one run whose loops act and whose kernel draws

@@ -3,7 +3,7 @@ import datetime
 import testtools
 
 from nova_numa_policy.collector import actions
-from nova_numa_policy import exception
+from nova_numa_policy.contracts import exception
 from tests.unit.collector import fakes
 
 

@@ -5,7 +5,7 @@ import testtools
 
 from nova_numa_policy.collector import actions
 from nova_numa_policy.collector import records
-from nova_numa_policy import exception
+from nova_numa_policy.contracts import exception
 from tests.unit.collector import fakes
 
 

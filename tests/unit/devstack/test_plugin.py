@@ -21,7 +21,7 @@ import testtools
 from nova_numa_policy.conf import opts as nnp_opts
 from nova_numa_policy.loops import options as loop_options
 
-from agent import cmd as agent_cmd
+from agent.service import cmd as agent_cmd
 from tests import fixtures as host_fixtures
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(

@@ -1,7 +1,7 @@
 """Factories for hand-written snapshots (a 2-node and a 4-node host)."""
 
-from nova_numa_policy import backend
-from nova_numa_policy import locality
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import locality
 
 
 def topology(nodes=2, cpus=4, nic_node=0):

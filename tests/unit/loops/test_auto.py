@@ -1,6 +1,6 @@
 import testtools
 
-from nova_numa_policy import locality
+from nova_numa_policy.contracts import locality
 from nova_numa_policy.loops import auto
 from tests.unit.loops import snapshots as s
 

@@ -14,9 +14,9 @@ a little below it, so a regression is still caught.
 
 import testtools
 
+from nova_numa_policy.contracts import locality
 from nova_numa_policy.lab.sim import experiment
 from nova_numa_policy.lab.sim import scenarios
-from nova_numa_policy import locality
 
 TARGET = 0.98
 SEEDS = range(5)

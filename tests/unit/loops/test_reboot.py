@@ -2,7 +2,7 @@
 
 import testtools
 
-from nova_numa_policy import backend
+from nova_numa_policy.contracts import backend
 from nova_numa_policy.loops import auto
 from nova_numa_policy.loops import base
 from nova_numa_policy.loops import brm

@@ -1,7 +1,7 @@
 import testtools
 
-from nova_numa_policy import backend
-from nova_numa_policy import execution
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.decisions import execution
 from nova_numa_policy.lab.sim import backend as sim_backend
 from nova_numa_policy.lab.sim import scenarios
 from nova_numa_policy.loops import base

@@ -9,7 +9,7 @@ import dataclasses
 
 import testtools
 
-from nova_numa_policy import backend
+from nova_numa_policy.contracts import backend
 from nova_numa_policy.loops import brm
 from nova_numa_policy.loops import nodeids
 from nova_numa_policy.loops import runner

@@ -2,8 +2,8 @@ import dataclasses
 
 import testtools
 
-from nova_numa_policy import backend
-from nova_numa_policy import locality
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import locality
 from nova_numa_policy.loops import vnuioa
 from tests.unit.loops import snapshots as s
 

@@ -2,9 +2,9 @@
 
 import testtools
 
-from nova_numa_policy import backend
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import locality
 from nova_numa_policy.lab.sandbox import summary
-from nova_numa_policy import locality
 from tests.unit.loops import snapshots as s
 
 

@@ -1,10 +1,10 @@
 import numpy as np
 import testtools
 
-from nova_numa_policy import backend
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import locality
 from nova_numa_policy.lab.sim import backend as sim_backend
 from nova_numa_policy.lab.sim import scenarios
-from nova_numa_policy import locality
 
 
 def _sim(name='master-slave', seed=0, **kwargs):

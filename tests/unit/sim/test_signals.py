@@ -3,13 +3,13 @@
 import numpy as np
 import testtools
 
-from nova_numa_policy import enforcement
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import locality
 from nova_numa_policy.lab.sim import backend as sim_backend
 from nova_numa_policy.lab.sim import signals
 from nova_numa_policy.lab.sim import state as st
 from nova_numa_policy.lab.sim import topology
 from nova_numa_policy.lab.sim import workload as wl
-from nova_numa_policy import locality
 from tests.unit.sim import fixtures
 
 HINTING = locality.SIGNAL_HINTING_FAULTS
@@ -170,7 +170,7 @@ class HintingFaultHostTest(testtools.TestCase):
         self.assertEqual(0.0, vm.seg_mb[-1, 0])
 
     def test_an_explicit_memory_policy_is_neither_sampled_nor_moved(self):
-        sim, vm = self._host(mode=enforcement.MODE_STRICT)
+        sim, vm = self._host(mode=backend.MODE_STRICT)
         before = vm.seg_mb.copy()
         for _ in range(3):
             sim.advance()
@@ -178,7 +178,7 @@ class HintingFaultHostTest(testtools.TestCase):
         np.testing.assert_array_equal(before, vm.seg_mb)
 
     def test_restrictive_stays_the_kernels_to_balance(self):
-        sim, vm = self._host(mode=enforcement.MODE_RESTRICTIVE)
+        sim, vm = self._host(mode=backend.MODE_RESTRICTIVE)
         sim.advance()
         self.assertIsNotNone(sim.observe().instances[0].accesses_per_node)
         self.assertGreater(vm.kernel_pages_moved, 0)

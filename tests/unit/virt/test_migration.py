@@ -5,8 +5,8 @@ from xml.etree import ElementTree
 from nova import objects
 import testtools
 
-from nova_numa_policy import enforcement
-from nova_numa_policy import policy
+from nova_numa_policy.contracts import policy
+from nova_numa_policy.decisions import enforcement
 from nova_numa_policy.virt import driver
 from nova_numa_policy.virt import metadata
 from nova_numa_policy.virt import migration

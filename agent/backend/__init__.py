@@ -1,0 +1,1 @@
+"""The real backend: libvirt for guests, the kernel for the host."""

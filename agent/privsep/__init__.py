@@ -1,0 +1,265 @@
+"""The agent's privileged contexts: moving pages, monitoring, sampling.
+
+The agent runs unprivileged; only what needs privilege runs in the
+privsep daemon started through ``privsep-helper`` (sudo or rootwrap, see
+doc/source/security.rst), with one capability:
+
+* ``CAP_SYS_NICE``: move_pages(2) with ``MPOL_MF_MOVE_ALL``, so that guest
+  RAM also mapped by another process (a memfd shared with a vhost-user
+  backend) moves too.
+
+move_pages(2) and reading ``/proc/<pid>/numa_maps`` also need ptrace read
+access to the guest's qemu. Rather than ``CAP_SYS_PTRACE`` (the power to
+read any process's memory), the daemon runs as QEMU's user and group:
+the same uid and gid, and a target with no capabilities, is what the
+kernel's ptrace check asks for. That account is the default of
+``[numa_policy_privileged] user`` and ``group`` (:func:`qemu_account`);
+the daemon refuses to serve as root unless ``user = root`` is set.
+
+Entry points live in :mod:`agent.privsep.pagemover`; what they accept
+is checked inside the daemon by :mod:`agent.privsep.trust`.
+
+A second context (:data:`monitor`, section ``[numa_policy_monitor]``)
+puts a guest's vCPU threads in a resctrl monitoring group, so the kernel
+counts their memory bandwidth (:mod:`agent.privsep.monitorgroups`). resctrl's
+files belong to root and take no capability, so that daemon runs as
+root with none at all: it can write what root owns, and its only entry
+points make, fill and remove the agent's own groups under
+``/sys/fs/resctrl/mon_groups``, for threads of a checked guest that sit
+in no one else's group.
+
+A third (:data:`sampler`, section ``[numa_policy_sampler]``) holds the
+host's hardware sampling events (:mod:`agent.privsep.hwsampling`): opening them
+for every CPU, with physical addresses, takes ``CAP_PERFMON`` and
+nothing else. Like the page daemon it runs as QEMU's account, not root;
+it hands the agent counts of samples per vCPU thread and node, of
+threads of checked guests, never an address.
+"""
+
+import grp
+import os
+import pwd
+import re
+import stat
+
+from oslo_config import cfg
+from oslo_privsep import capabilities
+from oslo_privsep import daemon as privsep_daemon
+from oslo_privsep import priv_context
+
+from agent.privsep import trust
+
+CAPABILITIES = (capabilities.CAP_SYS_NICE,)
+SECTION = 'numa_policy_privileged'
+QEMU_CONF = '/etc/libvirt/qemu.conf'
+# The accounts distributions' libvirt packages run QEMU as, when
+# qemu.conf does not say: Debian and Ubuntu, then RHEL-like and SUSE.
+DISTRIBUTION_ACCOUNTS = ('libvirt-qemu', 'qemu')
+ROOT = 'root'
+
+OPTS = [
+    cfg.StrOpt(
+        'guest_pid_dir',
+        default='/run/libvirt/qemu',
+        help='''
+Where libvirt's system QEMU driver writes ``<domain>.pid`` for each
+running guest. The privileged daemon serves a pid only if a pidfile
+here names it and that process's command line names the same domain.
+The directory and its pidfiles must be owned by root and writable by no
+one else.
+'''),
+]
+
+pages = priv_context.PrivContext(
+    'agent',
+    cfg_section=SECTION,
+    pypath=__name__ + '.pages',
+    capabilities=CAPABILITIES,
+)
+cfg.CONF.register_opts(OPTS, group=SECTION)
+
+MONITOR_SECTION = 'numa_policy_monitor'
+monitor = priv_context.PrivContext(
+    'agent',
+    cfg_section=MONITOR_SECTION,
+    pypath=__name__ + '.monitor',
+    capabilities=(),
+)
+
+SAMPLER_SECTION = 'numa_policy_sampler'
+# CAP_PERFMON (Linux 5.8): oslo.privsep names it from 3.0 on.
+SAMPLER_CAPABILITIES = (capabilities.CAP_PERFMON,)
+sampler = priv_context.PrivContext(
+    'agent',
+    cfg_section=SAMPLER_SECTION,
+    pypath=__name__ + '.sampler',
+    capabilities=SAMPLER_CAPABILITIES,
+)
+
+# What a call raises when its daemon did not start (sudo or rootwrap not
+# set up, privileges not dropped) or its channel broke: no entry point's
+# own refusal.
+DAEMON_ERRORS = (privsep_daemon.FailedToDropPrivileges,
+                 privsep_daemon.ProtocolError)
+
+_SETTING = re.compile(r'^\s*(user|group)\s*=\s*"([^"]*)"\s*$')
+
+
+def _qemu_conf_settings(path):
+    """``user`` and ``group`` set in libvirt's qemu.conf (root only reads)."""
+    settings = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                match = _SETTING.match(line)
+                if match:
+                    # "+64055" is a numeric id; setuid takes it as digits.
+                    settings[match.group(1)] = match.group(2).lstrip('+')
+    except OSError:
+        pass
+    return settings
+
+
+def _exists(lookup, name):
+    try:
+        lookup(int(name) if name.isdigit() else name)
+    except (KeyError, ValueError):
+        return False
+    return True
+
+
+def qemu_account(qemu_conf=QEMU_CONF, accounts=DISTRIBUTION_ACCOUNTS):
+    """(user, group) QEMU runs as on this host; (None, None) if unknown.
+
+    qemu.conf's ``user`` and ``group`` when set, else the first of the
+    distributions' accounts that exists, with its group of the same name.
+    """
+    settings = _qemu_conf_settings(qemu_conf)
+    user = settings.get('user')
+    if user is None:
+        user = next((a for a in accounts if _exists(pwd.getpwnam, a)), None)
+    group = settings.get('group')
+    if group is None and user is not None and _exists(grp.getgrnam, user):
+        group = user
+    return user, group
+
+
+def _set_account_defaults():
+    user, group = qemu_account()
+    for section in (SECTION, SAMPLER_SECTION):
+        if user is not None:
+            cfg.CONF.set_default('user', user, group=section)
+        if group is not None:
+            cfg.CONF.set_default('group', group, group=section)
+
+
+_set_account_defaults()
+
+
+def check_not_root(section=SECTION):
+    """Refuse to serve as root unless ``user = root`` was asked for.
+
+    Without a QEMU account to default to, the daemon would stay root:
+    better no page moves (or samples) than a root daemon nobody chose.
+    """
+    if os.geteuid() == 0 and cfg.CONF[section].user != ROOT:
+        raise PermissionError(
+            f'the privileged daemon runs as root: set [{section}] user and '
+            f'group to the account QEMU runs as (or user = root to mean it)')
+
+
+def _writable_by_others(path):
+    status = os.stat(path)
+    return status.st_uid != 0 or status.st_mode & (stat.S_IWGRP
+                                                   | stat.S_IWOTH)
+
+
+def _read_configuration():
+    try:
+        files = list(cfg.CONF.config_file or ())
+        directories = list(cfg.CONF.config_dir or ())
+    except cfg.NoSuchOptError:  # no command line parsed: nothing read
+        return []
+    for directory in directories:
+        files += [os.path.join(directory, name)
+                  for name in sorted(os.listdir(directory))]
+    return files
+
+
+def check_configuration():
+    """Refuse to serve if the caller could have written our configuration.
+
+    sudo's rule admits one command line; oslo.rootwrap admits any
+    privsep-helper arguments whatever its filters say. Either way an
+    extra ``--config-file`` of the caller's own (``user = root``, more
+    capabilities) must get nothing: every file the daemon read must be
+    root's and writable by no one else.
+    """
+    for path in _read_configuration():
+        if _writable_by_others(path):
+            raise PermissionError(
+                f'the privileged daemon read {path}, which someone other '
+                f'than root may write: it serves no call with such a '
+                f'configuration')
+
+
+def guest_pid_dir():
+    return cfg.CONF[SECTION].guest_pid_dir
+
+
+# The guest pid directory, once the daemon's own checks passed: a
+# daemon's configuration does not change after it starts, and reading
+# options costs more than a page move's own checks.
+_checked_pid_dir = None
+
+
+def checked_pid_dir():
+    """Check the daemon itself (once), then give its guest pid directory."""
+    global _checked_pid_dir
+    if _checked_pid_dir is None:
+        check_not_root()
+        check_configuration()
+        _checked_pid_dir = guest_pid_dir()
+    return _checked_pid_dir
+
+
+def checked_monitor_pid_dir():
+    """As :func:`checked_pid_dir`, for the monitor daemon: root by design.
+
+    Its configuration must still be root's alone, and it finds guests in
+    the same pid directory as the page daemon.
+    """
+    global _checked_monitor_pid_dir
+    if _checked_monitor_pid_dir is None:
+        check_configuration()
+        _checked_monitor_pid_dir = guest_pid_dir()
+    return _checked_monitor_pid_dir
+
+
+_checked_monitor_pid_dir = None
+
+
+def checked_sampler_pid_dir():
+    """As :func:`checked_pid_dir`, for the sampling daemon."""
+    global _checked_sampler_pid_dir
+    if _checked_sampler_pid_dir is None:
+        check_not_root(SAMPLER_SECTION)
+        check_configuration()
+        _checked_sampler_pid_dir = guest_pid_dir()
+    return _checked_sampler_pid_dir
+
+
+_checked_sampler_pid_dir = None
+
+
+def forget_checks():
+    """Check again at the next call (tests change the configuration)."""
+    global _checked_pid_dir, _checked_monitor_pid_dir
+    global _checked_sampler_pid_dir
+    _checked_pid_dir = _checked_monitor_pid_dir = None
+    _checked_sampler_pid_dir = None
+    guests.clear()
+
+
+# Guest processes checked in this daemon (agent.privsep.trust).
+guests = trust.Guests()

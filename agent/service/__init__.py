@@ -1,0 +1,1 @@
+"""The agent service: its command, its period, what it sends and publishes."""

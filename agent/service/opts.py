@@ -1,0 +1,116 @@
+"""The ``oslo.config.opts`` entry points of the agent's library options.
+
+oslo-config-generator lists through them, so the sample documents them,
+oslo.privsep's options of the agent's privileged context and
+keystoneauth's ``[placement]`` options. Only the generator and the agent
+import this module: it creates the agent's privsep context.
+"""
+
+import copy
+
+from keystoneauth1 import loading as ks_loading
+from oslo_config import cfg
+from oslo_privsep import capabilities
+from oslo_privsep import priv_context
+
+from agent import privsep
+from agent.service import traits
+
+PLACEMENT_HELP = (
+    'Read by numa-policy-agent when [numa_policy_agent] manage_traits is '
+    'on: keystoneauth credentials and endpoint of the placement API, the '
+    'same options as in nova.conf. The options of the password auth_type '
+    'are shown; another auth_type takes its own.')
+PRIVILEGED_HELP = (
+    'Options of the oslo.privsep daemon that numa-policy-agent starts for '
+    'page migration ([numa_policy_agent] page_migration). Run it as '
+    "qemu's user and group (user, group): the kernel then allows moving a "
+    "guest's pages without CAP_SYS_PTRACE.")
+
+MONITOR_HELP = (
+    'Options of the oslo.privsep daemon that numa-policy-agent starts for '
+    'memory bandwidth monitoring ([numa_policy_agent] '
+    'bandwidth_monitoring). It runs as root with no capabilities: '
+    "resctrl's files are root's and ask for none. Leave user, group and "
+    'capabilities unset.')
+
+SAMPLER_HELP = (
+    'Options of the oslo.privsep daemon that numa-policy-agent starts for '
+    'hardware sampling ([numa_policy_agent] hardware_sampling). It runs '
+    "as QEMU's account (user, group), like the page migration daemon, "
+    'with CAP_PERFMON alone: what opening sampling events for every CPU, '
+    'with physical addresses, takes.')
+
+ACCOUNT_SAMPLE = {
+    'user': "<QEMU's: qemu.conf's user, else libvirt-qemu or qemu>",
+    'group': "<QEMU's: qemu.conf's group, else the user's name>",
+}
+ACCOUNT_HELP = {
+    'user': (
+        'User the privileged daemon runs as. By default the account QEMU '
+        "runs as: libvirt's qemu.conf user, else the first of libvirt-qemu "
+        '(Debian, Ubuntu) and qemu (RHEL-like, SUSE) that exists. The daemon '
+        'refuses to serve as root unless this is set to root.'),
+    'group': (
+        'Group the privileged daemon runs as. By default QEMU\'s: '
+        "qemu.conf's group, else the group named as the default user. The "
+        "kernel's ptrace check compares it with the guest's group."),
+}
+
+
+def list_privileged_opts():
+    """oslo.privsep's options, as the agent's privileged context sets them.
+
+    oslo.privsep lists its options under ``[privsep]`` only; the agent's
+    context reads them from its own section, with its own capabilities.
+    """
+    group = cfg.OptGroup(privsep.pages.cfg_section,
+                         title='Privileged daemon of the agent',
+                         help=PRIVILEGED_HELP)
+    opts = copy.deepcopy(priv_context.OPTS)
+    # Names read better than capability numbers and are valid values.
+    cfg.set_defaults(opts, capabilities=[
+        capabilities.CAPS_BYVALUE[cap] for cap in privsep.CAPABILITIES])
+    _account_defaults(opts)
+    monitor = cfg.OptGroup(privsep.monitor.cfg_section,
+                           title='Bandwidth monitoring daemon of the agent',
+                           help=MONITOR_HELP)
+    monitor_opts = copy.deepcopy(priv_context.OPTS)
+    cfg.set_defaults(monitor_opts, capabilities=[])
+    sampler = cfg.OptGroup(privsep.sampler.cfg_section,
+                           title='Hardware sampling daemon of the agent',
+                           help=SAMPLER_HELP)
+    sampler_opts = copy.deepcopy(priv_context.OPTS)
+    cfg.set_defaults(sampler_opts, capabilities=[
+        capabilities.CAPS_BYVALUE[cap]
+        for cap in privsep.SAMPLER_CAPABILITIES])
+    _account_defaults(sampler_opts)
+    return [(group, opts + copy.deepcopy(privsep.OPTS)),
+            (monitor, monitor_opts), (sampler, sampler_opts)]
+
+
+def _account_defaults(opts):
+    """The account is found on the host where the daemon starts."""
+    for opt in opts:
+        if opt.name in ACCOUNT_HELP:
+            opt.sample_default = ACCOUNT_SAMPLE[opt.name]
+            opt.help = ACCOUNT_HELP[opt.name]
+
+
+def list_placement_opts():
+    """keystoneauth's ``[placement]`` options the agent registers.
+
+    The auth plugin's options are only registered once ``auth_type`` is
+    read; the password plugin's, nova's usual choice, are listed.
+    """
+    group = cfg.OptGroup(traits.PLACEMENT_GROUP,
+                         title='Placement API of the agent',
+                         help=PLACEMENT_HELP)
+    adapter_opts = ks_loading.get_adapter_conf_options(
+        include_deprecated=False)
+    cfg.set_defaults(adapter_opts, service_type='placement')
+    return [(group,
+             ks_loading.get_session_conf_options() +
+             ks_loading.get_auth_common_conf_options() +
+             ks_loading.get_auth_plugin_conf_options('password') +
+             adapter_opts)]

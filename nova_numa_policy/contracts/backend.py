@@ -1,0 +1,268 @@
+"""The one interface between the agent's loops and a host.
+
+Decisions are pure functions from a :class:`HostSnapshot` to a list of
+:class:`Action` values; a :class:`Backend` observes the host and carries the
+actions out. Two backends implement it: the real one (libvirt and Linux,
+in ``agent/``) and the simulated NUMA host (in ``nova_numa_policy``). The
+same loops run unchanged on both.
+"""
+
+import abc
+import dataclasses
+
+# What a backend may be able to do; a loop whose action needs a capability
+# the backend lacks is not started.
+# A guest's memory mode (libvirt's <numatune><memory mode=...>), as
+# InstanceState.memory_mode and SetNodeset carry it.
+MODE_STRICT = 'strict'
+MODE_INTERLEAVE = 'interleave'
+MODE_PREFERRED = 'preferred'
+MODE_RESTRICTIVE = 'restrictive'
+
+CAP_VCPU_PINNING = 'vcpu-pinning'
+CAP_EMULATOR_PINNING = 'emulator-pinning'
+CAP_LIVE_NODESET = 'live-nodeset'
+CAP_PAGE_MIGRATION = 'page-migration'
+# Memory accesses per node are measured, by counters or by sampling
+# (Backend.locality_signal says which).
+CAP_ACCESS_COUNTERS = 'access-counters'
+CAPABILITIES = (CAP_VCPU_PINNING, CAP_EMULATOR_PINNING, CAP_LIVE_NODESET,
+                CAP_PAGE_MIGRATION, CAP_ACCESS_COUNTERS)
+
+# What a backend may measure of its guests besides memory locality (the
+# locality signals are nova_numa_policy.contracts.locality.SIGNALS): the vCPUs'
+# run-queue delay, and network traffic in bytes and packets.
+MEASURE_CPU_WAIT = 'cpu-wait'
+MEASURE_INTERFACE_TRAFFIC = 'interface-traffic'
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeInfo:
+    """A host NUMA node as discovered; does not change while running."""
+
+    id: int
+    cpus: tuple[int, ...]
+    memory_total_mb: int
+    # This node's row of the distance matrix, in HostTopology.nodes order.
+    distances: tuple[int, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class NicInfo:
+    """A network uplink and where its device sits."""
+
+    name: str
+    numa_node: int | None
+    speed_mbps: int | None = None
+    physnet: str | None = None
+    bridge: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class HostTopology:
+    nodes: tuple[NodeInfo, ...]
+    nics: tuple[NicInfo, ...] = ()
+
+    def node(self, node_id):
+        for node in self.nodes:
+            if node.id == node_id:
+                return node
+        raise KeyError(node_id)
+
+    def distance(self, from_id, to_id):
+        """The SLIT distance between two nodes named by their ids.
+
+        Rows are in ``nodes`` order, which is not id order on hosts with
+        sparse node ids (0, 1, 8, 9): never index a row with an id.
+        """
+        row = self.node(from_id).distances
+        for position, node in enumerate(self.nodes):
+            if node.id == to_id:
+                return row[position]
+        raise KeyError(to_id)
+
+    def node_of_cpu(self, cpu):
+        for node in self.nodes:
+            if cpu in node.cpus:
+                return node.id
+        return None
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeUsage:
+    """A node's measured load over the last period."""
+
+    node_id: int
+    cpu_load: float  # busy fraction of the node's CPUs, 0.0 to 1.0
+    memory_free_mb: int
+    # The node's CPUs guests without dedicated CPUs may use, as nova's
+    # CPU options give them (scope.CpuPartition.floating_by_node): empty
+    # where all are dedicated to pinned guests; None when the backend
+    # does not tell them apart, which means all of the node's CPUs.
+    floating_cpus: frozenset | None = None
+    # The busy fraction of those CPUs, 0.0 to 1.0; None when there are
+    # none, or with floating_cpus None (cpu_load is theirs then).
+    floating_load: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class InstanceState:
+    """One guest as observed in one period."""
+
+    uuid: str
+    requested_policy: str | None
+    # Why the agent must leave the guest alone, if it must: nova owns its
+    # NUMA topology, its memory is locked, it has PCI passthrough devices.
+    hands_off_reason: str | None = None
+    memory_mb_per_node: dict = dataclasses.field(default_factory=dict)
+    # The host CPU each vCPU last ran on (index = vCPU number).
+    vcpu_cpus: tuple[int, ...] = ()
+    # The host CPUs each vCPU may run on (index = vCPU number).
+    vcpu_affinity: tuple[frozenset, ...] = ()
+    # Cumulative CPU time of each vCPU thread, nanoseconds.
+    vcpu_time_ns: tuple[int, ...] = ()
+    # The share of its vCPU threads' time over the last period spent
+    # runnable but waiting for a host CPU (run-queue delay), 0.0 to 1.0;
+    # None when not measured (or the vCPUs neither ran nor waited).
+    cpu_wait: float | None = None
+    # Network requests (or packets) per second over the last period.
+    io_rate: float = 0.0
+    # The guest's hw:numa_io_intensity: 'high' or 'low' says whether it
+    # is network-bound whatever its rate; 'auto' (or None) leaves it to
+    # the measured rate.
+    io_intensity: str | None = None
+    # Memory accesses per node over the last period when the host
+    # measures them ({node id: count}); None when it does not.
+    accesses_per_node: dict | None = None
+    # Which signal (nova_numa_policy.contracts.locality.SIGNALS) those accesses
+    # come from: counts, or samples whose distribution alone is meant.
+    access_signal: str | None = None
+    # Uncore penalty of each vCPU (stall time per unit of work, seed 001
+    # §3) over the last period when the host measures it; None when not,
+    # or None for a vCPU the signal did not sample.
+    vcpu_penalty: tuple | None = None
+    # The guest's configured memory size.
+    memory_mb: int = 0
+    # The running domain's memory policy as libvirt applies it: the
+    # <numatune><memory> mode ('strict', 'interleave', 'preferred',
+    # 'restrictive') or None when the domain has none (kernel default),
+    # and its nodeset. The mode of a running guest cannot change.
+    memory_mode: str | None = None
+    memory_nodes: frozenset = frozenset()
+    # The host CPUs the guest's emulator threads may run on.
+    emulator_affinity: frozenset = frozenset()
+    # The host CPUs nova allows the guest (its <vcpu cpuset> as nova
+    # defined it); empty when nova set no bound. Nothing the agent
+    # writes may leave it (nova_numa_policy.contracts.scope).
+    allowed_cpus: frozenset = frozenset()
+
+
+@dataclasses.dataclass(frozen=True)
+class HostSnapshot:
+    """Everything one period's decisions may look at."""
+
+    topology: HostTopology
+    usage: tuple[NodeUsage, ...]
+    instances: tuple[InstanceState, ...]
+    # Monotonic seconds when the snapshot was taken.
+    taken_at: float
+    # The host's locality signal when observed (Backend.locality_signal):
+    # a host fact, known before the kernel has sampled any one guest.
+    locality_signal: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Action:
+    """Something a decision asks a backend to do, and why."""
+
+    instance_uuid: str
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
+class PinVcpu(Action):
+    vcpu: int = 0
+    cpus: frozenset = frozenset()
+
+
+@dataclasses.dataclass(frozen=True)
+class PinEmulator(Action):
+    cpus: frozenset = frozenset()
+
+
+@dataclasses.dataclass(frozen=True)
+class SetNodeset(Action):
+    nodes: frozenset = frozenset()
+
+
+@dataclasses.dataclass(frozen=True)
+class MovePages(Action):
+    source_node: int = 0
+    target_node: int = 0
+    pages: int = 0
+
+
+class Backend(abc.ABC):
+    """A host the agent can observe and act on."""
+
+    name = None
+
+    @abc.abstractmethod
+    def capabilities(self):
+        """Return the frozenset of CAP_* values this backend supports."""
+
+    def locality_signal(self):
+        """The memory-locality signal this host measures, or None.
+
+        One of :data:`nova_numa_policy.contracts.locality.SIGNALS`; a backend
+        that has one also has ``CAP_ACCESS_COUNTERS``.
+        """
+        return None
+
+    def measurements(self):
+        """What this host measures of its guests, a frozenset of names.
+
+        Its locality signal, if it has one, and any of the ``MEASURE_*``
+        values; reports carry them so that an operator (``numa explain``)
+        sees what each host's decisions rest on.
+        """
+        signal = self.locality_signal()
+        return frozenset({signal} if signal else ())
+
+    @abc.abstractmethod
+    def topology(self):
+        """Return the host's :class:`HostTopology`."""
+
+    @abc.abstractmethod
+    def observe(self):
+        """Return a :class:`HostSnapshot` of the host now."""
+
+    @abc.abstractmethod
+    def pin_vcpu(self, instance_uuid, vcpu, cpus):
+        """Restrict one vCPU of a running guest to ``cpus``."""
+
+    @abc.abstractmethod
+    def pin_emulator(self, instance_uuid, cpus):
+        """Restrict a running guest's emulator threads to ``cpus``."""
+
+    @abc.abstractmethod
+    def set_nodeset(self, instance_uuid, nodes):
+        """Change the nodes a running guest's memory may come from."""
+
+    @abc.abstractmethod
+    def move_pages(self, instance_uuid, source_node, target_node, pages):
+        """Move up to ``pages`` pages; return how many were moved."""
+
+    def apply(self, action):
+        """Carry out one :class:`Action`; return what the call returned."""
+        if isinstance(action, PinVcpu):
+            return self.pin_vcpu(action.instance_uuid, action.vcpu,
+                                 action.cpus)
+        if isinstance(action, PinEmulator):
+            return self.pin_emulator(action.instance_uuid, action.cpus)
+        if isinstance(action, SetNodeset):
+            return self.set_nodeset(action.instance_uuid, action.nodes)
+        if isinstance(action, MovePages):
+            return self.move_pages(action.instance_uuid, action.source_node,
+                                   action.target_node, action.pages)
+        raise TypeError(f'unknown action {action!r}')

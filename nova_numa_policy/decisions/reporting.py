@@ -1,0 +1,200 @@
+"""A period's HostReport, built from its snapshot: pure."""
+
+import functools
+
+import pbr.version
+
+from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import policy
+from nova_numa_policy.decisions import enforcement
+from nova_numa_policy.objects import report as report_obj
+
+# What the agent can make true, by what the backend can do. Interleave
+# and home at boot need the driver extension but no live capability;
+# home on a running guest needs a live nodeset.
+_BOOT_POLICIES = ('first-touch', 'interleave', 'home')
+# A change of free memory or load larger than these is reported at once.
+MEMORY_CHANGE = 0.10
+LOAD_CHANGE = 0.25
+
+
+@functools.lru_cache(maxsize=1)
+def agent_version():
+    try:
+        return pbr.version.VersionInfo('nova-numa-policy').version_string()
+    except Exception:
+        return 'unknown'
+
+
+def enforceable_policies(capabilities):
+    values = list(_BOOT_POLICIES)
+    # Carrefour and auto decide from measured accesses per node (counted
+    # or sampled) and act by moving pages (nova_numa_policy/loops):
+    # moving pages alone is not enough to enforce them.
+    if {backend.CAP_PAGE_MIGRATION,
+            backend.CAP_ACCESS_COUNTERS} <= set(capabilities):
+        values += ['first-touch+carrefour', 'interleave+carrefour', 'auto']
+    return [v for v in policy.POLICY_VALUES if v in values]
+
+
+def _floating(node, usage):
+    """(CPU ids, load) of the node that guests without dedicated CPUs use.
+
+    In the node's own CPU order. A backend that does not tell them apart
+    (``floating_cpus`` None) gives them every CPU, at the node's load;
+    one that names CPUs without their load, their node's load.
+    """
+    cpu_load = usage.cpu_load if usage else 0.0
+    if usage is None or usage.floating_cpus is None:
+        return list(node.cpus), cpu_load
+    cpus = [cpu for cpu in node.cpus if cpu in usage.floating_cpus]
+    if not cpus:
+        return [], None
+    load = usage.floating_load
+    return cpus, cpu_load if load is None else min(max(load, 0.0), 1.0)
+
+
+def _node(node, usage):
+    floating_cpus, floating_load = _floating(node, usage)
+    return report_obj.NumaNodeReport(
+        id=node.id, cpus=list(node.cpus),
+        memory_total_mb=node.memory_total_mb,
+        memory_free_mb=usage.memory_free_mb if usage else 0,
+        cpu_load=usage.cpu_load if usage else 0.0,
+        distances=list(node.distances),
+        floating_cpus=floating_cpus, floating_load=floating_load)
+
+
+def applied_policy(instance, topology, active_loops=(), auto_choice=None):
+    """The policy really in force on ``instance``: pure.
+
+    The placement is what the guest's memory binding realizes; a
+    ``+carrefour`` is added only while the carrefour loop acts on the
+    guest (it asked for a Carrefour policy, the loop runs and not in a
+    dry run); ``auto`` is the concrete policy the auto loop chose while
+    that loop runs, the placement alone before it has chosen.
+    """
+    placement = enforcement.applied_policy(instance, topology)
+    if placement == report_obj.APPLIED_NONE:
+        return placement
+    spec = policy.POLICIES.get(instance.requested_policy)
+    if spec is None:
+        return placement
+    if spec.auto:
+        if 'auto' in active_loops and auto_choice is not None:
+            return auto_choice
+        return placement
+    # Carrefour on a home binding has no policy value: report the binding.
+    combined = f'{placement}+carrefour'
+    if (spec.carrefour and 'carrefour' in active_loops
+            and combined in report_obj.APPLIED_POLICY_VALUES):
+        return combined
+    return placement
+
+
+def judged(instance, topology, judges):
+    """The report fields the loops judge of ``instance``: pure.
+
+    ``judges``: (strategy class, its Config) pairs, each asked through the
+    loops' interface (``Strategy.judge``); the base names no loop.
+    """
+    fields = {}
+    for strategy, config in judges:
+        fields.update(strategy.judge(instance, topology, config))
+    return fields
+
+
+def _instance(instance, topology, active_loops, auto_choices, endings,
+              judges):
+    known = {str(n.id) for n in topology.nodes}
+    fields = judged(instance, topology, judges)
+    return report_obj.NumaInstanceReport(
+        uuid=instance.uuid,
+        requested_policy=instance.requested_policy,
+        applied_policy=applied_policy(instance, topology, active_loops,
+                                      auto_choices.get(instance.uuid)),
+        memory_mb_per_node={str(k): int(v) for k, v in
+                            instance.memory_mb_per_node.items()
+                            if str(k) in known},
+        vcpu_cpus=[c if c is not None else -1 for c in instance.vcpu_cpus],
+        io_rate=float(instance.io_rate),
+        io_intensive=fields.get('io_intensive', False),
+        access_class=fields.get('access_class'),
+        enforcement=endings.get(instance.uuid),
+        cpu_wait=(None if instance.cpu_wait is None
+                  else min(max(float(instance.cpu_wait), 0.0), 1.0)))
+
+
+def build_report(snapshot, host, hypervisor_hostname, seq, period,
+                 capabilities, now=None, active_loops=(), auto_choices=None,
+                 boot_id=None, endings=None, locality_signal=None,
+                 judges=(), measurements=None):
+    """The period's HostReport.
+
+    ``active_loops``: the loops acting this period; ``auto_choices``:
+    {uuid: the policy the auto loop chose}; ``boot_id``: the agent
+    process's (its ``seq`` counts from 1 again); ``endings``: {uuid: how
+    the period's plan for it ended}; ``locality_signal``: what the host
+    measures of locality (``Backend.locality_signal``);
+    ``measurements``: all it measures (``Backend.measurements``; the
+    locality signal alone when not given);
+    ``judges``: (strategy class, Config) pairs whose ``judge`` gives a
+    guest's fields that are a loop's rule (its access class, whether it
+    is I/O intensive): ``nova_numa_policy.loops.runner.judges``; without
+    them those fields say nothing was judged.
+    """
+    auto_choices = auto_choices or {}
+    endings = endings or {}
+    usage = {u.node_id: u for u in snapshot.usage}
+    topology = snapshot.topology
+    instances = snapshot.instances[:report_obj.MAX_INSTANCES]
+    return report_obj.NumaHostReport(
+        host=host, hypervisor_hostname=hypervisor_hostname,
+        agent_version=agent_version(), seq=seq, boot_id=boot_id,
+        generated_at=now or report_obj.utcnow(), period=float(period),
+        numa_nodes=[_node(n, usage.get(n.id)) for n in topology.nodes],
+        nics=[report_obj.NumaNicReport(
+            name=n.name, numa_node=n.numa_node, speed_mbps=n.speed_mbps,
+            physnet=n.physnet, bridge=n.bridge)
+            for n in topology.nics[:report_obj.MAX_NICS]],
+        instances=[_instance(i, topology, active_loops, auto_choices,
+                             endings, judges)
+                   for i in instances],
+        enforceable_policies=enforceable_policies(capabilities),
+        locality_signal=locality_signal,
+        measurements=sorted(
+            measurements if measurements is not None
+            else {locality_signal} - {None}))
+
+
+def summary(report):
+    """What a consumer acts on, to tell a significant change from noise."""
+    return (
+        tuple((i.uuid, i.requested_policy, i.applied_policy)
+              for i in report.instances),
+        tuple((n.id, n.memory_free_mb, n.memory_total_mb, n.cpu_load,
+               n.floating_load)
+              for n in report.numa_nodes),
+        tuple(report.enforceable_policies))
+
+
+def significant_change(before, after):
+    """Whether ``after`` (a summary) differs enough from ``before``."""
+    if before is None or before[0] != after[0] or before[2] != after[2]:
+        return True
+    for old, new in zip(before[1], after[1]):
+        if old[0] != new[0]:
+            return True
+        total = max(new[2], 1)
+        if (abs(old[1] - new[1]) / total > MEMORY_CHANGE
+                or _load_moved(old[3], new[3])
+                or _load_moved(old[4], new[4])):
+            return True
+    return len(before[1]) != len(after[1])
+
+
+def _load_moved(old, new):
+    """Whether a load moved by more than LOAD_CHANGE; None is no load."""
+    if old is None or new is None:
+        return old is not new
+    return abs(old - new) > LOAD_CHANGE
