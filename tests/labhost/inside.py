@@ -313,7 +313,8 @@ FAULTS = {
 def plan_with_fault(config_files, uuid, actions, fault, periods_after=1):
     """Carry out a plan of ``actions`` with ``fault`` before step 2.
 
-    ``actions`` are (kind, fields) pairs of nova_numa_policy.backend
+    ``actions`` are (kind, fields) pairs of
+    nova_numa_policy.contracts.backend
     actions. The plan goes through the agent's executor (its carry_out
     step, as strategy 'lab'), then the agent runs ``periods_after``
     periods (which finish what the plan left). Returns how the plan
@@ -439,7 +440,7 @@ def sample_writes(pid, tid, address, seconds):
     A hardware breakpoint (write, 8 bytes) on thread ``tid`` of process
     ``pid``, every write sampled with its physical address, read through
     the agent's ring buffer and counted per node by the agent's sampling
-    (:class:`agent.hwsampling.HostSampling`). Also the kernel's own
+    (:class:`agent.privsep.hwsampling.HostSampling`). Also the kernel's own
     answer for the page's node: move_pages(2) asked, moving nothing.
     """
     import array
@@ -516,8 +517,8 @@ def sampled_page_moves(seconds, nodes=(1, 0)):
 def cpu_wide_samples(seconds):
     """Threads sampled by one software event per online CPU, as IBS is.
 
-    The agent's per-CPU events and rings (:func:`agent.hwsampling.
-    open_per_cpu`) on the CPU clock, which every CPU has: {tid: samples}.
+    The agent's per-CPU events and rings (:func:`agent.privsep.
+    hwsampling.open_per_cpu`) on the CPU clock, which every CPU has: {tid: samples}.
     """
     from agent.privsep import hwsampling
     from agent.sensors import perfevents

@@ -2,9 +2,10 @@
 
 The texts come from the lab host's ``/proc`` and cgroup files
 (:func:`tests.labhost.inside.kernel_view`); the parsing here is the
-tests' own, deliberately not the agent's (:mod:`agent.numamaps`,
-:mod:`agent.sysfs`), so a test checks the kernel against the agent rather
-than the agent against itself.
+tests' own, deliberately not the agent's
+(:mod:`agent.sensors.numamaps`, :mod:`agent.sensors.sysfs`), so a test
+checks the kernel against the agent rather than the agent against
+itself.
 """
 
 import dataclasses
