@@ -154,13 +154,17 @@ def iommu_args(topology):
 
 
 def accel_option(topology, accel):
-    """QEMU's ``-accel`` value.
+    """QEMU's ``-accel`` value: under TCG, one thread for every vCPU.
 
-    Under TCG with the emulated IOMMU, one thread runs every vCPU: with a
-    thread per vCPU, QEMU 10.0 once aborted while the lab host booted,
-    on an assertion in its TLB code (``iotlb_to_section``).
+    Each lab host then uses at most one of this machine's cores, however
+    many of its vCPUs a test keeps busy (busy loops, a guest writing
+    memory): two lab hosts side by side, one per core, no longer take
+    each other's time, and the host tier went from 1126 s to 598 s
+    (doc/source/labhost.rst). With the emulated IOMMU it is needed too:
+    with a thread per vCPU, QEMU 10.0 once aborted while the lab host
+    booted, on an assertion in its TLB code (``iotlb_to_section``).
     """
-    if accel == 'tcg' and topology.sriov:
+    if accel == 'tcg':
         return 'tcg,thread=single'
     return accel
 

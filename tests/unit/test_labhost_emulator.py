@@ -43,7 +43,7 @@ class SriovShapeTest(testtools.TestCase):
         self.assertEqual(['virtio-net-pci,netdev=net0,bus=rp0,romfile='],
                          _device(args, 'virtio-net-pci'))
         self.assertEqual('console=ttyS0', args[args.index('-append') + 1])
-        self.assertEqual('tcg', args[args.index('-accel') + 1])
+        self.assertEqual('tcg,thread=single', args[args.index('-accel') + 1])
         self.assertEqual('kvm', _args(topology.SRIOV_NODES, 'kvm')[
             _args(topology.SRIOV_NODES, 'kvm').index('-accel') + 1])
         self.assertEqual((), topology.devices_needed(topology.TWO_NODES))
