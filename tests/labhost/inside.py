@@ -517,8 +517,9 @@ def sampled_page_moves(seconds, nodes=(1, 0)):
 def cpu_wide_samples(seconds):
     """Threads sampled by one software event per online CPU, as IBS is.
 
-    The agent's per-CPU events and rings (:func:`agent.privsep.
-    hwsampling.open_per_cpu`) on the CPU clock, which every CPU has: {tid: samples}.
+    The agent's per-CPU events and rings
+    (:func:`agent.privsep.hwsampling.open_per_cpu`) on the CPU clock,
+    which every CPU has: {tid: samples}.
     """
     from agent.privsep import hwsampling
     from agent.sensors import perfevents
