@@ -4,11 +4,13 @@ libvirt's qemu driver writes ``<name>.pid`` for each running domain in
 its state directory (``/run/libvirt/qemu`` on a system connection). A
 pidfile can outlive its process and the pid be reused, so the pid is
 only trusted when that process's command line carries the guest's uuid
-(libvirt starts qemu with ``-uuid <uuid>``); ``/proc/<pid>/cmdline`` is
-readable without ptrace access, unlike the process's memory maps.
+(libvirt starts qemu with ``-uuid <uuid>``), read through psutil
+(:func:`agent.sensors.procfs.command_line`).
 """
 
 import os
+
+from agent.sensors import procfs
 
 PID_DIR = 'run/libvirt/qemu'
 
@@ -96,7 +98,6 @@ def qemu_pid(root, name, uuid, pid_dir=PID_DIR):
         pid = int(text)
     except (TypeError, ValueError):
         return None
-    cmdline = _read(os.path.join(root, 'proc', str(pid), 'cmdline'))
-    if cmdline is None or uuid.encode() not in cmdline.split(b'\0'):
+    if uuid not in (procfs.command_line(root, pid) or ()):
         return None
     return pid

@@ -26,6 +26,7 @@ import os
 import re
 
 from agent.sensors import guestproc
+from agent.sensors import procfs
 
 SYSCTL = 'proc/sys/kernel/numa_balancing'
 # kernel.numa_balancing is a bit mask; only this bit samples DRAM nodes
@@ -96,17 +97,12 @@ def vcpu_threads(root, pid):
 
     Empty when the process is gone or names no thread as a vCPU.
     """
-    task_dir = os.path.join(root, 'proc', str(pid), 'task')
-    try:
-        tids = os.listdir(task_dir)
-    except (FileNotFoundError, ProcessLookupError, NotADirectoryError):
-        return {}
     threads = {}
-    for tid in tids:
-        comm = guestproc.read_text(os.path.join(task_dir, tid, 'comm'))
-        vcpu = vcpu_of(comm) if comm is not None else None
+    for tid in procfs.thread_ids(root, pid):
+        name = procfs.thread_name(root, tid)
+        vcpu = vcpu_of(name) if name is not None else None
         if vcpu is not None:
-            threads[int(tid)] = vcpu
+            threads[tid] = vcpu
     return threads
 
 

@@ -1,4 +1,5 @@
-"""What psutil reads of /proc, under the agent's root.
+"""What psutil reads of /proc, under the agent's root: CPU times,
+processes and threads.
 
 psutil parses ``/proc`` for us, tested on every kernel it supports;
 where it reads is its documented ``psutil.PROCFS_PATH``. The agent reads
@@ -28,3 +29,39 @@ def per_cpu_times(root):
     """psutil's per-CPU times, in ``<root>/proc/stat``'s order."""
     with _under(root):
         return psutil.cpu_times(percpu=True)
+
+
+def thread_ids(root, pid):
+    """The ids of process ``pid``'s threads; () once it is gone."""
+    with _under(root):
+        try:
+            return tuple(thread.id
+                         for thread in psutil.Process(pid).threads())
+        except psutil.NoSuchProcess:
+            return ()
+
+
+def thread_name(root, tid):
+    """Thread ``tid``'s name (the kernel's comm), or None once gone.
+
+    Every thread has its own ``/proc/<tid>``, though /proc lists only
+    processes: psutil reads a thread there as it reads a process.
+    """
+    with _under(root):
+        try:
+            return psutil.Process(tid).name()
+        except psutil.NoSuchProcess:
+            return None
+
+
+def command_line(root, pid):
+    """Process ``pid``'s arguments, or None once it is gone.
+
+    ``/proc/<pid>/cmdline`` is readable by every user, unlike the
+    process's memory maps: no ptrace access is needed.
+    """
+    with _under(root):
+        try:
+            return psutil.Process(pid).cmdline()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            return None

@@ -40,8 +40,17 @@ def sched_text(name, tid, faults):
 
 def write_threads(root, pid, threads):
     """``threads``: {tid: (comm, {node: faults})}."""
+    guest_files.write_stat(root, f'proc/{pid}/stat', pid, 'qemu')
     for tid, (comm, faults) in threads.items():
         guest_files.write(root, f'proc/{pid}/task/{tid}/comm', comm + '\n')
+        # psutil lists the threads by their task/<tid>/stat, and reads
+        # each one's name from its own /proc/<tid> (the command line
+        # too, for a name of 15 characters, which may be cut short).
+        guest_files.write_stat(root, f'proc/{pid}/task/{tid}/stat', tid,
+                               comm)
+        guest_files.write_stat(root, f'proc/{tid}/stat', tid, comm)
+        guest_files.write(root, f'proc/{tid}/cmdline',
+                          '/usr/bin/qemu-system-x86_64\0')
         guest_files.write(root, f'proc/{pid}/task/{tid}/sched',
                           sched_text(comm, tid, faults))
 

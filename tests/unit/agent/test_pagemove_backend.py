@@ -36,9 +36,19 @@ def write(root, path, data):
         f.write(data)
 
 
+def write_stat(root, path, pid, comm):
+    """A task's ``stat`` line as the kernel prints it (state S).
+
+    psutil knows a process or thread by it: its name is between the
+    parentheses, its start time the 22nd field.
+    """
+    write(root, path, f'{pid} ({comm}) S ' + ' '.join(['1'] * 49) + '\n')
+
+
 def write_qemu(root, name, uuid, pid, numa_maps=None):
-    """libvirt's pidfile and the process's cmdline (and numa_maps)."""
+    """libvirt's pidfile, the process's stat and cmdline, numa_maps."""
     write(root, f'run/libvirt/qemu/{name}.pid', f'{pid}\n')
+    write_stat(root, f'proc/{pid}/stat', pid, 'qemu-system-x86')
     write(root, f'proc/{pid}/cmdline',
           f'/usr/bin/qemu-system-x86_64\0-name\0guest={name}\0-uuid\0'
           f'{uuid}\0')
