@@ -4,13 +4,11 @@ libvirt's qemu driver writes ``<name>.pid`` for each running domain in
 its state directory (``/run/libvirt/qemu`` on a system connection). A
 pidfile can outlive its process and the pid be reused, so the pid is
 only trusted when that process's command line carries the guest's uuid
-(libvirt starts qemu with ``-uuid <uuid>``), read through psutil
-(:func:`agent.sensors.procfs.command_line`).
+(libvirt starts qemu with ``-uuid <uuid>``); ``/proc/<pid>/cmdline`` is
+readable without ptrace access, unlike the process's memory maps.
 """
 
 import os
-
-from agent.sensors import procfs
 
 PID_DIR = 'run/libvirt/qemu'
 
@@ -98,6 +96,9 @@ def qemu_pid(root, name, uuid, pid_dir=PID_DIR):
         pid = int(text)
     except (TypeError, ValueError):
         return None
-    if uuid not in (procfs.command_line(root, pid) or ()):
+    # Read every period for every guest: one file, not psutil's Process
+    # (which reads the process's stat first).
+    cmdline = _read(os.path.join(root, 'proc', str(pid), 'cmdline'))
+    if cmdline is None or uuid.encode() not in cmdline.split(b'\0'):
         return None
     return pid

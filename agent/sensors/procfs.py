@@ -1,5 +1,5 @@
-"""What psutil reads of /proc, under the agent's root: CPU times,
-processes and threads.
+"""What psutil reads of /proc, under the agent's root: CPU times
+and a process's threads.
 
 psutil parses ``/proc`` for us, tested on every kernel it supports;
 where it reads is its documented ``psutil.PROCFS_PATH``. The agent reads
@@ -51,17 +51,4 @@ def thread_name(root, tid):
         try:
             return psutil.Process(tid).name()
         except psutil.NoSuchProcess:
-            return None
-
-
-def command_line(root, pid):
-    """Process ``pid``'s arguments, or None once it is gone.
-
-    ``/proc/<pid>/cmdline`` is readable by every user, unlike the
-    process's memory maps: no ptrace access is needed.
-    """
-    with _under(root):
-        try:
-            return psutil.Process(pid).cmdline()
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
             return None
