@@ -26,8 +26,14 @@ CAP_PAGE_MIGRATION = 'page-migration'
 # Memory accesses per node are measured, by counters or by sampling
 # (Backend.locality_signal says which).
 CAP_ACCESS_COUNTERS = 'access-counters'
+# The host can route a NIC's interrupt vectors to chosen CPUs, and
+# restrict a guest's vhost workers (the kernel threads that copy a virtio
+# NIC's packets) to chosen CPUs.
+CAP_IRQ_STEERING = 'irq-steering'
+CAP_IO_THREAD_PINNING = 'io-thread-pinning'
 CAPABILITIES = (CAP_VCPU_PINNING, CAP_EMULATOR_PINNING, CAP_LIVE_NODESET,
-                CAP_PAGE_MIGRATION, CAP_ACCESS_COUNTERS)
+                CAP_PAGE_MIGRATION, CAP_ACCESS_COUNTERS, CAP_IRQ_STEERING,
+                CAP_IO_THREAD_PINNING)
 
 # What a backend may measure of its guests besides memory locality (the
 # locality signals are nova_numa_policy.contracts.locality.SIGNALS): the vCPUs'
@@ -62,6 +68,10 @@ class NicInfo:
 class HostTopology:
     nodes: tuple[NodeInfo, ...]
     nics: tuple[NicInfo, ...] = ()
+    # CPUs no interrupt and no I/O thread is ever steered to: those nova
+    # dedicates to pinned guests ([compute] cpu_dedicated_set) and those
+    # the kernel isolates from the host (/sys/devices/system/cpu/isolated).
+    reserved_cpus: frozenset = frozenset()
 
     def node(self, node_id):
         for node in self.nodes:
@@ -155,6 +165,30 @@ class InstanceState:
     # defined it); empty when nova set no bound. Nothing the agent
     # writes may leave it (nova_numa_policy.contracts.scope).
     allowed_cpus: frozenset = frozenset()
+    # The host uplinks (NicInfo.name) its network interfaces go through:
+    # the NIC under the bridge it is plugged into, the NIC a macvtap
+    # interface sits on, the PF of an SR-IOV VF it holds.
+    nics: frozenset = frozenset()
+    # The host CPUs its vhost workers may run on (the union over them);
+    # empty when it has none (no vhost-net interface).
+    io_thread_cpus: frozenset = frozenset()
+
+
+@dataclasses.dataclass(frozen=True)
+class IrqState:
+    """One interrupt vector of a NIC, as the kernel routes it now."""
+
+    irq: int
+    # The NicInfo.name whose device raises it.
+    nic: str
+    # The CPUs it may be delivered to (/proc/irq/N/smp_affinity_list).
+    affinity: frozenset
+    # The CPUs it is delivered to (effective_affinity_list); empty when
+    # the kernel does not say.
+    effective: frozenset = frozenset()
+    # Its affinity before the agent first steered it, kept by the host
+    # across agent restarts; None while the agent has not steered it.
+    found: frozenset | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -169,6 +203,11 @@ class HostSnapshot:
     # The host's locality signal when observed (Backend.locality_signal):
     # a host fact, known before the kernel has sampled any one guest.
     locality_signal: str | None = None
+    # The uplinks' interrupt vectors (empty when the host cannot steer
+    # them), and why the agent must leave them alone, if it must (an
+    # interrupt balancer steers them and cannot be told to stop).
+    irqs: tuple[IrqState, ...] = ()
+    irq_hands_off: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,6 +239,41 @@ class MovePages(Action):
     source_node: int = 0
     target_node: int = 0
     pages: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class PinIoThreads(Action):
+    """Restrict a running guest's vhost workers to ``cpus``."""
+
+    cpus: frozenset = frozenset()
+
+
+def nic_subject(name):
+    """The ``instance_uuid`` of a host action on the NIC ``name``."""
+    return f'nic:{name}'
+
+
+@dataclasses.dataclass(frozen=True)
+class HostAction(Action):
+    """An action on the host rather than on one guest.
+
+    Its ``instance_uuid`` names its subject (:func:`nic_subject`), never a
+    guest: the runner and the executor treat each subject as a plan of
+    its own, with no guest to roll back onto.
+    """
+
+
+@dataclasses.dataclass(frozen=True)
+class SteerIrq(HostAction):
+    """Route one interrupt vector of a NIC to ``cpus``.
+
+    ``previous`` is its affinity before, what an undo writes back.
+    """
+
+    irq: int = 0
+    nic: str = ''
+    cpus: frozenset = frozenset()
+    previous: frozenset = frozenset()
 
 
 class Backend(abc.ABC):
@@ -253,6 +327,18 @@ class Backend(abc.ABC):
     def move_pages(self, instance_uuid, source_node, target_node, pages):
         """Move up to ``pages`` pages; return how many were moved."""
 
+    def steer_irq(self, irq, nic, cpus):
+        """Route interrupt ``irq`` of ``nic`` to ``cpus``.
+
+        Needs ``CAP_IRQ_STEERING``; the host keeps the affinity it found
+        (``IrqState.found``) until it is written back.
+        """
+        raise NotImplementedError(f'{self.name} cannot steer interrupts')
+
+    def pin_io_threads(self, instance_uuid, cpus):
+        """Restrict a running guest's vhost workers to ``cpus``."""
+        raise NotImplementedError(f'{self.name} cannot pin I/O threads')
+
     def apply(self, action):
         """Carry out one :class:`Action`; return what the call returned."""
         if isinstance(action, PinVcpu):
@@ -265,4 +351,8 @@ class Backend(abc.ABC):
         if isinstance(action, MovePages):
             return self.move_pages(action.instance_uuid, action.source_node,
                                    action.target_node, action.pages)
+        if isinstance(action, SteerIrq):
+            return self.steer_irq(action.irq, action.nic, action.cpus)
+        if isinstance(action, PinIoThreads):
+            return self.pin_io_threads(action.instance_uuid, action.cpus)
         raise TypeError(f'unknown action {action!r}')
