@@ -154,7 +154,8 @@ def remove_domains():
 # Processes the host tier starts in a lab host, by a word of their
 # command line: none may outlive the test that started it.
 TEST_PROCESSES = ('lab-busy', 'lab-hog', 'tests.labhost.sharer',
-                  'privsep-helper', 'numa-policy-agent', 'sleep 600')
+                  'privsep-helper', 'numa-policy-agent', 'sleep 600',
+                  'irqbalance', 'lab-traffic')
 # What the agent leaves on a host; removed after each test.
 AGENT_FILES = ('/etc/nova/nova.conf', '/etc/nova/numa-policy-agent.conf',
                '/tmp/numa-policy-uplinks.json')
@@ -650,3 +651,82 @@ def observe_with_vf_reads(uuid):
     (inst,) = [i for i in backend.observe().instances if i.uuid == uuid]
     return {'asked': asked, 'io_rate': inst.io_rate,
             'hands_off_reason': inst.hands_off_reason}
+
+
+# -- the I/O path (tests/host/test_iopath.py) ------------------------------
+
+IRQBALANCE_RUN_DIR = '/run/irqbalance'
+
+
+def nic_interrupts(nic):
+    """The raw texts of ``nic``'s interrupt vectors, as the kernel has them.
+
+    The vectors are the MSI-X ones of the PCI function under the net
+    device (a virtio NIC's ``device`` is the virtio device; its parent is
+    the function), each with its affinity, effective affinity and
+    ``/proc/interrupts`` line.
+    """
+    device = os.path.realpath(f'/sys/class/net/{nic}/device')
+    function = device if os.path.isdir(f'{device}/msi_irqs') \
+        else os.path.dirname(device)
+    lines = {line.split(':', 1)[0].strip(): line
+             for line in _read('/proc/interrupts').splitlines()[1:]}
+    irqs = {}
+    for irq in sorted(os.listdir(f'{function}/msi_irqs'), key=int):
+        irqs[irq] = {
+            'affinity': _read(f'/proc/irq/{irq}/smp_affinity_list') or '',
+            'effective': _read(
+                f'/proc/irq/{irq}/effective_affinity_list') or '',
+            'line': lines.get(irq, '')}
+    return {'cpus': _read('/proc/interrupts').splitlines()[0],
+            'irqs': irqs}
+
+
+def set_irq_affinity(irq, cpus):
+    """Route ``irq`` to ``cpus`` ('0-1'), as an operator or boot would."""
+    with open(f'/proc/irq/{irq}/smp_affinity_list', 'w') as f:
+        f.write(cpus)
+
+
+def start_irqbalance(interval=1):
+    """irqbalance as its systemd unit runs it, rebalancing every second.
+
+    Its run directory first, which the unit's RuntimeDirectory makes:
+    without it irqbalance falls back to an abstract socket.
+    """
+    import subprocess
+    os.makedirs(IRQBALANCE_RUN_DIR, exist_ok=True)
+    process = subprocess.Popen(
+        ['irqbalance', '--foreground', f'--interval={interval}'],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True)
+    socket_path = f'{IRQBALANCE_RUN_DIR}/irqbalance{process.pid}.sock'
+    deadline = time.monotonic() + 30
+    while not os.path.exists(socket_path):
+        if time.monotonic() > deadline or process.poll() is not None:
+            raise RuntimeError(f'irqbalance gave no socket at {socket_path}')
+        time.sleep(0.1)
+    return {'pid': process.pid, 'socket': socket_path}
+
+
+def irqbalance_says(socket_path, command):
+    """irqbalance's answer to one command on its socket (root only)."""
+    import socket
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(10)
+        sock.connect(socket_path)
+        sock.sendall(command.encode())
+        chunks = []
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return b''.join(chunks).decode()
+            chunks.append(chunk)
+
+
+def stop_irqbalance():
+    import subprocess
+    subprocess.run(['pkill', '-x', 'irqbalance'], check=False)
+    while subprocess.run(['pidof', 'irqbalance'],
+                         stdout=subprocess.DEVNULL).returncode == 0:
+        time.sleep(0.1)

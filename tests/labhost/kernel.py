@@ -154,3 +154,36 @@ def share_on(pages, nodes):
     """The share of ``pages`` ({node: count}) on ``nodes``."""
     total = sum(pages.values())
     return sum(pages.get(n, 0) for n in nodes) / total if total else 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Vector:
+    """One interrupt vector as the kernel routes and counts it."""
+
+    irq: int
+    name: str
+    affinity: frozenset
+    effective: frozenset
+    # {cpu: interrupts delivered there since boot}
+    counts: dict
+
+    def delivered_on(self, cpus):
+        return sum(n for cpu, n in self.counts.items() if cpu in cpus)
+
+
+def vectors(raw):
+    """A NIC's vectors from :func:`tests.labhost.inside.nic_interrupts`."""
+    cpus = [int(word[len('CPU'):]) for word in raw['cpus'].split()]
+    found = []
+    for irq, texts in sorted(raw['irqs'].items(), key=lambda i: int(i[0])):
+        words = texts['line'].split(':', 1)[1].split()
+        counts = dict(zip(cpus, (int(w) for w in words[:len(cpus)])))
+        found.append(Vector(int(irq), words[-1],
+                            cpulist(texts['affinity']),
+                            cpulist(texts['effective']), counts))
+    return found
+
+
+def banned_irqs(setup):
+    """The IRQs irqbalance's ``setup`` answer lists as banned."""
+    return frozenset(int(irq) for irq in re.findall(r'\bIRQ (\d+)', setup))
