@@ -33,6 +33,8 @@ physnet_interfaces = {interfaces}
 page_migration = {page_migration}
 bandwidth_monitoring = {bandwidth_monitoring}
 hardware_sampling = {hardware_sampling}
+io_path_steering = {io_path_steering}
+state_dir = {state_dir}
 dry_run = {dry_run}
 [numa_policy]
 uplinks_file = {uplinks_file}
@@ -42,6 +44,8 @@ enabled_loops = {loops}
 
 # Where the agent hands its uplinks to the driver extension (lab tmpfs).
 UPLINKS_FILE = '/tmp/numa-policy-uplinks.json'
+# Where it keeps the interrupts' affinity as found (lab tmpfs).
+STATE_DIR = '/tmp/numa-policy-state'
 
 
 # The privsep daemon as QEMU's user and group (doc/source/agent.rst).
@@ -219,13 +223,15 @@ class LabTestCase(testtools.TestCase):
 
     def agent_config(self, page_migration=False, dry_run=False,
                      loops=(), interfaces='physnet1:eth0',
-                     bandwidth_monitoring=False, hardware_sampling=False):
+                     bandwidth_monitoring=False, hardware_sampling=False,
+                     io_path_steering=False):
         return AGENT_CONFIG.format(
             page_migration=page_migration, dry_run=dry_run,
             loops=','.join(loops), interfaces=interfaces,
-            uplinks_file=UPLINKS_FILE,
+            uplinks_file=UPLINKS_FILE, state_dir=STATE_DIR,
             bandwidth_monitoring=bandwidth_monitoring,
-            hardware_sampling=hardware_sampling)
+            hardware_sampling=hardware_sampling,
+            io_path_steering=io_path_steering)
 
     def run_agent(self, periods=1, pause=0.0, user='nova', **options):
         """Periods of the real agent in the lab host, as ``user``.

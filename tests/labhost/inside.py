@@ -8,6 +8,7 @@ the kernel's raw texts; parsing them is the host side's
 
 import glob
 import os
+import shutil
 import time
 
 import libvirt
@@ -160,6 +161,8 @@ TEST_PROCESSES = ('lab-busy', 'lab-hog', 'tests.labhost.sharer',
 AGENT_FILES = ('/etc/nova/nova.conf', '/etc/nova/numa-policy-agent.conf',
                '/tmp/numa-policy-uplinks.json')
 AGENT_LOGS = '/tmp/lab-agent-*.log'
+# Directories the agent makes for its state.
+AGENT_DIRS = ('/tmp/numa-policy-state',)
 # Kernel settings tests change and must put back.
 SETTINGS = ('/proc/sys/kernel/numa_balancing',)
 # /tmp entries that come and go on their own: the request server's work
@@ -232,6 +235,8 @@ def tidy():
             os.unlink(path)
         except FileNotFoundError:
             pass
+    for directory in AGENT_DIRS:
+        shutil.rmtree(directory, ignore_errors=True)
     return removed
 
 
