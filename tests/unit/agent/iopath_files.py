@@ -33,8 +33,11 @@ def pci_nic(root, nic, function='0000:3b:00.0', vectors=(), legacy=None):
 
 
 def virtio_nic(root, nic, function='0000:00:03.0', vectors=()):
-    """A virtio NIC: ``device`` is the virtio device, its parent the PCI
-    function that raises the vectors."""
+    """A virtio NIC, raising ``vectors``.
+
+    ``device`` is the virtio device; its parent, the PCI function, raises
+    the vectors.
+    """
     path = f'{PCI_ROOT}/{function}'
     for vector in vectors:
         write(root, f'{path}/msi_irqs/{vector}', 'msix\n')
@@ -58,8 +61,10 @@ def read_affinity(root, number):
 
 
 def thread(root, tid, name, cpus, tgid=None, ppid=1, pid=None):
-    """A thread's ``comm``, ``status`` and ``stat``; under its process's
-    ``task/`` too when ``pid`` is given."""
+    """A thread's ``comm``, ``status`` and ``stat``.
+
+    Under its process's ``task/`` too when ``pid`` is given.
+    """
     status = (f'Name:\t{name}\nTgid:\t{tgid or tid}\nPid:\t{tid}\n'
               f'PPid:\t{ppid}\nCpus_allowed_list:\t{cpus}\n')
     write(root, f'proc/{tid}/comm', name + '\n')
