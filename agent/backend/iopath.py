@@ -64,16 +64,17 @@ class Steering:
     """The backend's side of the steering daemon: every call goes there."""
 
     def steer(self, nic, irq, cpus, banned):
+        """(affinity, effective, whether irqbalance had banned it before)."""
         what = f'steer IRQ {irq} of {nic}'
         try:
-            affinity, effective = steering_daemon.steer(
+            affinity, effective, was_banned = steering_daemon.steer(
                 nic, irq, sorted(cpus), banned)
         except privsep.DAEMON_ERRORS as exc:
             raise SteeringUnavailable(
                 f'{what}: the steering daemon is unavailable: {exc}') from exc
         except (OSError, ValueError, TypeError) as exc:
             raise _refused(what, exc) from exc
-        return frozenset(affinity), frozenset(effective)
+        return frozenset(affinity), frozenset(effective), was_banned
 
     def balancer_state(self):
         """Why irqbalance cannot be told to leave IRQs alone, or None."""
@@ -96,8 +97,22 @@ class Steering:
             raise errors.NotEnforceable(f'{what}: {exc}') from exc
 
 
+class Found:
+    """What the agent found of an IRQ before it first steered it."""
+
+    def __init__(self, nic, affinity, banned_before=False):
+        self.nic = nic
+        self.affinity = frozenset(affinity)
+        # irqbalance had banned it already (an operator's --banirq): the
+        # agent must not give it back to irqbalance when done.
+        self.banned_before = banned_before
+
+    def __eq__(self, other):
+        return vars(self) == vars(other)
+
+
 class FoundRecord:
-    """``{irq: (nic, affinity found)}``, kept in a JSON file.
+    """``{irq: Found}``, kept in a JSON file.
 
     Written before the first steer of an IRQ, so a crash after the
     write still leaves what to restore. A file that cannot be read is
@@ -112,7 +127,8 @@ class FoundRecord:
         try:
             with open(self.path) as f:
                 data = json.load(f)
-            entries = {int(irq): (entry['nic'], frozenset(entry['found']))
+            entries = {int(irq): Found(entry['nic'], entry['found'],
+                                       bool(entry.get('banned_before')))
                        for irq, entry in data['irqs'].items()}
         except FileNotFoundError:
             entries = {}
@@ -128,13 +144,16 @@ class FoundRecord:
             self._entries = self._load()
         return self._entries
 
-    def found(self, irq):
-        entry = self.entries().get(irq)
-        return None if entry is None else entry[1]
+    def get(self, irq):
+        return self.entries().get(irq)
 
-    def keep(self, irq, nic, affinity):
+    def found(self, irq):
+        entry = self.get(irq)
+        return None if entry is None else entry.affinity
+
+    def keep(self, irq, found):
         entries = dict(self.entries())
-        entries[irq] = (nic, frozenset(affinity))
+        entries[irq] = found
         self._write(entries)
 
     def drop(self, irq):
@@ -144,9 +163,10 @@ class FoundRecord:
             self._write(entries)
 
     def _write(self, entries):
-        data = {'version': RECORD_VERSION,
-                'irqs': {str(irq): {'nic': nic, 'found': sorted(cpus)}
-                         for irq, (nic, cpus) in sorted(entries.items())}}
+        data = {'version': RECORD_VERSION, 'irqs': {
+            str(irq): {'nic': found.nic, 'found': sorted(found.affinity),
+                       'banned_before': found.banned_before}
+            for irq, found in sorted(entries.items())}}
         directory = os.path.dirname(self.path)
         try:
             os.makedirs(directory, mode=0o750, exist_ok=True)
@@ -260,18 +280,31 @@ class IoPath:
         now = irq_sensor.affinity(self._root, irq)
         if now is None:
             raise IrqGone(f'IRQ {irq} of {nic} is gone')
-        found = self.record.found(irq)
         cpus = frozenset(cpus)
-        if found is None:
+        found = self.record.get(irq)
+        first = found is None
+        if first:
             if cpus == now[0]:
                 return now[0]
-            self.record.keep(irq, nic, now[0])
-            found = now[0]
-        giving_back = cpus == found
-        affinity, _ = self._steering.steer(nic, irq, cpus,
-                                           banned=not giving_back)
-        if giving_back:
-            self.record.drop(irq)
+            found = Found(nic, now[0])
+            self.record.keep(irq, found)
+        if cpus == found.affinity:
+            return self._give_back(irq, nic, found)
+        affinity, _, was_banned = self._steering.steer(nic, irq, cpus,
+                                                       banned=True)
+        if first and was_banned:
+            # irqbalance had it banned before the agent (an operator's
+            # --banirq): it stays banned when the agent gives it back.
+            self.record.keep(irq, Found(nic, found.affinity,
+                                        banned_before=True))
+        return affinity
+
+    def _give_back(self, irq, nic, found):
+        """Write back what was found; irqbalance may balance it again."""
+        affinity, _, _ = self._steering.steer(
+            nic, irq, found.affinity,
+            banned=None if found.banned_before else False)
+        self.record.drop(irq)
         return affinity
 
     # -- the guests' links and vhost workers -------------------------

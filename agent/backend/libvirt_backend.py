@@ -572,6 +572,9 @@ class LibvirtBackend(backend.Backend):
         if self._irq_hands_off:
             raise errors.NotEnforceable(
                 f'NIC interrupts are left alone: {self._irq_hands_off}')
+        if nic not in {uplink.name for uplink in self.topology().nics}:
+            raise errors.NotEnforceable(f'{nic} is not an uplink of this '
+                                        f'host')
         return self._io_path.steer(irq, nic, cpus)
 
     def pin_io_threads(self, instance_uuid, cpus):

@@ -8,8 +8,9 @@ arguments. So each entry point checks, before it writes anything:
   device, ``irq`` one of the vectors that device raises (never a disk's,
   a timer's, another device's), ``cpus`` a non-empty list of online
   CPUs. If irqbalance runs, the IRQ is put in (or taken out of) its
-  banned list through its socket; if irqbalance runs and its socket
-  does not answer, nothing is written (:class:`BalancerUnreachable`).
+  banned list through its socket, unless the agent found it there; if
+  irqbalance runs and its socket does not answer, nothing is written
+  (:class:`BalancerUnreachable`).
 * :func:`pin_threads`: ``pid`` is a checked guest (:mod:`agent.privsep.trust`),
   each tid one of its vhost workers: a thread of that very process
   named ``vhost-<pid>`` (Linux 6.4+, read through the checked
@@ -121,10 +122,11 @@ def balancer_ban(irq, banned, root=None):
     """Put ``irq`` in (``banned``) or out of each irqbalance's banned list.
 
     The list is read first (``setup``) and sent back whole: irqbalance's
-    command replaces it. Returns the pids' socket paths spoken to.
+    command replaces it. Returns whether ``irq`` was in a list before
+    (an operator's ``--banirq``, say); None when no irqbalance runs.
     """
-    paths = _balancer_sockets(root or ROOT)
-    for path in paths:
+    was_banned = None
+    for path in _balancer_sockets(root or ROOT):
         try:
             answer = _talk(path, 'setup')
         except OSError as exc:
@@ -134,6 +136,7 @@ def balancer_ban(irq, banned, root=None):
             raise BalancerUnreachable(
                 f'irqbalance at {path} answered {answer[:60]!r} to setup')
         before = irqbalance.banned_irqs(answer)
+        was_banned = bool(was_banned) or irq in before
         after = before | {irq} if banned else before - {irq}
         if after != before:
             try:
@@ -141,7 +144,7 @@ def balancer_ban(irq, banned, root=None):
             except OSError as exc:
                 raise BalancerUnreachable(
                     f'irqbalance at {path} refused a ban: {exc}') from exc
-    return paths
+    return was_banned
 
 
 def write_affinity(irq, cpus, root=None):
@@ -161,23 +164,26 @@ def write_affinity(irq, cpus, root=None):
 
 @privsep.steering.entrypoint
 def steer(nic, irq, cpus, banned):
-    """Route ``irq`` of ``nic`` to ``cpus``: (affinity, effective) lists.
+    """Route ``irq`` of ``nic`` to ``cpus``.
 
     ``banned`` True: the agent takes the IRQ over, so irqbalance is told
-    first; False: the agent gives it back (``cpus`` is what it found),
-    so irqbalance is told after the write.
+    to leave it alone first; False: the agent gives it back (``cpus`` is
+    what it found), so irqbalance is told after the write; None:
+    irqbalance's list is left as it is (it banned the IRQ before the
+    agent came). Returns (affinity, effective) as read back, sorted
+    lists, and whether irqbalance had banned the IRQ before the call
+    (None when it was not asked).
     """
     privsep.checked_steering_pid_dir()
     nic_irq(nic, irq)
-    if type(banned) is not bool:
-        raise TypeError('banned must be a bool')
+    if banned is not None and type(banned) is not bool:
+        raise TypeError('banned must be a bool or None')
     cpus = cpu_list(cpus)
-    if banned:
-        balancer_ban(irq, True)
-    result = write_affinity(irq, cpus)
-    if not banned:
-        balancer_ban(irq, False)
-    return result
+    was_banned = balancer_ban(irq, True) if banned else None
+    affinity, effective = write_affinity(irq, cpus)
+    if banned is False:
+        was_banned = balancer_ban(irq, False)
+    return affinity, effective, was_banned
 
 
 @privsep.steering.entrypoint

@@ -32,13 +32,15 @@ class FakeSteering:
         self.calls = []
         self.reason = None
         self.refuse = None
+        # What irqbalance answers of its banned list before a call.
+        self.was_banned = None
 
     def steer(self, nic, irq, cpus, banned):
         self.calls.append(('steer', nic, irq, frozenset(cpus), banned))
         if self.refuse:
             raise self.refuse
         files.irq(self.root, irq, ','.join(map(str, sorted(cpus))))
-        return frozenset(cpus), frozenset()
+        return frozenset(cpus), frozenset(), self.was_banned
 
     def balancer_state(self):
         self.calls.append(('balancer_state',))
@@ -70,16 +72,16 @@ class FoundRecordTest(testtools.TestCase):
     def test_kept_across_restarts_until_dropped(self):
         record = iopath.FoundRecord(self.path)
         self.assertIsNone(record.found(120))
-        record.keep(120, 'ens1f0', {0, 1})
-        record.keep(121, 'ens1f0', {2})
+        record.keep(120, iopath.Found('ens1f0', {0, 1}))
+        record.keep(121, iopath.Found('ens1f0', {2}, banned_before=True))
         again = iopath.FoundRecord(self.path)
         self.assertEqual(frozenset({0, 1}), again.found(120))
         again.drop(120)
         self.assertIsNone(iopath.FoundRecord(self.path).found(120))
         with open(self.path) as f:
             self.assertEqual(
-                {'version': 1, 'irqs': {'121': {'nic': 'ens1f0',
-                                                'found': [2]}}},
+                {'version': 1, 'irqs': {'121': {
+                    'nic': 'ens1f0', 'found': [2], 'banned_before': True}}},
                 json.load(f))
 
     def test_an_unreadable_record_is_said_and_started_afresh(self):
@@ -94,7 +96,8 @@ class FoundRecordTest(testtools.TestCase):
         with open(self.dir, 'w'):
             pass  # a file where the directory should be
         record = iopath.FoundRecord(self.path)
-        self.assertRaises(errors.NotEnforceable, record.keep, 120, 'x', {1})
+        self.assertRaises(errors.NotEnforceable, record.keep, 120,
+                          iopath.Found('x', {1}))
 
 
 class IoPathTree(testtools.TestCase):
@@ -145,6 +148,23 @@ class IrqsTest(IoPathTree):
         self.assertEqual(('steer', 'ens1f0', 120, frozenset(range(8)),
                           False), self.steering.calls[-1])
         self.assertIsNone(self.io.irqs(NICS)[0].found)
+
+    def test_banned_by_the_operator_it_stays_banned(self):
+        self.steering.was_banned = True
+        self.io.steer(120, 'ens1f0', {4})
+        self.io.steer(120, 'ens1f0', {5})
+        self.assertTrue(self.io.record.get(120).banned_before)
+        self.io.steer(120, 'ens1f0', set(range(8)))
+        # Written back, irqbalance's list left as it was.
+        self.assertEqual(('steer', 'ens1f0', 120, frozenset(range(8)),
+                          None), self.steering.calls[-1])
+        self.assertIsNone(self.io.record.get(120))
+
+    def test_banned_by_the_agent_it_is_released(self):
+        self.io.steer(120, 'ens1f0', {4})
+        self.steering.was_banned = True  # the agent's own ban, seen later
+        self.io.steer(120, 'ens1f0', {5})
+        self.assertFalse(self.io.record.get(120).banned_before)
 
     def test_asked_for_what_it_has_nothing_is_written(self):
         self.io.steer(121, 'ens1f0', set(range(8)))
@@ -405,6 +425,12 @@ class BackendTest(base.TestDriverHostTest):
                                                 cpus=frozenset({5})))
         self.assertEqual(('pin', UPLINKED, PID, (PID + 9,), frozenset({5})),
                          self.steering.calls[-1])
+
+    def test_only_an_uplinks_interrupts(self):
+        self.assertRaises(errors.NotEnforceable, self.backend.steer_irq,
+                          120, 'eno1', {4})
+        self.assertEqual([], [c for c in self.steering.calls
+                              if c[0] == 'steer'])
 
     def test_without_the_daemon_nothing_is_steered(self):
         plain = self.steered(None)

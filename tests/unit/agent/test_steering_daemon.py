@@ -148,7 +148,8 @@ class ArgumentsTest(HostTree):
 class SteerTest(HostTree):
 
     def test_without_irqbalance_written_and_read_back(self):
-        self.assertEqual(([2, 3], [3]), irqs.steer(NIC, 120, [3, 2], True))
+        self.assertEqual(([2, 3], [3], None),
+                         irqs.steer(NIC, 120, [3, 2], True))
         self.assertEqual('2,3', files.read_affinity(self.root, 120))
 
     def test_a_vector_gone_is_not_made(self):
@@ -159,17 +160,26 @@ class SteerTest(HostTree):
 
     def test_banned_in_irqbalance_before_the_write_and_released_after(self):
         fake = self.useFixture(FakeIrqbalance(self.root, banned=[33]))
-        irqs.steer(NIC, 120, [4], True)
+        self.assertFalse(irqs.steer(NIC, 120, [4], True)[2])
         self.assertEqual([33, 120], fake.banned)
         self.assertEqual(['setup', 'settings ban irqs 33 120'],
                          fake.commands)
         # Banned already: only asked.
-        irqs.steer(NIC, 120, [5], True)
+        self.assertTrue(irqs.steer(NIC, 120, [5], True)[2])
         self.assertEqual('setup', fake.commands[-1])
         irqs.steer(NIC, 120, [0, 1, 2, 3, 4, 5, 6, 7], False)
         self.assertEqual([33], fake.banned)
         self.assertEqual('0-7', files.read_affinity(self.root, 120)
                          .replace('0,1,2,3,4,5,6,7', '0-7'))
+
+    def test_banned_before_the_agent_it_may_stay_banned(self):
+        fake = self.useFixture(FakeIrqbalance(self.root, banned=[120]))
+        self.assertTrue(irqs.steer(NIC, 120, [4], True)[2])
+        self.assertEqual(['setup'], fake.commands)
+        # Given back with irqbalance's list left alone: not even asked.
+        self.assertEqual(([1], [3], None), irqs.steer(NIC, 120, [1], None))
+        self.assertEqual([120], fake.banned)
+        self.assertEqual(['setup'], fake.commands)
 
     def test_the_last_release_empties_the_list(self):
         fake = self.useFixture(FakeIrqbalance(self.root, banned=[120]))
