@@ -207,6 +207,9 @@ class _Links:
         self.sources = sources
         self.pfs = pfs
         self.has_vhost = has_vhost
+        # (topology, uplinks): found again when the topology is read
+        # again, not each period (a bridge's ports are listed).
+        self.nics = (None, frozenset())
 
 
 class IoPath:
@@ -330,11 +333,15 @@ class IoPath:
         links = self._links.get(uuid)
         if links is None or not topology.nics:
             return frozenset()
-        names = {nic.name for nic in topology.nics}
+        if links.nics[0] is not topology:
+            links.nics = (topology, self._uplinks(links, topology.nics))
+        return links.nics[1]
+
+    def _uplinks(self, links, nics):
+        names = {nic.name for nic in nics}
         found = {pf for pf in links.pfs if pf in names}
         for source in links.sources:
-            by_bridge = {nic.name for nic in topology.nics
-                         if nic.bridge == source}
+            by_bridge = {nic.name for nic in nics if nic.bridge == source}
             found |= by_bridge or uplinks_of(self._root, source, names)
         return frozenset(found)
 

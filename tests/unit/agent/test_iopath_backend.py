@@ -272,6 +272,17 @@ class GuestNicsTest(IoPathTree):
         self.assertEqual({'ens1f0'}, self.nics(NETWORK.format('default')))
         self.assertEqual(set(), self.nics(NETWORK.format('macvtaps')))
 
+    def test_found_again_with_the_topology_only(self):
+        topology = backend.HostTopology((), NICS)
+        files.write(self.root, 'sys/class/net/br0/bridge/stp_state', '0\n')
+        self.io.learn('u', guest_xml(BRIDGE.format('br0')))
+        self.assertEqual(set(), self.io.nics('u', topology))
+        os.symlink('../ens1f0', os.path.join(
+            self.root, 'sys/class/net/br0/lower_ens1f0'))
+        self.assertEqual(set(), self.io.nics('u', topology))
+        self.assertEqual({'ens1f0'}, self.io.nics('u', backend.HostTopology(
+            (), NICS)))
+
     def test_no_uplinks_nothing(self):
         self.assertEqual(set(), self.nics(BRIDGE.format('ens1f0'), nics=()))
         self.assertEqual(set(), self.io.nics('unknown', backend.HostTopology(
