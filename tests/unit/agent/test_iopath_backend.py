@@ -8,8 +8,10 @@ import json
 import os
 
 import fixtures
+from oslo_config import cfg
 import testtools
 
+from nova_numa_policy.conf import opts as nnp_opts
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import errors
 from nova_numa_policy.contracts import scope
@@ -17,6 +19,8 @@ from nova_numa_policy.contracts import scope
 from agent.backend import iopath
 from agent.backend import libvirt_backend
 from agent.sensors import discovery
+from agent.service import cmd
+from tests import fixtures as host_fixtures
 from tests.unit.agent import base
 from tests.unit.agent import iopath_files as files
 from tests.unit.agent import test_pagemove_backend as guest_files
@@ -453,3 +457,37 @@ class BackendTest(base.TestDriverHostTest):
     def test_a_guest_without_a_process_is_not_pinned(self):
         self.assertRaises(errors.NotEnforceable, self.backend.pin_io_threads,
                           base.HOME_FROM_NOVA, {4})
+
+
+class WiringTest(testtools.TestCase):
+    """The options give the agent's backend the daemon and the record."""
+
+    def agent(self, **options):
+        tmp = self.useFixture(fixtures.TempDir()).path
+        root = host_fixtures.two_sockets_nic_on_node1(
+            os.path.join(tmp, 'root'))
+        conf = cfg.ConfigOpts()
+        for module in nnp_opts.GROUP_MODULES:
+            module.register_opts(conf)
+        conf([])
+        options.update(libvirt_uri='test://' + host_fixtures.write_host_xml(
+            os.path.join(tmp, 'host.xml'), []), sysfs_root=root)
+        for option, value in options.items():
+            conf.set_override(option, value, group='numa_policy_agent')
+        agent = cmd.build_agent(conf)
+        self.addCleanup(agent.backend._connection.close)
+        return agent
+
+    def test_steering_on(self):
+        agent = self.agent(io_path_steering=True, state_dir='/x/state')
+        self.assertIn(backend.CAP_IRQ_STEERING,
+                      agent.backend.capabilities())
+        self.assertEqual('/x/state/irq-affinity.json',
+                         agent.backend._io_path.record.path)
+
+    def test_steering_off_by_default(self):
+        agent = self.agent()
+        self.assertNotIn(backend.CAP_IRQ_STEERING,
+                         agent.backend.capabilities())
+        self.assertEqual('/var/lib/nova/numa-policy/irq-affinity.json',
+                         agent.backend._io_path.record.path)
