@@ -19,9 +19,12 @@ per node (:mod:`agent.backend.bandwidth`), how long those threads wait
 for a CPU (:mod:`agent.sensors.schedstat`) and, with a page mover
 (:class:`agent.backend.pagemoves.PageMover`), moves its pages. Its
 network traffic comes from libvirt's interface counters and, for SR-IOV
-VFs, from their PF (:mod:`agent.sensors.vfstats`).
+VFs, from their PF (:mod:`agent.sensors.vfstats`). Its I/O path (its
+uplinks, its vhost workers, the uplinks' interrupts) is read and, with
+the steering daemon, steered by :mod:`agent.backend.iopath`.
 """
 
+import dataclasses
 import logging
 import time
 
@@ -34,12 +37,14 @@ from nova_numa_policy.decisions import enforcement
 
 from agent.backend import calls
 from agent.backend import domxml
+from agent.backend import iopath
 from agent.backend import observation
 from agent.backend import signals
 from agent.backend import traffic
 from agent.sensors import discovery
 from agent.sensors import guestio
 from agent.sensors import guestproc
+from agent.sensors import irqs
 from agent.sensors import numafaults
 from agent.sensors import numamaps
 from agent.sensors import schedstat
@@ -52,6 +57,9 @@ LOG = logging.getLogger(__name__)
 # at least this long; observations closer together reuse the last ones. See
 # guestio.windowed.
 MIN_RATE_WINDOW = 1.0
+# Where the agent keeps what must outlive it ([numa_policy_agent]
+# state_dir): the affinity of each IRQ it steered, as it found it.
+STATE_DIR = '/var/lib/nova/numa-policy'
 
 
 class LibvirtBackend(backend.Backend):
@@ -64,7 +72,8 @@ class LibvirtBackend(backend.Backend):
                  cpu_partition=scope.CpuPartition(),
                  vf_traffic=vfstats.query,
                  monitor_groups=None, guest_samples=None,
-                 numa_maps_bound=None, read_timer=time.perf_counter):
+                 numa_maps_bound=None, read_timer=time.perf_counter,
+                 steering=None, state_dir=STATE_DIR):
         self._connection = connection
         # Which guests are ours to manage (nova_numa_policy.contracts.scope),
         # and the CPUs nova's configuration gives them on this host.
@@ -114,6 +123,11 @@ class LibvirtBackend(backend.Backend):
             root, clock, rate_window, monitor_groups, guest_samples)
         # The vCPU threads' sched and schedstat files, kept open.
         self._thread_files = guestproc.OpenFiles()
+        # The guests' uplinks always; their vhost workers and the
+        # uplinks' interrupts with the steering daemon only.
+        self._io_path = iopath.IoPath(root, state_dir, clock, steering,
+                                      self._network_bridge)
+        self._irq_hands_off = None
 
     def _conn(self):
         return self._connection.get()
@@ -132,6 +146,9 @@ class LibvirtBackend(backend.Backend):
             caps.add(backend.CAP_PAGE_MIGRATION)
         if self.locality_signal():
             caps.add(backend.CAP_ACCESS_COUNTERS)
+        if self._io_path.configured:
+            caps.update((backend.CAP_IRQ_STEERING,
+                         backend.CAP_IO_THREAD_PINNING))
         return frozenset(caps)
 
     def locality_signal(self):
@@ -180,9 +197,30 @@ class LibvirtBackend(backend.Backend):
         if (self._topology is None
                 or self._topology_generation != self._connection.generation):
             caps = self._call('getCapabilities', conn.getCapabilities)
-            self._topology = self._uplinks.discover(caps, self._root)
+            self._topology = self._reserving(
+                self._uplinks.discover(caps, self._root))
             self._topology_generation = self._connection.generation
         return self._topology
+
+    def _reserving(self, topology):
+        """``topology`` with the CPUs no I/O may be steered to.
+
+        Those the kernel isolates (a boot option) and those nova
+        dedicates to pinned guests: neither changes while the agent runs.
+        """
+        return dataclasses.replace(topology, reserved_cpus=(
+            irqs.isolated_cpus(self._root)
+            | self._cpu_partition.dedicated))
+
+    def _network_bridge(self, name):
+        """The bridge of libvirt network ``name``, or None if it has none."""
+        try:
+            return self._conn().networkLookupByName(name).bridgeName()
+        except libvirt.libvirtError as exc:
+            # A network of macvtaps or VFs has no bridge; a network gone
+            # leaves the guest's interface without an uplink here.
+            LOG.debug('No bridge for network %s: %s', name, exc)
+            return None
 
     def hostname(self):
         conn = self._conn()
@@ -215,6 +253,7 @@ class LibvirtBackend(backend.Backend):
         facts = domxml.parse(xml, self._scope)
         self._facts[uuid] = (xml, facts)
         self._traffic.learn(uuid, xml)
+        self._io_path.learn(uuid, xml)
         return facts
 
     def _pid(self, dom, uuid):
@@ -345,6 +384,9 @@ class LibvirtBackend(backend.Backend):
             facts, pid, topology, vcpu_cpus, memory))
         io_rate = self._traffic.rate(dom, facts.uuid)
         cpu_wait = self._cpu_wait(pid, facts.uuid, len(vcpu_cpus))
+        io_threads = (self._io_path.io_thread_cpus(
+            facts.uuid, pid, self._thread_files.read_text)
+            if self._io_path.configured else frozenset())
         return backend.InstanceState(
             uuid=facts.uuid,
             requested_policy=facts.requested.value if facts.requested
@@ -365,7 +407,9 @@ class LibvirtBackend(backend.Backend):
             memory_mode=facts.memory_mode,
             memory_nodes=facts.memory_nodes,
             emulator_affinity=emulator,
-            allowed_cpus=scope.bound(facts.allowed_cpus, host_cpus))
+            allowed_cpus=scope.bound(facts.allowed_cpus, host_cpus),
+            nics=self._io_path.nics(facts.uuid, topology),
+            io_thread_cpus=io_threads)
 
     def _threads(self, facts, pid, topology, vcpu_cpus, memory):
         """The guest as its locality signal measures it."""
@@ -386,6 +430,7 @@ class LibvirtBackend(backend.Backend):
         if self._cpu_window is None:
             self._start_rate_windows(domains)
         self._traffic.new_observation()
+        self._io_path.new_observation()
         host_cpus = self._cpu_partition.floating(
             cpu for node in topology.nodes for cpu in node.cpus)
         signal = self._signal.collect(self.locality_signal(),
@@ -405,10 +450,23 @@ class LibvirtBackend(backend.Backend):
         live = {i.uuid for i in instances}
         self._forget_all_but(live)
         self._signal.sweep(live, signal)
+        irq_states, hands_off = self._interrupts(topology)
         return backend.HostSnapshot(
             topology=topology, usage=self._usage(topology),
             instances=tuple(instances), taken_at=self._clock(),
-            locality_signal=signal)
+            locality_signal=signal, irqs=irq_states,
+            irq_hands_off=hands_off)
+
+    def _interrupts(self, topology):
+        """(the uplinks' IrqStates, why they are not ours) or ((), None).
+
+        Nothing is read without the steering daemon or without uplinks.
+        """
+        if not self._io_path.configured or not topology.nics:
+            self._irq_hands_off = None
+            return (), None
+        self._irq_hands_off = self._io_path.hands_off()
+        return self._io_path.irqs(topology.nics), self._irq_hands_off
 
     def _forget_all_but(self, live):
         """Drop what is kept per guest for guests no longer running."""
@@ -416,6 +474,7 @@ class LibvirtBackend(backend.Backend):
             for uuid in set(kept) - live:
                 del kept[uuid]
         self._traffic.forget_all_but(live)
+        self._io_path.forget_all_but(live)
         self._thread_files.sweep()
 
     def _act(self, dom, what, func, *args):
@@ -498,3 +557,41 @@ class LibvirtBackend(backend.Backend):
                      '(kernel.numa_balancing); they move once the guest '
                      'touches them again', instance_uuid, result.skipped)
         return result.moved
+
+    def steer_irq(self, irq, nic, cpus):
+        """Route ``irq`` of uplink ``nic`` to ``cpus``; its affinity after.
+
+        The affinity found before the first steer is recorded first
+        (:class:`agent.backend.iopath.FoundRecord`); writing it back
+        gives the IRQ back to irqbalance, if one runs.
+        """
+        if not self._io_path.configured:
+            raise errors.NotEnforceable(
+                'IRQ steering is not available: no steering daemon '
+                'configured ([numa_policy_agent] io_path_steering)')
+        if self._irq_hands_off:
+            raise errors.NotEnforceable(
+                f'NIC interrupts are left alone: {self._irq_hands_off}')
+        if nic not in {uplink.name for uplink in self.topology().nics}:
+            raise errors.NotEnforceable(f'{nic} is not an uplink of this '
+                                        f'host')
+        return self._io_path.steer(irq, nic, cpus)
+
+    def pin_io_threads(self, instance_uuid, cpus):
+        """Restrict the guest's vhost workers to ``cpus``."""
+        if not self._io_path.configured:
+            raise errors.NotEnforceable(
+                'vhost worker pinning is not available: no steering daemon '
+                'configured ([numa_policy_agent] io_path_steering)')
+        dom = self._domain(instance_uuid)
+        try:
+            self._domain_facts(dom)
+            pid = self._pid(dom, instance_uuid)
+        except libvirt.libvirtError as exc:
+            raise calls.translate(self._connection, exc, 'pin I/O threads')
+        if pid is None:
+            if not calls.active(dom):
+                raise errors.DomainGone(f'{instance_uuid}: not running')
+            raise errors.NotEnforceable(
+                f'{instance_uuid}: no qemu process found')
+        return self._io_path.pin(instance_uuid, pid, cpus)

@@ -1,4 +1,4 @@
-"""The agent's privileged contexts: moving pages, monitoring, sampling.
+"""The agent's privileged contexts: pages, monitoring, sampling, steering.
 
 The agent runs unprivileged; only what needs privilege runs in the
 privsep daemon started through ``privsep-helper`` (sudo or rootwrap, see
@@ -34,6 +34,16 @@ for every CPU, with physical addresses, takes ``CAP_PERFMON`` and
 nothing else. Like the page daemon it runs as QEMU's account, not root;
 it hands the agent counts of samples per vCPU thread and node, of
 threads of checked guests, never an address.
+
+A fourth (:data:`steering`, section ``[numa_policy_steering]``) carries
+out the guests' I/O path (:mod:`agent.privsep.irqs`): it writes a NIC's
+interrupt affinity (``/proc/irq/<n>/smp_affinity_list`` is root's, and
+the kernel asks for no capability beyond owning it), tells irqbalance to
+leave that interrupt alone (its socket serves uid 0 only) and restricts
+a guest's vhost workers to CPUs. Those workers are root's kernel
+threads before Linux 6.4 and QEMU's threads from 6.4 on; restricting a
+thread of another user takes ``CAP_SYS_NICE``. So it runs as root with
+that one capability.
 """
 
 import grp
@@ -94,6 +104,15 @@ sampler = priv_context.PrivContext(
     cfg_section=SAMPLER_SECTION,
     pypath=__name__ + '.sampler',
     capabilities=SAMPLER_CAPABILITIES,
+)
+
+STEERING_SECTION = 'numa_policy_steering'
+STEERING_CAPABILITIES = (capabilities.CAP_SYS_NICE,)
+steering = priv_context.PrivContext(
+    'agent',
+    cfg_section=STEERING_SECTION,
+    pypath=__name__ + '.steering',
+    capabilities=STEERING_CAPABILITIES,
 )
 
 # What a call raises when its daemon did not start (sudo or rootwrap not
@@ -252,12 +271,28 @@ def checked_sampler_pid_dir():
 _checked_sampler_pid_dir = None
 
 
+def checked_steering_pid_dir():
+    """As :func:`checked_monitor_pid_dir`, for the steering daemon.
+
+    Root by design too (the files it writes are root's); its
+    configuration must be root's alone.
+    """
+    global _checked_steering_pid_dir
+    if _checked_steering_pid_dir is None:
+        check_configuration()
+        _checked_steering_pid_dir = guest_pid_dir()
+    return _checked_steering_pid_dir
+
+
+_checked_steering_pid_dir = None
+
+
 def forget_checks():
     """Check again at the next call (tests change the configuration)."""
     global _checked_pid_dir, _checked_monitor_pid_dir
-    global _checked_sampler_pid_dir
+    global _checked_sampler_pid_dir, _checked_steering_pid_dir
     _checked_pid_dir = _checked_monitor_pid_dir = None
-    _checked_sampler_pid_dir = None
+    _checked_sampler_pid_dir = _checked_steering_pid_dir = None
     guests.clear()
 
 

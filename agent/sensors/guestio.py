@@ -83,3 +83,50 @@ def request_rate(previous, current):
     if elapsed <= 0 or sent_bytes < 0 or sent_packets < 0:
         return 0.0
     return max(sent_packets, sent_bytes / FRAME_BYTES) / elapsed
+
+
+# The element and attribute naming the host side of an interface, per
+# type: a Linux or OVS bridge, the device a macvtap sits on, a libvirt
+# network (whose bridge only libvirt knows).
+_SOURCES = {'bridge': 'bridge', 'direct': 'dev', 'network': 'network'}
+
+
+def interface_sources(xml):
+    """(type, name) of each interface's host side, in XML order.
+
+    ``('bridge', 'br0')``, ``('direct', 'ens1f0')`` (macvtap),
+    ``('network', 'default')``; other types (``hostdev``: see
+    :func:`agent.sensors.vfstats.vf_addresses`, ``vhostuser``,
+    ``ethernet``) have none here.
+    """
+    root = ElementTree.fromstring(xml)
+    found = []
+    for interface in root.findall('./devices/interface'):
+        kind = interface.get('type')
+        source = interface.find('source')
+        if kind in _SOURCES and source is not None:
+            name = source.get(_SOURCES[kind])
+            if name:
+                found.append((kind, name))
+    return found
+
+
+def uses_vhost(xml):
+    """Whether any interface may have vhost workers: virtio on a tap.
+
+    A virtio interface of type bridge, network, direct or ethernet gets
+    vhost-net unless ``<driver name='qemu'>`` says otherwise; a VF, a
+    vhost-user port or another model has none.
+    """
+    root = ElementTree.fromstring(xml)
+    for interface in root.findall('./devices/interface'):
+        if interface.get('type') not in ('bridge', 'network', 'direct',
+                                         'ethernet'):
+            continue
+        model = interface.find('model')
+        driver = interface.find('driver')
+        if model is None or model.get('type') != 'virtio':
+            continue
+        if driver is None or driver.get('name') != 'qemu':
+            return True
+    return False

@@ -17,6 +17,7 @@ from nova_numa_policy.objects import wire as report_wire
 from agent.backend import bandwidth
 from agent.backend import connection
 from agent.backend import domxml
+from agent.backend import iopath
 from agent.backend import libvirt_backend
 from agent.backend import observation
 from agent.backend import pagemoves
@@ -162,6 +163,8 @@ def build_agent(conf, sender=None, opener=None):
         pid_dir=opts.qemu_pid_dir.lstrip('/'),
         agent_scope=scope.Scope.from_conf(opts),
         cpu_partition=cpu_partition(conf),
+        steering=iopath.Steering() if opts.io_path_steering else None,
+        state_dir=opts.state_dir,
         numa_maps_bound=observation.NumaMapsBound(observation.budget_for(
             opts.period, opts.numa_maps_core_share)))
     runner = rebalance.build_runner(

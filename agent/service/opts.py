@@ -41,6 +41,13 @@ SAMPLER_HELP = (
     'with CAP_PERFMON alone: what opening sampling events for every CPU, '
     'with physical addresses, takes.')
 
+STEERING_HELP = (
+    'Options of the oslo.privsep daemon that numa-policy-agent starts for '
+    "the guests' I/O path ([numa_policy_agent] io_path_steering). It runs "
+    "as root with CAP_SYS_NICE alone: /proc/irq's files and irqbalance's "
+    "socket are root's, and restricting QEMU's vhost threads (Linux 6.4 "
+    'and later) takes CAP_SYS_NICE. Leave user and group unset.')
+
 ACCOUNT_SAMPLE = {
     'user': "<QEMU's: qemu.conf's user, else libvirt-qemu or qemu>",
     'group': "<QEMU's: qemu.conf's group, else the user's name>",
@@ -85,8 +92,16 @@ def list_privileged_opts():
         capabilities.CAPS_BYVALUE[cap]
         for cap in privsep.SAMPLER_CAPABILITIES])
     _account_defaults(sampler_opts)
+    steering = cfg.OptGroup(privsep.steering.cfg_section,
+                            title="The guests' I/O path daemon of the agent",
+                            help=STEERING_HELP)
+    steering_opts = copy.deepcopy(priv_context.OPTS)
+    cfg.set_defaults(steering_opts, capabilities=[
+        capabilities.CAPS_BYVALUE[cap]
+        for cap in privsep.STEERING_CAPABILITIES])
     return [(group, opts + copy.deepcopy(privsep.OPTS)),
-            (monitor, monitor_opts), (sampler, sampler_opts)]
+            (monitor, monitor_opts), (sampler, sampler_opts),
+            (steering, steering_opts)]
 
 
 def _account_defaults(opts):

@@ -346,6 +346,51 @@ Related options:
 * ``hardware_sample_period``: how often the CPU samples.
 * ``page_migration``: the loops' page moves, which the samples guide.
 '''),
+    cfg.BoolOpt(
+        'io_path_steering',
+        default=False,
+        help='''
+Steer the uplinks' interrupts and the guests' vhost workers (the guests'
+I/O path) through a privsep daemon that runs as root with
+``CAP_SYS_NICE`` alone.
+
+Offers the loops the ``irq-steering`` and ``io-thread-pinning``
+capabilities. Where irqbalance runs, each interrupt the agent steers is
+put in irqbalance's banned list through its socket first, and taken out
+again once the agent writes back the affinity it found; where irqbalance
+runs and its socket does not answer, the uplinks' interrupts are left
+alone. Without it the agent still reports each guest's uplinks.
+
+Possible values:
+
+* False (do not steer) or True: needs ``privsep-helper`` allowed
+  through sudo or rootwrap for the ``agent.privsep.steering`` context.
+
+Related options:
+
+* ``state_dir``: where the affinity each interrupt had before the agent
+  first steered it is kept.
+* ``physnet_interfaces``, ``bridge_interfaces``: the uplinks.
+'''),
+    cfg.StrOpt(
+        'state_dir',
+        default='/var/lib/nova/numa-policy',
+        help='''
+Directory where the agent keeps what must outlive it: the affinity of
+each NIC interrupt it steered, as it found it (``irq-affinity.json``),
+so that a restarted agent can still give it back.
+
+Not taken under ``sysfs_root``: it is the agent's own state, written by
+the agent's user.
+
+Possible values:
+
+* A directory the agent's user may write; made if missing.
+
+Related options:
+
+* ``io_path_steering``.
+'''),
     cfg.IntOpt(
         'hardware_sample_period',
         default=1000000,
