@@ -6,6 +6,7 @@ domains inside. Tests look at what the kernel says (numa_maps,
 Cpus_allowed_list, cgroup files), never only at what the agent reports.
 """
 
+import os
 import time
 import uuid as uuid_mod
 
@@ -44,6 +45,8 @@ enabled_loops = {loops}
 
 # Where the agent hands its uplinks to the driver extension (lab tmpfs).
 UPLINKS_FILE = '/tmp/numa-policy-uplinks.json'
+# A CPU spinner that leaves emulation to the other vCPUs.
+BUSY = os.path.join(machine.PROJECT, 'tests', 'labhost', 'busy.py')
 # Where it keeps the interrupts' affinity as found (lab tmpfs).
 STATE_DIR = '/tmp/numa-policy-state'
 
@@ -171,10 +174,15 @@ class LabTestCase(testtools.TestCase):
             'tests.labhost.inside:kernel_view', guest.pid))
 
     def busy(self, cpus):
-        """Keep ``cpus`` of the lab host busy until the test ends."""
+        """Keep ``cpus`` of the lab host busy until the test ends.
+
+        Busy to the lab host's kernel (a task that never sleeps), while
+        the other vCPUs keep QEMU's emulation thread: see
+        :mod:`tests.labhost.busy`.
+        """
         for cpu in sorted(cpus):
-            self.lab.run(f"taskset -c {cpu} sh -c ': lab-busy; "
-                         f"while :; do :; done' >/dev/null 2>&1 &")
+            self.lab.run(f'taskset -c {cpu} /usr/bin/python3 -S {BUSY} '
+                         f'lab-busy >/dev/null 2>&1 &')
         self.addCleanup(self.lab.run, "pkill -f '[l]ab-busy' || true")
 
     def node_cpus(self, *nodes):
