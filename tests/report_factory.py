@@ -43,7 +43,10 @@ def make_report(node_count=2, **fields):
         numa_nodes=[make_node(n, node_count) for n in range(node_count)],
         nics=[report_obj.NumaNicReport(
             name='ens1f0', numa_node=node_count - 1, speed_mbps=25000,
-            physnet='physnet1', bridge=None)],
+            physnet='physnet1', bridge=None, irqs=[120, 121],
+            irq_cpus=[2 * node_count - 2, 2 * node_count - 1],
+            irq_steering=f'steered to node {node_count - 1} for 1 '
+                         f'I/O-intensive guest(s) there')],
         instances=[make_instance()],
         enforceable_policies=['first-touch', 'interleave', 'home'],
         locality_signal=None, measurements=['interface-traffic'])

@@ -85,7 +85,19 @@ def _floating_row(node):
 def _nic_row(nic):
     return {'name': nic.name, 'numa_node': nic.numa_node,
             'speed_mbps': nic.speed_mbps, 'physnet': nic.physnet,
-            'bridge': nic.bridge}
+            'bridge': nic.bridge, **_irq_row(nic)}
+
+
+def _irq_row(nic):
+    """The NIC's vectors, where they go and why, as the agent said it.
+
+    Nothing from agents before report 1.7, which did not say.
+    """
+    said = {name: getattr(nic, name) if nic.obj_attr_is_set(name)
+            else default for name, default in
+            (('irqs', []), ('irq_cpus', []), ('irq_steering', None))}
+    return {'irqs': list(said['irqs']), 'irq_cpus': list(said['irq_cpus']),
+            'irq_steering': said['irq_steering']}
 
 
 def host_row(report, received_at):

@@ -520,4 +520,8 @@ def undo(action, instance, topology):
         before = instance.memory_nodes or frozenset(
             n.id for n in topology.nodes)
         return backend.SetNodeset(instance.uuid, reason, nodes=before)
+    if isinstance(action, backend.PinIoThreads):
+        return backend.PinIoThreads(
+            instance.uuid, reason,
+            cpus=instance.io_thread_cpus or everything)
     return None

@@ -9,7 +9,11 @@ each with :func:`apply_plan`.
 Actions of one guest are applied in order. When one fails, for whatever
 reason, those already applied are undone in reverse order (with
 :func:`enforcement.undo`, and page moves by moving as many pages back),
-so a guest is never left half pinned. What cannot be undone now because
+so a guest is never left half pinned. Host actions
+(:class:`~nova_numa_policy.contracts.backend.HostAction`, a NIC's
+interrupt vectors) are plans of their own, one per subject
+(``nic:eth0``), with no guest: a failed steer writes back the affinity
+each earlier steer of the plan replaced. What cannot be undone now because
 the host's manager (libvirtd) is away is handed back as *pending*: the
 agent carries it out at the start of a later period (:class:`PendingUndo`).
 Every action and every undo is logged with its reason.
@@ -65,12 +69,22 @@ def _log(action, dry_run):
 
 
 def reverse_action(action, instance, topology):
-    """The action that restores what ``action`` changed, or None."""
+    """The action that restores what ``action`` changed, or None.
+
+    ``instance`` is None for a host action, which carries what it
+    replaced itself.
+    """
     if isinstance(action, backend.MovePages):
         return dataclasses.replace(
             action, source_node=action.target_node,
             target_node=action.source_node,
             reason=f'roll back: {action.reason}')
+    if isinstance(action, backend.SteerIrq):
+        return dataclasses.replace(
+            action, cpus=action.previous, previous=action.cpus,
+            reason=f'roll back: {action.reason}')
+    if instance is None:
+        return None
     return enforcement.undo(action, instance, topology)
 
 
@@ -90,13 +104,16 @@ def may_have_applied(action, exc):
 
 
 def undo_steps(instance, topology, done):
-    """The actions that restore ``instance`` after ``done``: pure."""
+    """The actions that restore ``instance`` after ``done``: pure.
+
+    ``instance`` is None for a plan of host actions.
+    """
     steps = []
     for action in reversed(done):
         undo_action = reverse_action(action, instance, topology)
         if undo_action is None:
             LOG.warning('No roll back for %s on %s', type(action).__name__,
-                        instance.uuid)
+                        action.instance_uuid)
             continue
         steps.append(undo_action)
     return steps
@@ -129,7 +146,10 @@ def carry_out_undo(host, uuid, steps):
 
 
 def apply_plan(host, instance, topology, actions, dry_run=False):
-    """Apply ``actions`` for ``instance`` on ``host``; a PlanOutcome."""
+    """Apply ``actions`` for ``instance`` on ``host``; a PlanOutcome.
+
+    ``instance`` is None for a plan of host actions on one subject.
+    """
     if dry_run:
         for action in actions:
             _log(action, True)
@@ -141,7 +161,7 @@ def apply_plan(host, instance, topology, actions, dry_run=False):
         except errors.DomainGone:
             # Deleted or migrated away meanwhile: nothing left to undo on.
             LOG.info('Instance %s went away during enforcement',
-                     instance.uuid)
+                     action.instance_uuid)
             return PlanOutcome(applied=len(done), failed=GONE, ending=GONE)
         except Exception as exc:  # noqa: B902 - every failure rolls back
             return _roll_back(host, instance, topology, done, action, exc)
@@ -155,13 +175,13 @@ def _roll_back(host, instance, topology, done, action, exc):
         # Not one of the host's answers the backend translates: a bug
         # or an unforeseen error. Logged whole, then treated as a failure.
         LOG.exception('Unexpected error applying %s on %s',
-                      type(action).__name__, instance.uuid)
+                      type(action).__name__, action.instance_uuid)
     if may_have_applied(action, exc):
         done = done + [action]
     LOG.warning('%s on %s failed (%s); rolling back %d change(s)',
-                type(action).__name__, instance.uuid, exc, len(done))
+                type(action).__name__, action.instance_uuid, exc, len(done))
     ending, left = carry_out_undo(
-        host, instance.uuid, undo_steps(instance, topology, done))
+        host, action.instance_uuid, undo_steps(instance, topology, done))
     lost = isinstance(exc, errors.ConnectionLost)
     return PlanOutcome(failed=str(exc) or type(exc).__name__,
                        resync=lost or bool(left), ending=ending,
@@ -202,12 +222,14 @@ class PendingUndo:
     def finish(self, host, present):
         """Carry out what is pending for guests in ``present``.
 
-        Returns {uuid: ending} for every guest it dealt with.
+        Returns {uuid: ending} for every guest it dealt with. A host
+        subject (a NIC) is always present: a NIC gone makes its steps
+        fail, which is logged.
         """
         endings = {}
         for uuid, (steps, attempts) in list(self._steps.items()):
             del self._steps[uuid]
-            if uuid not in present:
+            if uuid not in present and not _host_subject(steps):
                 endings[uuid] = GONE
                 continue
             ending, left = carry_out_undo(host, uuid, steps)
@@ -222,6 +244,10 @@ class PendingUndo:
         return endings
 
 
+def _host_subject(steps):
+    return any(isinstance(step, backend.HostAction) for step in steps)
+
+
 @dataclasses.dataclass
 class Outcome:
     """What one period's decisions did on the host."""
@@ -232,20 +258,27 @@ class Outcome:
     # Another pass is needed soon (a lost connection, an undo left over).
     resync: bool = False
     # How each guest's plan ended (ENDINGS), and the undo steps a lost
-    # connection left, by instance uuid.
+    # connection left, by instance uuid (or host subject, ``nic:eth0``).
     endings: dict = dataclasses.field(default_factory=dict)
     pending: dict = dataclasses.field(default_factory=dict)
 
 
 def plans(snapshot, decisions):
-    """Group (strategy, action) pairs into per-guest plans, order kept."""
+    """Group (strategy, action) pairs into plans, order kept.
+
+    ``[(instance, steps)]``: one plan per guest, and one per host subject
+    (``nic:eth0``) with instance None. A guest's action for a guest the
+    snapshot does not hold is dropped: it has gone.
+    """
     by_uuid = {i.uuid: i for i in snapshot.instances}
     grouped = {}
     for name, action in decisions:
-        instance = by_uuid.get(action.instance_uuid)
-        if instance is not None:
-            grouped.setdefault(instance.uuid, (instance, []))[1].append(
-                (name, action))
+        subject = action.instance_uuid
+        instance = by_uuid.get(subject)
+        if instance is None and not isinstance(action, backend.HostAction):
+            continue
+        grouped.setdefault(subject, (instance, []))[1].append(
+            (name, action))
     return list(grouped.values())
 
 
@@ -260,14 +293,15 @@ def carry_out(host, snapshot, decisions, dry_run=False):
     """Apply admitted ``decisions`` on ``host``, one plan per guest."""
     outcome = Outcome()
     for instance, steps in plans(snapshot, decisions):
+        subject = steps[0][1].instance_uuid
         actions = [tagged(name, action) for name, action in steps]
         result = apply_plan(host, instance, snapshot.topology, actions,
                             dry_run)
         outcome.resync = outcome.resync or result.resync
         outcome.applied += result.applied
-        outcome.endings[instance.uuid] = result.ending
+        outcome.endings[subject] = result.ending
         if result.pending:
-            outcome.pending[instance.uuid] = result.pending
+            outcome.pending[subject] = result.pending
         if dry_run or (result.failed is None
                        and result.applied == len(actions)):
             outcome.actions.extend(steps)

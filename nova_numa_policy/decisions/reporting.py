@@ -104,6 +104,42 @@ def judged(instance, topology, judges):
     return fields
 
 
+def nic_verdicts(snapshot, active_loops, judges):
+    """{NIC name: why its vectors are where they are}: pure.
+
+    From the loops acting this period (``active_loops``) among
+    ``judges``, each asked through the loops' interface
+    (``Strategy.judge_nics``); empty while none of them acts on NICs.
+    """
+    verdicts = {}
+    for strategy, config in judges:
+        if strategy.name in active_loops:
+            verdicts.update(strategy.judge_nics(snapshot, config))
+    return verdicts
+
+
+def irq_cpus(irqs):
+    """Where the vectors ``irqs`` are delivered now, sorted.
+
+    The kernel's effective affinity of each where it says, else the
+    affinity asked for.
+    """
+    return sorted(set().union(*(irq.effective or irq.affinity
+                                for irq in irqs)))
+
+
+def _nic(nic, snapshot, verdicts):
+    irqs = [irq for irq in snapshot.irqs if irq.nic == nic.name]
+    irqs = sorted(irqs, key=lambda irq: irq.irq)[:report_obj.MAX_NIC_IRQS]
+    verdict = verdicts.get(nic.name)
+    return report_obj.NumaNicReport(
+        name=nic.name, numa_node=nic.numa_node, speed_mbps=nic.speed_mbps,
+        physnet=nic.physnet, bridge=nic.bridge,
+        irqs=[irq.irq for irq in irqs], irq_cpus=irq_cpus(irqs),
+        irq_steering=(None if verdict is None
+                      else verdict[:report_obj.MAX_VERDICT_LENGTH]))
+
+
 def _instance(instance, topology, active_loops, auto_choices, endings,
               judges):
     known = {str(n.id) for n in topology.nodes}
@@ -141,22 +177,23 @@ def build_report(snapshot, host, hypervisor_hostname, seq, period,
     ``judges``: (strategy class, Config) pairs whose ``judge`` gives a
     guest's fields that are a loop's rule (its access class, whether it
     is I/O intensive): ``nova_numa_policy.loops.runner.judges``; without
-    them those fields say nothing was judged.
+    them those fields say nothing was judged. Those of them acting this
+    period also say why each NIC's vectors are where they are
+    (:func:`nic_verdicts`).
     """
     auto_choices = auto_choices or {}
     endings = endings or {}
     usage = {u.node_id: u for u in snapshot.usage}
     topology = snapshot.topology
     instances = snapshot.instances[:report_obj.MAX_INSTANCES]
+    verdicts = nic_verdicts(snapshot, active_loops, judges)
     return report_obj.NumaHostReport(
         host=host, hypervisor_hostname=hypervisor_hostname,
         agent_version=agent_version(), seq=seq, boot_id=boot_id,
         generated_at=now or report_obj.utcnow(), period=float(period),
         numa_nodes=[_node(n, usage.get(n.id)) for n in topology.nodes],
-        nics=[report_obj.NumaNicReport(
-            name=n.name, numa_node=n.numa_node, speed_mbps=n.speed_mbps,
-            physnet=n.physnet, bridge=n.bridge)
-            for n in topology.nics[:report_obj.MAX_NICS]],
+        nics=[_nic(n, snapshot, verdicts)
+              for n in topology.nics[:report_obj.MAX_NICS]],
         instances=[_instance(i, topology, active_loops, auto_choices,
                              endings, judges)
                    for i in instances],

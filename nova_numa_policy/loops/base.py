@@ -67,6 +67,25 @@ class Strategy(abc.ABC):
         """
         return {}
 
+    @classmethod
+    def judge_nics(cls, snapshot, config):
+        """Pure: ``{NIC name: why}`` this strategy says of the host's NICs.
+
+        The report carries it (``NumaNicReport.irq_steering``) while the
+        strategy acts on the host; nothing by default.
+        """
+        return {}
+
+    @classmethod
+    def for_capabilities(cls, config, capabilities):
+        """``config`` fitted to a backend's ``capabilities``: pure.
+
+        The runner calls it for each strategy it starts, so that a
+        strategy proposes only what the backend can carry out; ``config``
+        as it is by default.
+        """
+        return config
+
     def forget(self, state, uuids):
         """``state`` without what it remembers of guests ``uuids``.
 

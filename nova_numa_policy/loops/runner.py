@@ -147,7 +147,13 @@ def _runs(decisions, atomic):
 
 
 def _leaves_allowed(action, allowed):
-    """Whether a pin would let a guest run outside its allowed CPUs."""
+    """Whether a pin would let a guest run outside its allowed CPUs.
+
+    A host action (an interrupt steered) moves no guest's thread: nova's
+    bound on a guest's CPUs says nothing of it.
+    """
+    if isinstance(action, backend.HostAction):
+        return False
     cpus = getattr(action, 'cpus', None)
     return cpus is not None and scope.leaves_allowed(
         cpus, allowed.get(action.instance_uuid, ()))
@@ -184,8 +190,9 @@ class Runner:
                 self.skipped.append(s.name)
                 continue
             self.strategies.append(s)
-        self.configs = {s.name: configs.get(s.name) or s.Config()
-                        for s in self.strategies}
+        self.configs = {s.name: s.for_capabilities(
+            configs.get(s.name) or s.Config(), caps)
+            for s in self.strategies}
         self.states = {s.name: s.initial_state(seed)
                        for s in self.strategies}
         self._atomic = {s.name for s in self.strategies if s.atomic_plans}

@@ -43,6 +43,13 @@ MAX_SPEED_MBPS = 10 ** 7
 MAX_SEQ = (1 << 63) - 1
 MAX_PERIOD = 86400.0
 MAX_IO_RATE = 1e12
+# Interrupt vectors of one NIC, and the largest vector number: far
+# beyond any device (a NIC has one vector per queue, a few hundred at
+# most) and any kernel's NR_IRQS.
+MAX_NIC_IRQS = 4096
+MAX_IRQ = (1 << 24) - 1
+# A NIC's steering verdict: one line, the loop's own words.
+MAX_VERDICT_LENGTH = 1024
 # How far in the future a report's time may lie by the receiver's clock
 # before it is dropped (configurable: [numa_policy_reports]
 # max_clock_skew).
@@ -101,7 +108,8 @@ class NumaNicReport(base.NumaPolicyObject):
     """A network uplink and the NUMA node its PCI device sits on."""
 
     # Version 1.0: initial version
-    VERSION = '1.0'
+    # Version 1.1: irqs, irq_cpus, irq_steering
+    VERSION = '1.1'
 
     fields = {
         'name': fields.StringField(),
@@ -109,10 +117,22 @@ class NumaNicReport(base.NumaPolicyObject):
         'speed_mbps': fields.IntegerField(nullable=True),
         'physnet': fields.StringField(nullable=True),
         'bridge': fields.StringField(nullable=True),
+        # The NIC's interrupt vectors, by number; empty when the host
+        # does not say (or cannot steer them).
+        'irqs': fields.ListOfIntegersField(),
+        # The host CPUs they are delivered to now: the kernel's effective
+        # affinity where it says, else the affinity asked for; sorted.
+        'irq_cpus': fields.ListOfIntegersField(),
+        # Why they are there, in the iopath loop's words (steered to the
+        # node of its I/O-intensive guests, restored as found, left
+        # alone and why); None while that loop does not act.
+        'irq_steering': fields.StringField(nullable=True),
     }
 
     DEFAULTS = {'numa_node': None, 'speed_mbps': None, 'physnet': None,
-                'bridge': None}
+                'bridge': None, 'irqs': [], 'irq_cpus': [],
+                'irq_steering': None}
+    ADDED_IN = {'irqs': '1.1', 'irq_cpus': '1.1', 'irq_steering': '1.1'}
 
 
 @base.NumaPolicyObjectRegistry.register
@@ -165,7 +185,8 @@ class NumaHostReport(base.NumaPolicyObject):
     # Version 1.5: locality_signal and measurements may say
     #              hardware-samples
     # Version 1.6: NumaNodeReport 1.1 (floating_cpus, floating_load)
-    VERSION = '1.6'
+    # Version 1.7: NumaNicReport 1.1 (irqs, irq_cpus, irq_steering)
+    VERSION = '1.7'
 
     fields = {
         'host': fields.StringField(),
@@ -195,7 +216,7 @@ class NumaHostReport(base.NumaPolicyObject):
     # The version of each child class that a given report version carries.
     obj_relationships = {
         'numa_nodes': [('1.0', '1.0'), ('1.6', '1.1')],
-        'nics': [('1.0', '1.0')],
+        'nics': [('1.0', '1.0'), ('1.7', '1.1')],
         'instances': [('1.0', '1.0'), ('1.1', '1.1'), ('1.3', '1.2')],
     }
 

@@ -306,6 +306,7 @@ def check_host(data):
                  or 0 <= nic['speed_mbps'] <= schema.MAX_SPEED_MBPS,
                  'NIC %s: speed must be 0 to %d Mb/s', nic['name'],
                  schema.MAX_SPEED_MBPS)
+        _check_nic_irqs(nic, host_cpus)
     uuids = set()
     for _, instance in data['instances']:
         _check_instance(instance, node_ids, host_cpus)
@@ -321,6 +322,33 @@ def check_host(data):
     unknown = set(data.get('measurements', ())).difference(
         schema.MEASUREMENTS)
     _require(not unknown, 'unknown measurements %.80r', sorted(unknown))
+
+
+def _check_nic_irqs(nic, host_cpus):
+    """A NIC's vectors, the CPUs they go to and the verdict on them.
+
+    Absent from a sender before NIC report 1.1: nothing said. Vectors
+    are distinct numbers; their CPUs are the host's, each once; the
+    verdict is one line of bounded length.
+    """
+    name = nic['name']
+    irqs = nic.get('irqs') or []
+    _require(len(irqs) <= schema.MAX_NIC_IRQS,
+             'NIC %s: at most %d interrupt vectors', name,
+             schema.MAX_NIC_IRQS)
+    _require(all(0 <= irq <= schema.MAX_IRQ for irq in irqs),
+             'NIC %s: interrupt vectors are 0 to %d', name, schema.MAX_IRQ)
+    _require(len(set(irqs)) == len(irqs),
+             'NIC %s: an interrupt vector repeats', name)
+    cpus = nic.get('irq_cpus') or []
+    _require(len(set(cpus)) == len(cpus) and set(cpus) <= host_cpus,
+             "NIC %s: irq_cpus must be the host's CPUs, each once", name)
+    verdict = nic.get('irq_steering')
+    _require(verdict is None or (
+        0 < len(verdict) <= schema.MAX_VERDICT_LENGTH
+        and verdict.isprintable()),
+        'NIC %s: irq_steering must be 1 to %d printable characters', name,
+        schema.MAX_VERDICT_LENGTH)
 
 
 def _check_node(node, node_count):

@@ -78,7 +78,16 @@ SCHEMAS = {
         'name': {'type': 'string'},
         'numa_node': {'type': 'integer', 'nullable': True},
         'speed_mbps': {'type': 'integer', 'nullable': True},
-        'physnet': _NULLABLE_STRING, 'bridge': _NULLABLE_STRING}),
+        'physnet': _NULLABLE_STRING, 'bridge': _NULLABLE_STRING,
+        'irqs': dict(_INTS, description="The NIC's interrupt vectors; "
+                     'empty when its agent does not say (before report '
+                     '1.7) or its host cannot steer them.'),
+        'irq_cpus': dict(_INTS, description='The host CPUs those vectors '
+                         'are delivered to now.'),
+        'irq_steering': dict(
+            _NULLABLE_STRING, description='Why the vectors are there, in '
+            "the iopath loop's words; null while that loop does not "
+            'act on the host.')}),
     'Instance': _object({
         'uuid': _UUID, 'host': _NAME,
         'requested_policy': _NULLABLE_STRING,

@@ -67,13 +67,21 @@ def _node(node, nics, instance_mb):
     }
 
 
+def _nic(nic):
+    """A NIC as stored, with its vectors said even where it was not.
+
+    Rows stored from reports before 1.7 have no vectors: none known.
+    """
+    return {'irqs': [], 'irq_cpus': [], 'irq_steering': None, **nic}
+
+
 def host_detail(row):
     """A host's summary plus its nodes, NICs and instances."""
     body = host_summary(row)
     instance_mb = _instance_memory_per_node(row['instances'])
     body['numa_nodes'] = [_node(node, row['nics'], instance_mb)
                           for node in row['numa_nodes']]
-    body['nics'] = [dict(nic) for nic in row['nics']]
+    body['nics'] = [_nic(nic) for nic in row['nics']]
     body['instances'] = [instance(i) for i in row['instances']]
     return body
 

@@ -21,17 +21,17 @@ VERSION = 'nova_numa_policy_object.version'
 # The fingerprint of every object: a change to an object's fields without
 # a version bump fails here, so no report silently changes on the wire.
 OBJECT_FINGERPRINTS = {
-    'NumaHostReport': '1.6-3f190539753441ce04f4fe7d705e2f61',
+    'NumaHostReport': '1.7-3f190539753441ce04f4fe7d705e2f61',
     'NumaNodeReport': '1.1-de243c73ddd816fcd7ef564ae094c3df',
-    'NumaNicReport': '1.0-35807ac8be78b380438ee8177f88e6ed',
+    'NumaNicReport': '1.1-fb9b711042464b6b4ba8880dead9278d',
     'NumaInstanceReport': '1.2-66b3be3b5de3561cd7d79820bee79994',
 }
 
 
 class FutureHostReport(report_obj.NumaHostReport):
-    """What a newer agent would send: version 1.7 with one more field."""
+    """What a newer agent would send: version 1.8 with one more field."""
 
-    VERSION = '1.7'
+    VERSION = '1.8'
     fields = dict(report_obj.NumaHostReport.fields,
                   power_watts=fields.IntegerField())
     DEFAULTS = dict(report_obj.NumaHostReport.DEFAULTS, power_watts=0)
@@ -43,7 +43,7 @@ class FutureHostReport(report_obj.NumaHostReport):
     def obj_make_compatible(self, primitive, target_version):
         super().obj_make_compatible(primitive, target_version)
         if target_version in ('1.0', '1.1', '1.2', '1.3', '1.4', '1.5',
-                              '1.6'):
+                              '1.6', '1.7'):
             primitive.pop('power_watts', None)
 
 
@@ -79,8 +79,34 @@ class OldHostReport(report_obj.NumaHostReport):
         return 'NumaHostReport'
 
 
+class OldNicReport(base.NumaPolicyObject):
+    """What a consumer of report 1.6 knows of a NIC: version 1.0."""
+
+    VERSION = '1.0'
+    fields = {name: field
+              for name, field in report_obj.NumaNicReport.fields.items()
+              if name not in report_obj.NumaNicReport.ADDED_IN}
+
+    @classmethod
+    def obj_name(cls):
+        return 'NumaNicReport'
+
+
+class OldNicsHostReport(report_obj.NumaHostReport):
+    """What a consumer of report 1.6 reads."""
+
+    VERSION = '1.6'
+    CHILDREN = dict(report_obj.NumaHostReport.CHILDREN, nics=OldNicReport)
+
+    @classmethod
+    def obj_name(cls):
+        return 'NumaHostReport'
+
+
 base.NumaPolicyObjectRegistry.register_if(False)(OldNodeReport)
 base.NumaPolicyObjectRegistry.register_if(False)(OldHostReport)
+base.NumaPolicyObjectRegistry.register_if(False)(OldNicReport)
+base.NumaPolicyObjectRegistry.register_if(False)(OldNicsHostReport)
 
 
 def _future_report(**fields):
@@ -138,7 +164,7 @@ class VersionCompatibilityTest(testtools.TestCase):
 
     def test_current_consumer_reads_a_newer_minor_report(self):
         primitive = report_wire.dump_report(_future_report())
-        self.assertEqual('1.7', primitive[VERSION])
+        self.assertEqual('1.8', primitive[VERSION])
         back = report_wire.load_report(primitive)
         self.assertIsInstance(back, report_obj.NumaHostReport)
         self.assertNotIn('power_watts', back.fields)
@@ -210,7 +236,7 @@ class VersionCompatibilityTest(testtools.TestCase):
             self.assertEqual('access-counters', report_wire.load_report(
                 primitive).locality_signal)
             current = report_wire.dump_report(report)
-            self.assertEqual('1.6', current[VERSION])
+            self.assertEqual('1.7', current[VERSION])
             self.assertEqual(signal, report_wire.load_report(
                 current).locality_signal)
 
@@ -293,6 +319,41 @@ class VersionCompatibilityTest(testtools.TestCase):
         self.assertEqual(([], None), report_obj.floating_capacity(
             data['numa_nodes'][1]))
 
+    def test_a_nic_says_its_vectors_where_they_go_and_why(self):
+        back = report_wire.load_report(report_wire.dump_report(
+            report_factory.make_report()))
+        nic = back.nics[0]
+        self.assertEqual(([120, 121], [2, 3]), (nic.irqs, nic.irq_cpus))
+        self.assertIn('steered to node 1', nic.irq_steering)
+
+    def test_an_agent_of_1_6_says_nothing_of_vectors(self):
+        primitive = report_wire.dump_report(report_factory.make_report(),
+                                            target_version='1.6')
+        self.assertEqual('1.6', primitive[VERSION])
+        nic = primitive[DATA]['nics'][0]
+        self.assertEqual('1.0', nic[VERSION])
+        for name in ('irqs', 'irq_cpus', 'irq_steering'):
+            self.assertNotIn(name, nic[DATA])
+        # Its nodes keep what 1.6 added.
+        self.assertEqual('1.1', primitive[DATA]['numa_nodes'][0][VERSION])
+        data = report_wire.load_report_data(primitive)
+        self.assertEqual(([], [], None), tuple(
+            data['nics'][0][name]
+            for name in ('irqs', 'irq_cpus', 'irq_steering')))
+        back = report_wire.load_report(primitive)
+        self.assertEqual(([], [], None), (back.nics[0].irqs,
+                                          back.nics[0].irq_cpus,
+                                          back.nics[0].irq_steering))
+
+    def test_a_1_7_report_read_by_a_1_6_consumer_keeps_its_nics(self):
+        primitive = report_wire.dump_report(report_factory.make_report())
+        self.assertEqual('1.1', primitive[DATA]['nics'][0][VERSION])
+        back = report_wire.load_report(primitive, cls=OldNicsHostReport)
+        nic = back.nics[0]
+        self.assertEqual(('ens1f0', 1), (nic.name, nic.numa_node))
+        self.assertFalse(nic.obj_attr_is_set('irqs'))
+        self.assertFalse(nic.obj_attr_is_set('irq_steering'))
+
     def test_newer_nested_object_drops_its_new_fields(self):
         primitive = report_wire.dump_report(report_factory.make_report())
         nic = primitive[DATA]['nics'][0]
@@ -317,6 +378,7 @@ def _mutate(path, value):
 
 _DELETE = object()
 NODE0 = (DATA, 'numa_nodes', 0, DATA)
+NIC0 = (DATA, 'nics', 0, DATA)
 INST0 = (DATA, 'instances', 0, DATA)
 
 
@@ -406,6 +468,21 @@ class MalformedReportTest(testtools.TestCase):
         ('a_load_of_no_floating_cpu', _mutate(NODE0 + ('floating_cpus',), [])),
         ('floating_load_without_floating_cpus',
          _mutate(NODE0 + ('floating_cpus',), None)),
+        ('repeated_irq', _mutate(NIC0 + ('irqs',), [120, 120])),
+        ('negative_irq', _mutate(NIC0 + ('irqs',), [-1])),
+        ('irq_beyond_any_kernel',
+         _mutate(NIC0 + ('irqs',), [report_obj.MAX_IRQ + 1])),
+        ('irqs_not_a_list', _mutate(NIC0 + ('irqs',), 120)),
+        ('too_many_irqs', _mutate(
+            NIC0 + ('irqs',), list(range(report_obj.MAX_NIC_IRQS + 1)))),
+        ('irq_cpu_the_host_lacks', _mutate(NIC0 + ('irq_cpus',), [2, 99])),
+        ('repeated_irq_cpu', _mutate(NIC0 + ('irq_cpus',), [2, 2])),
+        ('empty_irq_steering', _mutate(NIC0 + ('irq_steering',), '')),
+        ('irq_steering_of_two_lines',
+         _mutate(NIC0 + ('irq_steering',), 'steered\nrm -rf')),
+        ('irq_steering_too_long', _mutate(
+            NIC0 + ('irq_steering',), 'x' * (report_obj.MAX_VERDICT_LENGTH
+                                             + 1))),
         ('too_many_nics', _mutate(
             (DATA, 'nics'),
             [report_wire.dump_report(report_factory.make_report())

@@ -117,3 +117,51 @@ class JudgedFieldsTest(testtools.TestCase):
         names = [strategy.name for strategy, _ in loop_runner.judges()]
         self.assertEqual(sorted(names), names)
         self.assertIn('auto', names)
+
+
+class NicIrqTest(testtools.TestCase):
+    """Each NIC's vectors, where they are delivered and the loop's verdict."""
+
+    def report(self, active_loops=('iopath',), judges=None):
+        topology = backend.HostTopology(
+            nodes=TOPOLOGY.nodes,
+            nics=(backend.NicInfo('eth0', 0), backend.NicInfo('eth1', 1)))
+        guest = backend.InstanceState(
+            uuid=GUEST, requested_policy=None, vcpu_cpus=(0, 1),
+            io_rate=900.0, nics=frozenset({'eth0'}))
+        irqs = (backend.IrqState(41, 'eth0', frozenset({0, 1, 2, 3}),
+                                 effective=frozenset({2})),
+                backend.IrqState(40, 'eth0', frozenset({1})))
+        snapshot = backend.HostSnapshot(topology, (), (guest,), 0.0,
+                                        irqs=irqs)
+        report = reporting.build_report(
+            snapshot, 'h', 'h', 1, 5.0, frozenset(), now=NOW,
+            active_loops=active_loops,
+            judges=loop_runner.judges() if judges is None else judges)
+        return report_wire.load_report_data(report_wire.dump_report(report))
+
+    def test_vectors_and_where_they_are_delivered(self):
+        eth0, eth1 = self.report()['nics']
+        # Vector 41's effective CPU, vector 40's affinity.
+        self.assertEqual(([40, 41], [1, 2]), (eth0['irqs'], eth0['irq_cpus']))
+        self.assertEqual(([], []), (eth1['irqs'], eth1['irq_cpus']))
+
+    def test_the_iopath_loop_says_why_while_it_acts(self):
+        eth0, eth1 = self.report()['nics']
+        self.assertEqual('steered to node 0 (CPUs 0,1) for 1 I/O-intensive '
+                         'guest(s) there', eth0['irq_steering'])
+        self.assertEqual('left alone: no interrupt vector seen',
+                         eth1['irq_steering'])
+
+    def test_no_verdict_while_the_loop_does_not_act(self):
+        for active in ((), ('vnuioa',)):
+            nics = self.report(active_loops=active)['nics']
+            self.assertEqual([None, None],
+                             [n['irq_steering'] for n in nics], active)
+
+    def test_irq_cpus_prefer_the_effective_affinity(self):
+        irqs = [backend.IrqState(1, 'eth0', frozenset({0, 1}),
+                                 effective=frozenset({1})),
+                backend.IrqState(2, 'eth0', frozenset({5}))]
+        self.assertEqual([1, 5], reporting.irq_cpus(irqs))
+        self.assertEqual([], reporting.irq_cpus([]))

@@ -54,7 +54,22 @@ def describe_nic(nic):
     speed = ('' if nic['speed_mbps'] is None
              else f", {nic['speed_mbps']} Mb/s")
     physnet = '' if nic['physnet'] is None else f", {nic['physnet']}"
-    return f"{nic['name']} ({where}{speed}{physnet})"
+    return f"{nic['name']} ({where}{speed}{physnet}){_irqs(nic)}"
+
+
+def _irqs(nic):
+    """Its vectors, the CPUs they go to and why, when the API says."""
+    irqs = nic.get('irqs')
+    if not irqs:
+        return ''
+    verdict = nic.get('irq_steering')
+    why = f': {verdict}' if verdict else ''
+    return (f"; {len(irqs)} interrupt vector(s) on CPUs "
+            f"{_cpus(nic.get('irq_cpus') or [])}{why}")
+
+
+def _cpus(cpus):
+    return ','.join(str(cpu) for cpu in cpus) or 'unknown'
 
 
 class LinesColumn(columns.FormattableColumn):

@@ -74,6 +74,21 @@ class RowsTest(testtools.TestCase):
                          [(n['floating_cpus'], n['floating_load'])
                           for n in row['numa_nodes']])
 
+    def test_host_row_keeps_each_nics_vectors_and_verdict(self):
+        report = fakes.make_report()
+        nic = report.nics[0]
+        nic.irqs, nic.irq_cpus = [40, 41], [8, 9]
+        nic.irq_steering = 'steered to node 1'
+        (row,) = records.host_row(report, fakes.at(6))['nics']
+        self.assertEqual(([40, 41], [8, 9], 'steered to node 1'),
+                         (row['irqs'], row['irq_cpus'], row['irq_steering']))
+
+    def test_a_nic_of_an_agent_that_does_not_say_has_no_vectors(self):
+        # fakes' NIC sets none of the fields 1.1 added.
+        (row,) = records.host_row(fakes.make_report(), fakes.at(6))['nics']
+        self.assertEqual(([], [], None),
+                         (row['irqs'], row['irq_cpus'], row['irq_steering']))
+
     def test_instance_rows_are_keyed_by_uuid(self):
         report = fakes.make_report(instances=[
             fakes.make_instance(fakes.UUID_A),

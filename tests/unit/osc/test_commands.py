@@ -14,11 +14,15 @@ def fill(storage):
         'compute-2', instances=[fakes.make_instance(
             fakes.UUID_B, requested='interleave', applied='first-touch')]),
         fakes.at(100))
-    # nova shares half of node 0's CPUs and dedicates the rest.
-    storage.store_report(fakes.make_report('compute-3', instances=[
+    # nova shares half of node 0's CPUs and dedicates the rest; the
+    # iopath loop steered its NIC's two vectors.
+    third = fakes.make_report('compute-3', instances=[
         fakes.make_instance(UUID_C, requested=None, applied='none',
                             memory={'0': 2048})],
-        floating={0: ([0, 1, 2, 3], 0.6), 1: ([], None)}), fakes.at(100))
+        floating={0: ([0, 1, 2, 3], 0.6), 1: ([], None)})
+    third.nics[0].irqs, third.nics[0].irq_cpus = [40, 41], [8, 9]
+    third.nics[0].irq_steering = 'steered to node 1 (CPUs 8,9)'
+    storage.store_report(third, fakes.at(100))
     for seq, host, uuid in ((1, 'compute-1', fakes.UUID_A),
                             (2, 'compute-2', fakes.UUID_B),
                             (3, 'compute-2', None)):
@@ -77,6 +81,21 @@ class HostCommandsTest(base.CliTestCase):
         self.assertEqual([([0, 1, 2, 3], 0.6), ([], None)],
                          [(n['floating_cpus'], n['floating_load'])
                           for n in host['numa_nodes']])
+
+    def test_host_show_says_where_a_nics_vectors_go_and_why(self):
+        out = self.table_cli('numa', 'host', 'show', 'compute-3', '-c',
+                             'nics', '--max-width', '200')
+        self.assertIn('eth0 (node 1, 25000 Mb/s, physnet1); 2 interrupt '
+                      'vector(s) on CPUs 8,9: steered to node 1 (CPUs 8,9)',
+                      out)
+        (nic,) = self.json_cli('numa', 'host', 'show', 'compute-3')['nics']
+        self.assertEqual(([40, 41], [8, 9], 'steered to node 1 (CPUs 8,9)'),
+                         (nic['irqs'], nic['irq_cpus'], nic['irq_steering']))
+        # An agent that does not say: nothing more than before.
+        out = self.table_cli('numa', 'host', 'show', 'compute-1', '-c',
+                             'nics')
+        self.assertIn('eth0 (node 1, 25000 Mb/s, physnet1) ', out)
+        self.assertNotIn('vector', out)
 
     def test_unknown_host_prints_the_api_message(self):
         code, _out, err = self.run_cli('numa', 'host', 'show', 'nowhere')

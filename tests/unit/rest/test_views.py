@@ -58,6 +58,10 @@ class HostDetailTest(testtools.TestCase):
                                           for n in body['numa_nodes']])
         self.assertEqual('2025-01-31T12:00:00+00:00', body['generated_at'])
         self.assertEqual(2, body['node_count'])
+        # Stored before report 1.7: no vector known, no verdict.
+        self.assertEqual([([], [], None)] * 2,
+                         [(n['irqs'], n['irq_cpus'], n['irq_steering'])
+                          for n in body['nics']])
         # Stored before report 1.6: every CPU floats, at the node's load.
         self.assertEqual([([0], 0.5)] * 2,
                          [(n['floating_cpus'], n['floating_load'])
