@@ -13,6 +13,7 @@ from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import errors
 from nova_numa_policy.decisions import execution
 from nova_numa_policy.loops import base
+from nova_numa_policy.loops import guard
 from nova_numa_policy.loops import iopath
 from nova_numa_policy.loops import runner as loop_runner
 from tests.unit.loops import snapshots as s
@@ -106,6 +107,19 @@ class RunnerTest(testtools.TestCase):
         admitted = r.admitted(host.observe())
         self.assertEqual(4, len(_steers(admitted)))
         self.assertEqual(0, r.actions_refused + r.actions_dropped)
+
+    def test_the_guard_neither_refuses_a_steer_nor_counts_it_as_load(self):
+        # A guest harmed on node 0, where the steer sends vector 0.
+        host = IoHost([_guest()])
+        snapshot = host.observe()
+        harmed = {'net': guard.Record(ref=1000.0, samples=5, ewma=500.0,
+                                      disturbed=True, protected=True)}
+        steer = backend.SteerIrq(NIC, 'why', irq=0, nic='eth0',
+                                 cpus=frozenset({0}), previous=EVERYWHERE)
+        config = guard.Config()
+        self.assertIsNone(guard.refusal(snapshot, harmed, config, steer))
+        self.assertEqual(harmed, guard.disturb(snapshot, harmed, config,
+                                               steer))
 
     def test_the_action_budget_counts_each_steer(self):
         host = IoHost([_guest()], vectors=6)
