@@ -133,3 +133,40 @@ def format_table(rows):
                      f"{r.mean_gain:6.3f} {r.min_gain:6.3f} "
                      f"{r.worst_guest:6.3f}  {r.worst_name}")
     return '\n'.join(lines)
+
+
+@dataclasses.dataclass(frozen=True)
+class IoPathRow:
+    """One loop set on io-steering, every number simulated."""
+
+    loops: tuple
+    mean_tput: float  # every guest, steady half, mean over seeds
+    netperf: float  # the network-bound guests alone
+    memcached: float  # the others
+    gain: float  # mean over seeds of mean with the loops / without
+    actions: float  # loop actions carried out per run, mean over seeds
+
+
+def _class_mean(outcome, prefix):
+    steady = outcome.steady()
+    return float(np.mean([tp for name, tp in zip(outcome.names, steady)
+                          if name.startswith(prefix)]))
+
+
+def io_path_rows(seeds=range(10), periods=40, name='io-steering'):
+    """io-steering with no loops, then each of :data:`IO_LOOP_SETS`."""
+    rows = []
+    for loops in ((),) + IO_LOOP_SETS:
+        outcomes = [run(name, loops, periods, seed) for seed in seeds]
+        bases = [baseline(name, periods, seed) for seed in seeds]
+        rows.append(IoPathRow(
+            loops=tuple(loops),
+            mean_tput=float(np.mean([o.steady().mean() for o in outcomes])),
+            netperf=float(np.mean([_class_mean(o, 'netperf')
+                                   for o in outcomes])),
+            memcached=float(np.mean([_class_mean(o, 'memcached')
+                                     for o in outcomes])),
+            gain=float(np.mean([o.steady().mean() / b.mean()
+                                for o, b in zip(outcomes, bases)])),
+            actions=float(np.mean([o.actions for o in outcomes]))))
+    return rows
