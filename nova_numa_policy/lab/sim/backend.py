@@ -25,6 +25,37 @@ VCPU_MOVE_COST_S = 0.002
 
 # The stream of hardware samples' draws, beside the host's seed.
 SAMPLE_STREAM = 1
+# The number of a host's first modelled interrupt vector; Linux numbers a
+# PCI device's MSI-X vectors above the legacy ones, and only uniqueness
+# matters here.
+FIRST_IRQ = 64
+
+
+class Vector:
+    """One modelled interrupt vector of a NIC: where it goes, as found."""
+
+    def __init__(self, nic, affinity):
+        self.nic = nic
+        self.affinity = frozenset(affinity)
+        # What the host found before the agent's first steer; None until
+        # then, and again once it is written back.
+        self.found = None
+
+    def effective(self):
+        """The CPU the kernel delivers it to: one of its affinity.
+
+        x86 delivers a vector to a single CPU of its mask; the lowest is
+        the simulated kernel's pick, deterministic.
+        """
+        return min(self.affinity)
+
+    def steer(self, cpus):
+        cpus = frozenset(cpus)
+        if self.found is None:
+            self.found = self.affinity
+        elif cpus == self.found:
+            self.found = None  # written back: nothing left to restore
+        self.affinity = cpus
 
 
 def _used_mb(vm):
@@ -41,7 +72,7 @@ class SimulatedBackend(backend.Backend):
 
     def __init__(self, host, vms, period_s=5.0, seed=0,
                  signal=locality.SIGNAL_COUNTERS, noise=0.01,
-                 hostname='sim-host', numatune=None):
+                 hostname='sim-host', numatune=None, irqs=None):
         """A host running ``vms``.
 
         ``signal``: what the host measures of locality (:mod:`.signals`):
@@ -50,7 +81,10 @@ class SimulatedBackend(backend.Backend):
         None. ``numatune``: {uuid: (memory mode
         or None, nodes)} written at boot, as libvirt's
         ``<numatune><memory>``; a guest absent from it booted without one
-        (the kernel's default, first-touch).
+        (the kernel's default, first-touch). ``irqs``: {NIC name: the
+        affinity of each of its interrupt vectors} where the scenario
+        models them; a NIC absent from it has its packets handled by
+        their buffers (the model's zero, seed 002's tuned affinity).
         """
         if signal is not None and signal not in locality.SIGNALS:
             raise ValueError(f'unknown locality signal {signal!r}')
@@ -73,6 +107,11 @@ class SimulatedBackend(backend.Backend):
         self.noise = noise
         self.now = 0.0
         self._result = None
+        self.vectors = {}
+        for nic, masks in (irqs or {}).items():
+            for mask in masks:
+                self.vectors[FIRST_IRQ + len(self.vectors)] = Vector(nic,
+                                                                     mask)
         self._moved_pages = {vm.uuid: 0 for vm in self.vms}
         self._moved_vcpus = {vm.uuid: 0 for vm in self.vms}
         # Hinting faults of the last period per guest (vCPUs x nodes) and
@@ -104,7 +143,8 @@ class SimulatedBackend(backend.Backend):
 
     def capabilities(self):
         caps = {backend.CAP_VCPU_PINNING, backend.CAP_EMULATOR_PINNING,
-                backend.CAP_LIVE_NODESET, backend.CAP_PAGE_MIGRATION}
+                backend.CAP_LIVE_NODESET, backend.CAP_PAGE_MIGRATION,
+                backend.CAP_IRQ_STEERING, backend.CAP_IO_THREAD_PINNING}
         if self.signal is not None:
             caps.add(backend.CAP_ACCESS_COUNTERS)
         return frozenset(caps)
@@ -137,7 +177,29 @@ class SimulatedBackend(backend.Backend):
         return backend.HostSnapshot(topology=self.topology(), usage=usage,
                                     instances=tuple(instances),
                                     taken_at=self.now,
-                                    locality_signal=self.signal)
+                                    locality_signal=self.signal,
+                                    irqs=self._irq_states())
+
+    def _irq_states(self):
+        return tuple(
+            backend.IrqState(irq=irq, nic=v.nic, affinity=v.affinity,
+                             effective=frozenset({v.effective()}),
+                             found=v.found)
+            for irq, v in sorted(self.vectors.items()))
+
+    def irq_nodes(self):
+        """{NIC: the share of its vectors delivered to each node}.
+
+        A guest's flows hash evenly over its NIC's receive queues (RSS),
+        so each node handles that share of its packets' interrupts.
+        """
+        per_nic = {}
+        for v in self.vectors.values():
+            per_nic.setdefault(v.nic, []).append(
+                self.host.node_of_cpu(v.effective()))
+        return {nic: tuple((np.bincount(nodes, minlength=self.host.n_nodes)
+                            / len(nodes)).tolist())
+                for nic, nodes in per_nic.items()}
 
     def apply(self, action):
         failure = self.failure(action) if self.failure else None
@@ -158,7 +220,27 @@ class SimulatedBackend(backend.Backend):
         self._result = None
 
     def pin_emulator(self, instance_uuid, cpus):
-        self.vm(instance_uuid).emulator_cpus = frozenset(cpus)
+        vm = self.vm(instance_uuid)
+        vm.emulator_cpus = frozenset(cpus)
+        if vm.io_thread_cpus is not None:
+            # libvirt starts the vhost workers in the emulator's cgroup:
+            # its emulator pinning moves them too.
+            vm.io_thread_cpus = vm.emulator_cpus
+            self._result = None
+
+    def pin_io_threads(self, instance_uuid, cpus):
+        vm = self.vm(instance_uuid)
+        if vm.io_thread_cpus is None:
+            raise ValueError(f'{instance_uuid} has no vhost workers')
+        vm.io_thread_cpus = frozenset(cpus)
+        self._result = None
+
+    def steer_irq(self, irq, nic, cpus):
+        vector = self.vectors.get(irq)
+        if vector is None or vector.nic != nic:
+            raise KeyError(f'{nic} has no interrupt vector {irq}')
+        vector.steer(cpus)
+        self._result = None
 
     def set_nodeset(self, instance_uuid, nodes):
         vm = self.vm(instance_uuid)
@@ -289,7 +371,8 @@ class SimulatedBackend(backend.Backend):
 
     def result(self):
         if self._result is None:
-            self._result = model.evaluate(self.host, self.vms)
+            self._result = model.evaluate(self.host, self.vms,
+                                          self.irq_nodes())
         return self._result
 
     def advance(self):
@@ -418,4 +501,6 @@ class SimulatedBackend(backend.Backend):
             memory_mb=vm.memory_mb, memory_mode=mode,
             memory_nodes=nodes or vm.nodeset,
             emulator_affinity=vm.emulator_cpus,
-            allowed_cpus=vm.allowed_cpus)
+            allowed_cpus=vm.allowed_cpus,
+            nics=frozenset({vm.nic} if vm.nic else ()),
+            io_thread_cpus=vm.io_thread_cpus or frozenset())

@@ -38,7 +38,9 @@ def run(name, loops=(), periods=60, seed=0, dry_run=False, configs=None,
     scenario = scenarios.SCENARIOS[name]
     host, vms = scenario.build(seed if placement_seed is None
                                else placement_seed)
-    sim = sim_backend.SimulatedBackend(host, vms, seed=seed, signal=signal)
+    sim = sim_backend.SimulatedBackend(
+        host, vms, seed=seed, signal=signal,
+        irqs=scenario.irqs(host) if scenario.irqs else None)
     runner = loop_runner.Runner(sim, loop_runner.strategies(loops),
                                 configs=configs, dry_run=dry_run, seed=seed)
     reboots = dict(scenario.reboots)
@@ -61,6 +63,9 @@ def run(name, loops=(), periods=60, seed=0, dry_run=False, configs=None,
 
 LOOP_SETS = (('carrefour',), ('brm',), ('vnuioa',), ('auto',),
              ('carrefour', 'brm', 'vnuioa', 'auto'))
+# The I/O path without steering and with it (the iopath loop), for
+# io-steering (scenarios.py).
+IO_LOOP_SETS = (('vnuioa',), ('vnuioa', 'iopath'))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,6 +76,8 @@ class Row:
     min_gain: float  # worst seed
     worst_guest: float  # lowest per-guest ratio over every seed
     worst_name: str
+    # Mean over seeds of the guests' mean throughput with the loops.
+    mean_tput: float | None = None
 
 
 def baseline(name, periods, seed, signal=locality.SIGNAL_COUNTERS,
@@ -96,17 +103,18 @@ def compare(name, loops, periods=40, seeds=range(5),
     loops and without them.
     """
     periods = scenarios.SCENARIOS[name].periods(periods)
-    gains, worst, worst_name = [], float('inf'), ''
+    gains, tputs, worst, worst_name = [], [], float('inf'), ''
     for seed in seeds:
         base = baseline(name, periods, seed, signal)
         outcome = run(name, loops, periods, seed, signal=signal)
         ratio = outcome.steady() / base
-        gains.append(outcome.steady().mean() / base.mean())
+        tputs.append(outcome.steady().mean())
+        gains.append(tputs[-1] / base.mean())
         if ratio.min() < worst:
             worst = float(ratio.min())
             worst_name = outcome.names[int(ratio.argmin())]
     return Row(name, tuple(loops), float(np.mean(gains)), float(min(gains)),
-               worst, worst_name)
+               worst, worst_name, float(np.mean(tputs)))
 
 
 def table(names=None, loop_sets=LOOP_SETS, periods=40, seeds=range(5),
@@ -125,3 +133,40 @@ def format_table(rows):
                      f"{r.mean_gain:6.3f} {r.min_gain:6.3f} "
                      f"{r.worst_guest:6.3f}  {r.worst_name}")
     return '\n'.join(lines)
+
+
+@dataclasses.dataclass(frozen=True)
+class IoPathRow:
+    """One loop set on io-steering, every number simulated."""
+
+    loops: tuple
+    mean_tput: float  # every guest, steady half, mean over seeds
+    netperf: float  # the network-bound guests alone
+    memcached: float  # the others
+    gain: float  # mean over seeds of mean with the loops / without
+    actions: float  # loop actions carried out per run, mean over seeds
+
+
+def _class_mean(outcome, prefix):
+    steady = outcome.steady()
+    return float(np.mean([tp for name, tp in zip(outcome.names, steady)
+                          if name.startswith(prefix)]))
+
+
+def io_path_rows(seeds=range(10), periods=40, name='io-steering'):
+    """io-steering with no loops, then each of :data:`IO_LOOP_SETS`."""
+    rows = []
+    for loops in ((),) + IO_LOOP_SETS:
+        outcomes = [run(name, loops, periods, seed) for seed in seeds]
+        bases = [baseline(name, periods, seed) for seed in seeds]
+        rows.append(IoPathRow(
+            loops=tuple(loops),
+            mean_tput=float(np.mean([o.steady().mean() for o in outcomes])),
+            netperf=float(np.mean([_class_mean(o, 'netperf')
+                                   for o in outcomes])),
+            memcached=float(np.mean([_class_mean(o, 'memcached')
+                                     for o in outcomes])),
+            gain=float(np.mean([o.steady().mean() / b.mean()
+                                for o, b in zip(outcomes, bases)])),
+            actions=float(np.mean([o.actions for o in outcomes]))))
+    return rows

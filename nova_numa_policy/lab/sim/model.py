@@ -8,7 +8,9 @@ DMA into its buffers, and waiting on cache lines shared with sibling vCPUs:
 
 ``Lm`` is its mean memory latency (hop latency of seed 000 Table 3 plus the
 queueing delay of the memory controller, plus the interconnect port delay
-for remote accesses), ``Ln`` the same from the NIC's node to the buffers,
+for remote accesses), ``Ln`` the same from the NIC's node to the buffers
+(plus, where the host says where the packets are handled, the crossings
+of interrupts and vhost workers away from the buffers: zero when local),
 ``Lc`` the mean distance to its siblings' caches (the L3 latency when they
 share its node). ``miss`` falls as the node's LLC covers more of the
 working sets there (seed 001 Fig. 4(a) and (b)). Slower vCPUs issue fewer
@@ -61,14 +63,46 @@ def _queue(util, exponent=1):
     return rho ** exponent / (1.0 - rho)
 
 
+def node_shares(host, cpus):
+    """The share of ``cpus`` on each node: where threads on them run."""
+    nodes = np.asarray(sorted(cpus), int) // host.cpus_per_node
+    return np.bincount(nodes, minlength=host.n_nodes) / len(nodes)
+
+
+def handling_cycles(host, buffers, irq_shares=None, thread_shares=None):
+    """Extra packet-path cycles of I/O handled away from the buffers.
+
+    ``buffers``: the share of the guest's network buffers on each node;
+    ``irq_shares`` / ``thread_shares``: the share of its packets whose
+    interrupt / vhost copy is handled on each node, None where the host
+    does not say (handled by the buffers: nothing to add). Uncontended
+    latencies, so that local handling adds exactly zero.
+    """
+    lat = host.latency_matrix()
+    # A handler on node k touches each packet where it lies.
+    excess = lat @ buffers - lat[0, 0] * buffers.sum()
+    cycles = 0.0
+    if irq_shares is not None:
+        cycles += c.IRQ_CROSSING * float(np.asarray(irq_shares) @ excess)
+    if thread_shares is not None:
+        cycles += c.IO_THREAD_CROSSING * float(
+            np.asarray(thread_shares) @ excess)
+    return cycles
+
+
 class _Arrays:
     """Per-vCPU inputs of every guest, flattened into numpy arrays."""
 
-    def __init__(self, host, vms):
+    def __init__(self, host, vms, irq_nodes=None):
         n = host.n_nodes
         rows = []
+        handling = []
         for index, vm in enumerate(vms):
             rows.extend(self._vm_rows(host, index, vm, n))
+            handling += [self._handling(host, vm, irq_nodes or {})] * (
+                vm.n_vcpus)
+        # Per vCPU, extra packet-path cycles of remote I/O handling.
+        self.handling = np.asarray(handling, float)
         self.vm_of = np.array([r[0] for r in rows], int)
         self.cpu = np.array([r[1] for r in rows], int)
         self.node = self.cpu // host.cpus_per_node
@@ -80,6 +114,20 @@ class _Arrays:
         (self.mem_bound, self.io_bound, self.sharing_bound, self.ws,
          self.mlp, self.io_mlp) = prof.T
         self.io_rate = np.array([vm.profile.io_rate for vm in vms], float)
+
+    @staticmethod
+    def _handling(host, vm, irq_nodes):
+        """The guest's :func:`handling_cycles`; 0 where none is known."""
+        irqs = irq_nodes.get(vm.nic)
+        threads = vm.io_thread_cpus
+        if irqs is None and not threads:
+            return 0.0
+        sizes = vm.seg_mb[wl.SEG_IO]
+        if not sizes.sum():
+            return 0.0
+        return handling_cycles(
+            host, sizes / sizes.sum(), irqs,
+            node_shares(host, threads) if threads else None)
 
     @staticmethod
     def _vm_rows(host, index, vm, n):
@@ -164,6 +212,9 @@ class _Solver:
         self.dma_flows = bool(self.rate_dma.any())
         self.lines_flow = bool(self.rate_coh.any())
         self.no_buffers = np.full(len(a.node), self.io_path)
+        # No remote handling anywhere (the host does not say where, or it
+        # is local): the packet path is left exactly as it was.
+        self.handled = bool(a.handling.any())
 
     def latencies(self, q_mc, q_port):
         a, lat, l0 = self.a, self.lat, self.l0
@@ -182,6 +233,8 @@ class _Solver:
             ln = ln + self.io_path * both
         else:
             ln = self.no_buffers
+        if self.handled:
+            ln = ln + self.a.handling
         lc = None
         if self.shares_lines:
             cache_lat = lat + link
@@ -236,23 +289,28 @@ _SOLVED_MAX_BYTES = 64 * 1024 * 1024
 _solved_bytes = 0
 
 
-def _placement_key(host, vms):
-    """Everything :func:`evaluate` reads of ``host`` and ``vms``, exactly.
+def _placement_key(host, vms, irq_nodes=None):
+    """Everything :func:`evaluate` reads of its arguments, exactly.
 
     Arrays enter as their bytes, dtype and shape: equal keys are the same
     inputs bit for bit.
     """
-    return (host,) + tuple(
-        (vm.profile, vm.nic, vm.seg_mb.shape, vm.seg_mb.dtype.str,
+    irqs = tuple(sorted((irq_nodes or {}).items()))
+    return (host, irqs) + tuple(
+        (vm.profile, vm.nic, vm.io_thread_cpus,
+         vm.seg_mb.shape, vm.seg_mb.dtype.str,
          vm.seg_mb.tobytes(), vm.vcpu_cpus.dtype.str,
          vm.vcpu_cpus.tobytes()) for vm in vms)
 
 
-def evaluate(host, vms):
+def evaluate(host, vms, irq_nodes=None):
     """Solve the model for the guests ``vms`` on ``host``.
 
-    A pure function of the host and each guest's profile, NIC, vCPU and
-    memory placement; a placement solved before in this process (by
+    A pure function of the host, each guest's profile, NIC, vCPU and
+    memory placement and vhost workers' CPUs, and ``irq_nodes`` ({NIC
+    name: the share of its interrupt vectors on each node}, for the NICs
+    whose vectors the host models); a placement solved before in this
+    process (by
     another run of the same scenario, or an earlier period of this one)
     is answered from memory, the same numbers. The arrays of the
     :class:`Result` returned are read-only: it may be shared.
@@ -260,12 +318,12 @@ def evaluate(host, vms):
     global _solved_bytes
     if not vms:
         return _evaluate(host, vms)
-    key = _placement_key(host, vms)
+    key = _placement_key(host, vms, irq_nodes)
     result = _SOLVED.get(key)
     if result is not None:
         _SOLVED.move_to_end(key)
         return result
-    result = _evaluate(host, vms)
+    result = _evaluate(host, vms, irq_nodes)
     for field in dataclasses.fields(result):
         getattr(result, field.name).flags.writeable = False
     _SOLVED[key] = result
@@ -277,19 +335,19 @@ def evaluate(host, vms):
 
 def _size(key, result):
     """Bytes a solved placement holds, roughly: its arrays and key."""
-    return (sum(len(part[4]) + len(part[6]) for part in key[1:])
+    return (sum(len(part[5]) + len(part[7]) for part in key[2:])
             + sum(getattr(result, f.name).nbytes
                   for f in dataclasses.fields(result)))
 
 
-def _evaluate(host, vms):
+def _evaluate(host, vms, irq_nodes=None):
     n = host.n_nodes
     if not vms:
         zeros = np.zeros(n)
         return Result(np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0),
                       np.zeros((0, n)), np.zeros((0, n)), np.zeros(0), zeros,
                       zeros, zeros, np.zeros(0))
-    a = _Arrays(host, vms)
+    a = _Arrays(host, vms, irq_nodes)
     s = _Solver(host, a)
     lm, stall, time, mc_u, port_u, r_mem = s.solve()
     ideal = (s.compute + a.mem_bound * s.miss_ideal + a.io_bound

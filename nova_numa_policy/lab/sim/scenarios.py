@@ -22,6 +22,10 @@ class Scenario:
     target_loops: tuple = ()
     # (period, guest name prefix) pairs: reboot those guests then.
     reboots: tuple = ()
+    # SimHost -> {NIC name: each interrupt vector's affinity}, for a
+    # scenario that says where the host handles the packets; None: by
+    # their buffers, the model's zero (SimulatedBackend's ``irqs``).
+    irqs: object = None
 
     def periods(self, wanted):
         """Periods to run: ``wanted``, or more after a late reboot.
@@ -148,6 +152,45 @@ def _dense(seed, count=100):
     return host, vms
 
 
+IRQ_VECTORS = 8  # receive queues of the scenario NIC, one vector each
+
+
+def spread_vectors(host, count=IRQ_VECTORS):
+    """Each vector's affinity as the kernel spreads a multi-queue NIC's.
+
+    Linux's managed interrupt affinity gives a device's vectors disjoint
+    groups of CPUs covering every node (``irq_create_affinity_masks``),
+    blind to the device's own node: here ``count`` equal groups in CPU
+    order, so each node gets ``count / nodes`` of them.
+    """
+    size = host.n_cpus // count
+    return [frozenset(range(k * size, (k + 1) * size)) for k in range(count)]
+
+
+def _io_steering(seed):
+    # Four netperf guests homed on the NIC's node (vCPU and memory there,
+    # where vNUIOA puts them), two memcached guests (memory-intensive,
+    # under 500 req/s) on node 1, all through the same NIC. Booted with
+    # no emulator pinning: the emulator threads, and the vhost workers
+    # libvirt starts in their cgroup, may run on every CPU; the NIC's
+    # vectors are spread over every node (spread_vectors).
+    host = topology.ivybridge4()
+    rng = np.random.default_rng(seed)
+    everything = frozenset(range(host.n_cpus))
+    near = list(rng.permutation(host.node_cpus(0)))
+    far = list(rng.permutation(host.node_cpus(1)))
+    vms = []
+    for k, (name, cpu) in enumerate(
+            [('netperf', near.pop()) for _ in range(4)]
+            + [('memcached', far.pop()) for _ in range(2)]):
+        vm = make_vm(host, f'{name}-{k}', name, [int(cpu)], 1024,
+                     requested='first-touch', nic='ens1')
+        vm.emulator_cpus = everything
+        vm.io_thread_cpus = everything
+        vms.append(vm)
+    return host, vms
+
+
 SCENARIOS = {s.name: s for s in (
     Scenario('master-slave', 'Two 24-vCPU master-slave guests (seed 000 '
              'high imbalance) under first-touch on AMD48.', _master_slave,
@@ -165,6 +208,12 @@ SCENARIOS = {s.name: s for s in (
              ((40, 'ycsb'),)),
     Scenario('auto-mix', 'One low, one moderate and one high imbalance '
              'guest asking for auto on AMD48.', _auto_mix, ('auto',)),
+    Scenario('io-steering', 'Four netperf guests homed on the NIC\'s node '
+             'and two memcached guests on node 1 of the seed 002 host; the '
+             'NIC\'s interrupt vectors and the guests\' emulator and vhost '
+             'threads spread over every node.', _io_steering,
+             ('vnuioa', 'iopath'), irqs=lambda host: {
+                 'ens1': spread_vectors(host)}),
     Scenario('dense', '100 two-vCPU guests of every class on AMD48 '
              '(benchmark).', _dense, ('auto', 'carrefour', 'brm', 'vnuioa')),
 )}

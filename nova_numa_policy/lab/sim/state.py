@@ -29,6 +29,10 @@ class SimVm:
     nic: str | None = None
     vcpu_time_ns: np.ndarray = None
     emulator_cpus: frozenset = frozenset()
+    # The CPUs its vhost workers (the kernel threads copying its virtio
+    # NIC's packets) may run on; None where the scenario does not model
+    # them: the model then handles its packets by its buffers.
+    io_thread_cpus: frozenset | None = None
     # The CPUs nova allows the guest (its <vcpu cpuset>); empty: all.
     allowed_cpus: frozenset = frozenset()
     pages_moved: int = 0

@@ -2,6 +2,7 @@ import testtools
 
 from nova_numa_policy.lab.cluster import bound
 from nova_numa_policy.lab.cluster import evidence
+from nova_numa_policy.lab.sim import experiment
 from tests.bench import cluster as bench
 
 
@@ -117,3 +118,39 @@ class TargetsTest(testtools.TestCase):
                                    bounds=(1.2, 1.2))]).splitlines()
         self.assertEqual(['low', 'ours', '0.600', '0.600', '0.500'],
                          lines[3].split()[:5])
+
+
+def _io_row(loops, netperf):
+    return experiment.IoPathRow(loops=loops, mean_tput=netperf,
+                                netperf=netperf, memcached=0.9,
+                                gain=netperf / 0.7, actions=len(loops))
+
+
+class IoPathSectionTest(testtools.TestCase):
+    """The host simulator's I/O path rows: with and without steering."""
+
+    def setUp(self):
+        super().setUp()
+        self.rows = [_io_row((), 0.7), _io_row(('vnuioa',), 0.7),
+                     _io_row(('vnuioa', 'iopath'), 0.96)]
+        self.text = '\n'.join(bench.io_path(self.rows, [0, 9]))
+
+    def test_every_row_is_labelled_simulated(self):
+        lines = self.text.splitlines()
+        first = lines.index(next(line for line in lines
+                                 if line.startswith('Numbers')))
+        body = [line for line in lines[first + 2:] if line.strip()
+                and not line.startswith('=')]
+        self.assertEqual(3, len(body))
+        for line in body:
+            self.assertTrue(line.startswith('simulated  '), line)
+
+    def test_rows_without_and_with_steering(self):
+        self.assertIn('simulated  vnuioa         0.700', self.text)
+        self.assertIn('simulated  vnuioa+iopath  0.960', self.text)
+        self.assertIn('seeds 0..9', self.text)
+        # The estimate it rests on is named.
+        self.assertIn('estimate derived from seed 002 Fig. 5', self.text)
+
+    def test_no_rows_no_section(self):
+        self.assertEqual([], bench.io_path([], [0]))

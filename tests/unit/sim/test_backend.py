@@ -14,15 +14,12 @@ def _sim(name='master-slave', seed=0, **kwargs):
 
 class SimulatedBackendTest(testtools.TestCase):
 
-    def test_is_a_backend_with_every_capability_but_the_io_paths(self):
-        # The simulator models no interrupt vectors and no vhost workers:
-        # it cannot steer what it does not have, so the iopath loop is not
-        # started on it.
+    def test_is_a_backend_with_every_capability(self):
+        # The I/O path's too: the simulator models interrupt vectors and
+        # vhost workers (tests/unit/sim/test_iopath.py).
         sim = _sim()
         self.assertIsInstance(sim, backend.Backend)
-        self.assertEqual(frozenset(backend.CAPABILITIES) - {
-            backend.CAP_IRQ_STEERING, backend.CAP_IO_THREAD_PINNING},
-            sim.capabilities())
+        self.assertEqual(frozenset(backend.CAPABILITIES), sim.capabilities())
         self.assertNotIn(backend.CAP_ACCESS_COUNTERS,
                          _sim(signal=None).capabilities())
 
