@@ -51,6 +51,8 @@ class _IoPathTest(base.LabTestCase):
 
     def setUp(self):
         super().setUp()
+        # The guest's tap device: libvirt opens /dev/net/tun.
+        self.lab.run('modprobe tun')
         self.lab.run(f'ip link add {BRIDGE} type bridge && '
                      f'ip link set {NIC} master {BRIDGE} && '
                      f'ip link set {NIC} up && ip link set {BRIDGE} up && '

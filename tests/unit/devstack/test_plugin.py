@@ -18,6 +18,7 @@ from oslo_config import cfg
 import oslo_messaging.opts
 import testtools
 
+from nova_numa_policy.conf import loops as loops_conf
 from nova_numa_policy.conf import opts as nnp_opts
 from nova_numa_policy.loops import options as loop_options
 
@@ -333,6 +334,25 @@ class ProjectConfigTest(PluginTestCase):
                                     option))
             # Its daemon is privileged too: the file is root's.
             self.assertIn(('sudo_chmod', '0640', node.conf), node.calls())
+
+    def test_the_io_path_is_off_unless_asked_for(self):
+        node = self.node()
+        node.run('stack:post-config')
+        conf = self._load(node)
+        self.assertFalse(conf.numa_policy_agent.io_path_steering)
+        self.assertEqual(list(loops_conf.DEFAULT_LOOPS),
+                         conf.numa_policy_loops.enabled_loops)
+        node = self.node(COMPUTE_ONLY,
+                         NUMA_POLICY_AGENT_PAGE_MIGRATION='False',
+                         NUMA_POLICY_AGENT_IO_PATH_STEERING='True')
+        node.run('stack:post-config')
+        conf = self._load(node)
+        self.assertTrue(conf.numa_policy_agent.io_path_steering)
+        # The agent's own defaults, and iopath.
+        self.assertEqual([*loops_conf.DEFAULT_LOOPS, 'iopath'],
+                         conf.numa_policy_loops.enabled_loops)
+        # Its daemon is privileged: the file is root's.
+        self.assertIn(('sudo_chmod', '0640', node.conf), node.calls())
 
     def test_compute_node_gets_only_the_agent(self):
         node = self.node(COMPUTE_ONLY)
