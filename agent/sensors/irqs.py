@@ -62,10 +62,22 @@ def _vectors(function):
     return (legacy,) if legacy else ()
 
 
-def nic_irqs(root, nic):
-    """The interrupt numbers ``nic``'s device raises, sorted; () if none."""
+def nic_irqs(root, nic, _seen=()):
+    """The interrupt numbers ``nic``'s packets arrive by, sorted; () if none.
+
+    Its own device's vectors; for an interface without a device (a
+    bridge, a bond, a VLAN) those of the interfaces under it, whose NICs
+    carry its packets. A guest's tap among a bridge's ports has no
+    device and adds none.
+    """
     function = irq_function(root, nic)
-    return () if function is None else _vectors(function)
+    if function is not None:
+        return _vectors(function)
+    found = set()
+    for lower in sysfs._lower_interfaces(root, nic):
+        if lower not in _seen:
+            found.update(nic_irqs(root, lower, (*_seen, nic)))
+    return tuple(sorted(found))
 
 
 def affinity(root, irq):

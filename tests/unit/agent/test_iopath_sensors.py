@@ -3,6 +3,8 @@
 Every reader runs on a fixture tree (tests/unit/agent/iopath_files.py).
 """
 
+import os
+
 import fixtures
 import testtools
 
@@ -56,6 +58,21 @@ class NicVectorsTest(Tree):
         files.write(self.root, 'sys/class/net/br0/bridge/stp_state', '0\n')
         self.assertEqual((), irqs.nic_irqs(self.root, 'br0'))
         self.assertEqual((), irqs.nic_irqs(self.root, 'absent'))
+
+    def test_a_bridge_has_its_nics_vectors_and_not_its_taps(self):
+        files.virtio_nic(self.root, 'eth0', vectors=(30, 29, 31))
+        files.pci_nic(self.root, 'ens1f0', vectors=(120,))
+        # br0 over a bond of eth0 and ens1f0, and a guest's tap.
+        for upper, lowers in (('br0', ('bond0', 'vnet0')),
+                              ('bond0', ('eth0', 'ens1f0'))):
+            files.write(self.root, f'sys/class/net/{upper}/ifindex', '8\n')
+            for lower in lowers:
+                files.write(self.root, f'sys/class/net/{lower}/ifindex',
+                            '9\n')
+                os.symlink(f'../{lower}', os.path.join(
+                    self.root, f'sys/class/net/{upper}/lower_{lower}'))
+        self.assertEqual((29, 30, 31, 120), irqs.nic_irqs(self.root, 'br0'))
+        self.assertEqual((), irqs.nic_irqs(self.root, 'vnet0'))
 
 
 class AffinityTest(Tree):
