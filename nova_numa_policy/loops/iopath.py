@@ -11,11 +11,13 @@ regard to either. Each period this loop decides, in pure code:
   ``vnuioa_io_threshold``. The NIC is *homed* when it has at least one,
   at least one of them is managed, and every one runs all its vCPUs on
   the NIC's node. Then its vectors, sorted by number, are spread one
-  CPU each over that node's CPUs outside ``HostTopology.reserved_cpus``;
-  only vectors routed elsewhere are steered. A NIC that is not homed
-  (its last such guest left, or they run elsewhere or over several
-  nodes) gets back the affinity the host found before the first steer
-  (``IrqState.found``); a vector never steered is never touched;
+  CPU each over that node's CPUs outside ``HostTopology.reserved_cpus``:
+  vectors routed elsewhere are steered, and one the host happened to
+  route there already is claimed once, so that it stays there too. A
+  NIC that is not homed (its last such guest left, or they run
+  elsewhere or over several nodes) gets back the affinity the host
+  found before the first steer (``IrqState.found``); a vector never
+  steered is never touched;
 * per managed I/O-intensive guest whose vCPUs share one node: its
   emulator threads go to that node's CPUs nova allows it, outside the
   reserved ones; once they are there, its vhost workers follow when the
@@ -111,16 +113,23 @@ def _unhomed_why(topology, nic, guests):
 
 
 def _steers(nic, irqs, cpus, guests):
-    """One CPU per vector, round the node's CPUs; only what differs."""
+    """One CPU per vector, round the node's CPUs.
+
+    A vector routed elsewhere is steered; one already where it should be
+    is claimed once (steered to where it is) if the agent never steered
+    it: from then on it is the agent's (an interrupt balancer is told to
+    leave it alone), and given back when the guests leave.
+    """
     steers = []
     for k, irq in enumerate(irqs):
         target = frozenset({cpus[k % len(cpus)]})
-        if irq.affinity == target:
+        if irq.affinity == target and irq.found is not None:
             continue
+        move = ('to' if irq.affinity != target else 'kept on')
         steers.append(backend.SteerIrq(
             instance_uuid=backend.nic_subject(nic.name),
             reason=(f'{len(guests)} I/O-intensive guest(s) on node '
-                    f'{nic.numa_node}: {nic.name} vector {irq.irq} to '
+                    f'{nic.numa_node}: {nic.name} vector {irq.irq} {move} '
                     f'CPU {min(target)}'),
             irq=irq.irq, nic=nic.name, cpus=target, previous=irq.affinity))
     return tuple(steers)

@@ -68,9 +68,21 @@ class SteeringTest(testtools.TestCase):
         self.assertEqual({0: {1}, 1: {3}, 2: {1}, 3: {3}}, _steers(actions))
 
     def test_a_vector_already_in_place_is_not_steered_again(self):
-        irqs = [_irq(0, frozenset({0})), _irq(1, frozenset({5}))]
+        irqs = [_irq(0, frozenset({0}), found=EVERYWHERE),
+                _irq(1, frozenset({5}), found=EVERYWHERE)]
         self.assertEqual({1: {1}},
                          _steers(_decide(_snapshot([_guest()], irqs))))
+
+    def test_a_vector_in_place_by_chance_is_claimed_once(self):
+        # Where the host (irqbalance) happened to put it: the agent takes
+        # it over too, or the balancer could move it away from the guest.
+        irqs = [_irq(0, frozenset({0})), _irq(1, frozenset({1}),
+                                              found=frozenset({6}))]
+        (claim,) = _of(backend.SteerIrq,
+                       _decide(_snapshot([_guest()], irqs)))
+        self.assertEqual((0, frozenset({0}), frozenset({0})),
+                         (claim.irq, claim.cpus, claim.previous))
+        self.assertIn('kept on CPU 0', claim.reason)
 
     def test_a_node_wholly_reserved_gets_nothing_and_says_why(self):
         snap = _snapshot([_guest()], [_irq(0, found=EVERYWHERE,
