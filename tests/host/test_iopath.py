@@ -33,6 +33,7 @@ from tests.host import base
 from tests.labhost import deploy
 from tests.labhost import domains
 from tests.labhost import kernel
+from tests.labhost import tools
 
 NIC = 'eth0'
 BRIDGE = 'br-lab'
@@ -178,7 +179,8 @@ class SteeringTest(_IoPathTest):
 class IrqbalanceTest(_IoPathTest):
 
     def start_irqbalance(self):
-        irqbalance = self.lab.call('tests.labhost.inside:start_irqbalance')
+        irqbalance = self.lab.call('tests.labhost.inside:start_irqbalance',
+                                   tools.irqbalance_command())
         self.addCleanup(self.lab.call, 'tests.labhost.inside:stop_irqbalance')
         return irqbalance['socket']
 

@@ -10,7 +10,9 @@ the lab host still runs this machine's QEMU for its domains.
 
 ``python -m tests.labhost.emulator fetch`` (run by ``tox -e host``)
 downloads it with apt, which checks the archive's signatures, unless
-this machine's QEMU already has every device a lab host needs.
+this machine's QEMU already has every device a lab host needs; and the
+programs lab hosts run that this machine need not have
+(:mod:`tests.labhost.tools`).
 """
 
 import dataclasses
@@ -115,26 +117,31 @@ def apt_options(work):
 
 
 def fetch(cache=None, run=subprocess.run):
-    """Unpack the suite's QEMU into the cache; its path.
+    """Unpack the suite's QEMU into the cache; its path."""
+    root = unpacked_dir(cache)
+    if os.path.exists(os.path.join(root, 'usr/bin', SYSTEM_QEMU)):
+        return root
+    return unpack(SUITE, PACKAGES, root, run)
+
+
+def unpack(suite, packages, root, run=subprocess.run):
+    """Download ``packages`` of ``suite`` and unpack them at ``root``.
 
     apt downloads the packages and checks them against the archive's
     signed index (this machine's Debian keyring). Unpacked into a
     temporary directory first, so a failure leaves no half tree.
     """
-    root = unpacked_dir(cache)
-    if os.path.exists(os.path.join(root, 'usr/bin', SYSTEM_QEMU)):
-        return root
     os.makedirs(os.path.dirname(root), exist_ok=True)
     with tempfile.TemporaryDirectory(dir=os.path.dirname(root)) as work:
         for sub in ('lists/partial', 'cache/archives/partial', 'debs',
                     'tree'):
             os.makedirs(os.path.join(work, sub))
         with open(os.path.join(work, 'sources.list'), 'w') as f:
-            f.write(f'deb {MIRROR} {SUITE} main\n')
+            f.write(f'deb {MIRROR} {suite} main\n')
         options = apt_options(work)
         run(['apt-get', *options, 'update'], check=True)
         run(['apt-get', *options, 'download',
-             *(f'{p}/{SUITE}' for p in PACKAGES)], check=True,
+             *(f'{p}/{suite}' for p in packages)], check=True,
             cwd=os.path.join(work, 'debs'))
         for deb in sorted(glob.glob(os.path.join(work, 'debs', '*.deb'))):
             run(['dpkg-deb', '-x', deb, os.path.join(work, 'tree')],
@@ -148,11 +155,17 @@ def main(argv=None):
     if argv != ['fetch']:
         print(f'usage: python -m {__spec__.name} fetch', file=sys.stderr)
         return 2
+    _fetch_qemu()
+    _fetch_irqbalance()
+    return 0
+
+
+def _fetch_qemu():
     system = Emulator(command=(SYSTEM_QEMU,))
     if shutil.which(SYSTEM_QEMU) and all(
             has_device(system, d) for d in DEVICES):
         print(f'{SYSTEM_QEMU} has {", ".join(DEVICES)}: nothing to fetch')
-        return 0
+        return
     try:
         root = fetch()
     except (OSError, subprocess.CalledProcessError) as exc:
@@ -160,9 +173,19 @@ def main(argv=None):
         # where they must run (NUMA_POLICY_REQUIRE_LAB=1).
         print(f'warning: could not fetch {SUITE}\'s QEMU: {exc}',
               file=sys.stderr)
-        return 0
+        return
     print(f'lab QEMU with {", ".join(DEVICES)}: {root}')
-    return 0
+
+
+def _fetch_irqbalance():
+    # Imported here: tools imports this module for its apt helpers.
+    from tests.labhost import tools
+    try:
+        print(f'lab irqbalance: {tools.fetch_irqbalance()}')
+    except (OSError, subprocess.CalledProcessError) as exc:
+        # As for QEMU: the tests that run it fail where they must run.
+        print(f'warning: could not fetch irqbalance: {exc}',
+              file=sys.stderr)
 
 
 if __name__ == '__main__':

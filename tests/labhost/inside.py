@@ -156,7 +156,7 @@ def remove_domains():
 # command line: none may outlive the test that started it.
 TEST_PROCESSES = ('lab-busy', 'lab-hog', 'tests.labhost.sharer',
                   'privsep-helper', 'numa-policy-agent', 'sleep 600',
-                  'irqbalance', 'lab-traffic')
+                  'irqbalance')
 # What the agent leaves on a host; removed after each test.
 AGENT_FILES = ('/etc/nova/nova.conf', '/etc/nova/numa-policy-agent.conf',
                '/tmp/numa-policy-uplinks.json')
@@ -693,16 +693,17 @@ def set_irq_affinity(irq, cpus):
         f.write(cpus)
 
 
-def start_irqbalance(interval=1):
+def start_irqbalance(command, interval=1):
     """irqbalance as its systemd unit runs it, rebalancing every second.
 
-    Its run directory first, which the unit's RuntimeDirectory makes:
-    without it irqbalance falls back to an abstract socket.
+    ``command`` is the program (:mod:`tests.labhost.tools`). Its run
+    directory first, which the unit's RuntimeDirectory makes: without it
+    irqbalance falls back to an abstract socket.
     """
     import subprocess
     os.makedirs(IRQBALANCE_RUN_DIR, exist_ok=True)
     process = subprocess.Popen(
-        ['irqbalance', '--foreground', f'--interval={interval}'],
+        [command, '--foreground', f'--interval={interval}'],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True)
     socket_path = f'{IRQBALANCE_RUN_DIR}/irqbalance{process.pid}.sock'

@@ -4,10 +4,12 @@ import os
 import shutil
 import tempfile
 
+import fixtures
 import testtools
 
 from tests.labhost import emulator
 from tests.labhost import initramfs
+from tests.labhost import tools
 from tests.labhost import topology
 
 
@@ -105,6 +107,48 @@ class FetchTest(testtools.TestCase):
 
         self.assertRaises(OSError, emulator.fetch, self.cache, run=failing)
         self.assertEqual([], os.listdir(self.cache))
+
+
+class IrqbalanceFetchTest(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.cache = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.cache)
+        self.commands = []
+        # This machine's own irqbalance, present or not.
+        self.system = os.path.join(self.cache, 'system-irqbalance')
+        self.useFixture(fixtures.MonkeyPatch(
+            'tests.labhost.tools.SYSTEM_IRQBALANCE', self.system))
+
+    def fake_run(self, args, check=False, cwd=None):
+        self.commands.append(args)
+        if 'download' in args:
+            open(os.path.join(cwd, 'irqbalance.deb'), 'w').close()
+        if args[0] == 'dpkg-deb':
+            binary = os.path.join(args[-1], self.system[1:])
+            os.makedirs(os.path.dirname(binary), exist_ok=True)
+            open(binary, 'w').close()
+
+    def test_unpacked_from_bookworm_where_this_machine_has_none(self):
+        command = tools.fetch_irqbalance(self.cache, run=self.fake_run)
+        self.assertEqual(os.path.join(tools.irqbalance_dir(self.cache),
+                                      self.system[1:]), command)
+        self.assertEqual(command, tools.irqbalance_command(self.cache))
+        update, download, unpack = self.commands
+        self.assertEqual(['irqbalance/bookworm'], download[-1:])
+        self.assertNotIn('/etc/apt', ' '.join(update + download))
+
+    def test_this_machines_own_is_used_and_nothing_fetched(self):
+        open(self.system, 'w').close()
+        self.assertEqual(self.system,
+                         tools.fetch_irqbalance(self.cache, run=self.fake_run))
+        self.assertEqual([], self.commands)
+
+    def test_without_either_the_lab_says_how_to_get_one(self):
+        exc = self.assertRaises(initramfs.LabUnavailable,
+                                tools.irqbalance_command, self.cache)
+        self.assertIn('tests.labhost.emulator fetch', str(exc))
 
 
 class DevicesTest(testtools.TestCase):
