@@ -530,17 +530,7 @@ class LibvirtBackend(backend.Backend):
             raise errors.PageMigrationUnavailable(
                 'page migration is not available: no page mover configured '
                 'or no move_pages(2) in this kernel')
-        dom = self._domain(instance_uuid)
-        try:
-            pid = self._pid(dom, instance_uuid)
-        except libvirt.libvirtError as exc:
-            raise calls.translate(self._connection, exc, 'move pages')
-        if pid is None:
-            if not calls.active(dom):
-                raise errors.DomainGone(f'{instance_uuid}: not running')
-            raise errors.NotEnforceable(
-                f'{instance_uuid}: no qemu process found (pidfile in '
-                f'{self._pid_dir} missing or not its process)')
+        pid = self._running_pid(instance_uuid, 'move pages')
         try:
             result = self._page_mover.move(pid, source_node, target_node,
                                            pages)
@@ -583,15 +573,27 @@ class LibvirtBackend(backend.Backend):
             raise errors.NotEnforceable(
                 'vhost worker pinning is not available: no steering daemon '
                 'configured ([numa_policy_agent] io_path_steering)')
+        pid = self._running_pid(instance_uuid, 'pin I/O threads',
+                                learn=True)
+        return self._io_path.pin(instance_uuid, pid, cpus)
+
+    def _running_pid(self, instance_uuid, what, learn=False):
+        """The QEMU pid of a running guest, for ``what`` to act on.
+
+        ``learn``: read the domain's facts first (its uplinks and
+        threads), for a guest the agent may not have observed yet.
+        """
         dom = self._domain(instance_uuid)
         try:
-            self._domain_facts(dom)
+            if learn:
+                self._domain_facts(dom)
             pid = self._pid(dom, instance_uuid)
         except libvirt.libvirtError as exc:
-            raise calls.translate(self._connection, exc, 'pin I/O threads')
+            raise calls.translate(self._connection, exc, what)
         if pid is None:
             if not calls.active(dom):
                 raise errors.DomainGone(f'{instance_uuid}: not running')
             raise errors.NotEnforceable(
-                f'{instance_uuid}: no qemu process found')
-        return self._io_path.pin(instance_uuid, pid, cpus)
+                f'{instance_uuid}: no qemu process found (pidfile in '
+                f'{self._pid_dir} missing or not its process)')
+        return pid

@@ -66,42 +66,44 @@ ACCOUNT_HELP = {
 
 
 def list_privileged_opts():
-    """oslo.privsep's options, as the agent's privileged context sets them.
+    """oslo.privsep's options, as the agent's privileged contexts set them.
 
-    oslo.privsep lists its options under ``[privsep]`` only; the agent's
-    context reads them from its own section, with its own capabilities.
+    oslo.privsep lists its options under ``[privsep]`` only; each of the
+    agent's contexts reads them from its own section, with its own
+    capabilities.
     """
-    group = cfg.OptGroup(privsep.pages.cfg_section,
-                         title='Privileged daemon of the agent',
-                         help=PRIVILEGED_HELP)
+    group, opts = _daemon_options(
+        privsep.pages, 'Privileged daemon of the agent', PRIVILEGED_HELP,
+        privsep.CAPABILITIES, qemu_account=True)
+    return [
+        (group, opts + copy.deepcopy(privsep.OPTS)),
+        _daemon_options(privsep.monitor,
+                        'Bandwidth monitoring daemon of the agent',
+                        MONITOR_HELP, ()),
+        _daemon_options(privsep.sampler,
+                        'Hardware sampling daemon of the agent',
+                        SAMPLER_HELP, privsep.SAMPLER_CAPABILITIES,
+                        qemu_account=True),
+        _daemon_options(privsep.steering,
+                        "The guests' I/O path daemon of the agent",
+                        STEERING_HELP, privsep.STEERING_CAPABILITIES),
+    ]
+
+
+def _daemon_options(context, title, help_text, caps, qemu_account=False):
+    """(group, options) of one privsep context's section.
+
+    ``qemu_account``: the daemon becomes QEMU's user and group, found on
+    the host where it starts (the others stay root).
+    """
+    group = cfg.OptGroup(context.cfg_section, title=title, help=help_text)
     opts = copy.deepcopy(priv_context.OPTS)
     # Names read better than capability numbers and are valid values.
     cfg.set_defaults(opts, capabilities=[
-        capabilities.CAPS_BYVALUE[cap] for cap in privsep.CAPABILITIES])
-    _account_defaults(opts)
-    monitor = cfg.OptGroup(privsep.monitor.cfg_section,
-                           title='Bandwidth monitoring daemon of the agent',
-                           help=MONITOR_HELP)
-    monitor_opts = copy.deepcopy(priv_context.OPTS)
-    cfg.set_defaults(monitor_opts, capabilities=[])
-    sampler = cfg.OptGroup(privsep.sampler.cfg_section,
-                           title='Hardware sampling daemon of the agent',
-                           help=SAMPLER_HELP)
-    sampler_opts = copy.deepcopy(priv_context.OPTS)
-    cfg.set_defaults(sampler_opts, capabilities=[
-        capabilities.CAPS_BYVALUE[cap]
-        for cap in privsep.SAMPLER_CAPABILITIES])
-    _account_defaults(sampler_opts)
-    steering = cfg.OptGroup(privsep.steering.cfg_section,
-                            title="The guests' I/O path daemon of the agent",
-                            help=STEERING_HELP)
-    steering_opts = copy.deepcopy(priv_context.OPTS)
-    cfg.set_defaults(steering_opts, capabilities=[
-        capabilities.CAPS_BYVALUE[cap]
-        for cap in privsep.STEERING_CAPABILITIES])
-    return [(group, opts + copy.deepcopy(privsep.OPTS)),
-            (monitor, monitor_opts), (sampler, sampler_opts),
-            (steering, steering_opts)]
+        capabilities.CAPS_BYVALUE[cap] for cap in caps])
+    if qemu_account:
+        _account_defaults(opts)
+    return group, opts
 
 
 def _account_defaults(opts):
