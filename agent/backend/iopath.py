@@ -287,11 +287,11 @@ class IoPath:
         found = self.record.get(irq)
         first = found is None
         if first:
-            if cpus == now[0]:
-                return now[0]
+            # Even to where it is already (a claim): from now on it is
+            # the agent's, banned in irqbalance, until given back.
             found = Found(nic, now[0])
             self.record.keep(irq, found)
-        if cpus == found.affinity:
+        elif cpus == found.affinity:
             return self._give_back(irq, nic, found)
         affinity, _, was_banned = self._steering.steer(nic, irq, cpus,
                                                        banned=True)

@@ -143,8 +143,11 @@ def _restores(nic, irqs, why):
             reason=f'{nic.name} vector {irq.irq} restored as found: {why}',
             irq=irq.irq, nic=nic.name, cpus=irq.found,
             previous=irq.affinity)
+        # Every vector the agent holds, even one back where it was found
+        # (or claimed where it was): giving it back hands it to an
+        # interrupt balancer again.
         for irq in irqs
-        if irq.found is not None and irq.affinity != irq.found)
+        if irq.found is not None)
 
 
 def nic_plan(snapshot, nic, config):

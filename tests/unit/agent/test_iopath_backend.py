@@ -170,9 +170,14 @@ class IrqsTest(IoPathTree):
         self.io.steer(120, 'ens1f0', {5})
         self.assertFalse(self.io.record.get(120).banned_before)
 
-    def test_asked_for_what_it_has_nothing_is_written(self):
+    def test_asked_for_what_it_has_it_is_claimed_then_given_back(self):
+        # Where it is already: the agent takes it over (irqbalance is
+        # told to leave it alone) and keeps what it found.
         self.io.steer(121, 'ens1f0', set(range(8)))
-        self.assertEqual([], self.steering.calls)
+        self.assertEqual(1, len(self.steering.calls))
+        self.assertEqual(frozenset(range(8)), self.io.irqs(NICS)[1].found)
+        # Asked again for what was found: given back, and forgotten.
+        self.io.steer(121, 'ens1f0', set(range(8)))
         self.assertIsNone(self.io.irqs(NICS)[1].found)
 
     def test_a_vector_gone(self):
