@@ -42,11 +42,11 @@ LAB_ADDRESS = '10.0.2.15/24'
 QEMU_ADDRESS = '10.0.2.2'
 # Where the vectors are before each test: CPU 0, on node 0.
 FOUND = '0'
-PINGS = 40
+PINGS = 20
 WARM_UP_PINGS = 3
 # irqbalance's rounds (one a second here) the steered vectors must
 # survive, each after a forced rescan of its interrupt tree.
-ROUNDS = 4
+ROUNDS = 3
 
 
 class _IoPathTest(base.LabTestCase):
