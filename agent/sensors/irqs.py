@@ -7,8 +7,7 @@ That function lists its MSI and MSI-X vectors in ``msi_irqs/``, or has
 one legacy line in ``irq``. Where each vector may go is
 ``/proc/irq/<n>/smp_affinity_list``; where the kernel's interrupt
 controller delivers it now, ``effective_affinity_list`` (kernels before
-4.13, and some controllers, have none). ``/proc/interrupts`` counts each
-vector's deliveries per CPU.
+4.13, and some controllers, have none).
 
 Every reader takes ``root`` (``/`` in production) so tests read fixture
 trees; a missing file means "unknown", never an error.
@@ -92,40 +91,6 @@ def affinity(root, irq):
         return None
     effective = sysfs._read(root, *base, 'effective_affinity_list')
     return (sysfs.parse_cpulist(allowed), sysfs.parse_cpulist(effective))
-
-
-def parse_interrupts(text, irqs=None):
-    """``{irq: per-CPU counts}`` from ``/proc/interrupts``'s text.
-
-    The header names the CPU of each column (offline CPUs have none);
-    counts are keyed by CPU number. ``irqs`` limits the rows read; rows
-    of named interrupts (``NMI:``, ``LOC:``) are never numbers and skipped.
-    """
-    lines = (text or '').splitlines()
-    if not lines:
-        return {}
-    cpus = [int(name[3:]) for name in lines[0].split()
-            if name.startswith('CPU') and name[3:].isdigit()]
-    wanted = None if irqs is None else {int(i) for i in irqs}
-    counts = {}
-    for line in lines[1:]:
-        label, _, rest = line.partition(':')
-        label = label.strip()
-        if not label.isdigit():
-            continue
-        irq = int(label)
-        if wanted is not None and irq not in wanted:
-            continue
-        fields = rest.split()[:len(cpus)]
-        if not all(f.isdigit() for f in fields):
-            continue
-        counts[irq] = dict(zip(cpus, (int(f) for f in fields)))
-    return counts
-
-
-def interrupt_counts(root, irqs=None):
-    """Per-CPU deliveries of ``irqs`` (all when None), ``{irq: {cpu: n}}``."""
-    return parse_interrupts(sysfs._read(root, 'proc', 'interrupts'), irqs)
 
 
 def isolated_cpus(root):

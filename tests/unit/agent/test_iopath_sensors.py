@@ -14,15 +14,6 @@ from agent.sensors import irqs
 from agent.sensors import vhost
 from tests.unit.agent import iopath_files as files
 
-INTERRUPTS = '''\
-            CPU0       CPU1       CPU2       CPU3
-   0:         38          0          0          0  IR-IO-APIC    2-edge      timer
- 120:       1000          5          0        700  IR-PCI-MSIX-0000:3b:00.0    0-edge      ens1f0-TxRx-0
- 121:          0          0          9          0  IR-PCI-MSIX-0000:3b:00.0    1-edge      ens1f0-TxRx-1
- NMI:          1          2          3          4   Non-maskable interrupts
- LOC:     101100     100200     100300     100400   Local timer interrupts
-'''  # noqa: E501
-
 
 class Tree(testtools.TestCase):
 
@@ -94,27 +85,6 @@ class AffinityTest(Tree):
         self.assertEqual(frozenset(), irqs.isolated_cpus(self.root))
         files.write(self.root, irqs.ISOLATED, '2-3\n')
         self.assertEqual(frozenset({2, 3}), irqs.isolated_cpus(self.root))
-
-
-class InterruptCountsTest(Tree):
-
-    def test_per_cpu_counts_of_numbered_rows(self):
-        counts = irqs.parse_interrupts(INTERRUPTS)
-        self.assertEqual({0: 1000, 1: 5, 2: 0, 3: 700}, counts[120])
-        self.assertEqual({0, 120, 121}, set(counts))
-
-    def test_only_the_irqs_asked_for(self):
-        files.write(self.root, 'proc/interrupts', INTERRUPTS)
-        self.assertEqual({121: {0: 0, 1: 0, 2: 9, 3: 0}},
-                         irqs.interrupt_counts(self.root, [121]))
-
-    def test_offline_cpus_have_no_column(self):
-        text = ('           CPU0       CPU2\n'
-                ' 120:         10         20  PCI-MSI  ens1f0-0\n')
-        self.assertEqual({120: {0: 10, 2: 20}}, irqs.parse_interrupts(text))
-
-    def test_nothing_read_is_nothing(self):
-        self.assertEqual({}, irqs.interrupt_counts(self.root))
 
 
 class IrqbalanceTest(Tree):
