@@ -1,0 +1,77 @@
+"""Things a test makes in the cloud: an image, a provider network.
+
+Each takes a keystoneauth session (``ControlPlane.admin_session()``)
+and talks to the service's API at 127.0.0.1.
+"""
+
+import os
+import time
+
+from tests.cloud import endpoints
+from tests.cloud import layout as lay
+
+IMAGE_MIB = 4
+# TEST-NET-2 (RFC 5737): addresses no network uses. The subnet is only
+# a record in neutron here; nothing on this machine gets an address in it.
+DEFAULT_CIDR = '198.51.100.0/24'
+
+
+class ResourceError(Exception):
+    """A resource did not reach the state a test needs."""
+
+
+def make_raw_image(path, mib=IMAGE_MIB):
+    """A raw disk of ``mib`` MiB: a boot sector's signature, then zeros.
+
+    It boots no OS; nova only needs a disk to copy.
+    """
+    with open(path, 'wb') as f:
+        f.truncate(mib * 1024 * 1024)
+        f.seek(510)
+        f.write(b'\x55\xaa')
+    return path
+
+
+def upload_image(session, path, name='numa-cloud-raw', timeout=60):
+    """Upload the raw disk at ``path`` to glance; the image once active."""
+    base = endpoints.url('glance') + '/v2/images'
+    image = session.post(base, json={
+        'name': name, 'disk_format': 'raw', 'container_format': 'bare',
+        'visibility': 'public'}).json()
+    with open(path, 'rb') as f:
+        session.put(f'{base}/{image["id"]}/file', data=f,
+                    headers={'Content-Type': 'application/octet-stream',
+                             'Content-Length': str(os.path.getsize(path))})
+    return wait_for(lambda: session.get(f'{base}/{image["id"]}').json(),
+                    lambda body: body['status'] == 'active',
+                    f'image {image["id"]} active', timeout)
+
+
+def create_provider_network(session, name='physnet1-flat',
+                            cidr=DEFAULT_CIDR, physnet=lay.PHYSNET):
+    """A shared flat network on ``physnet`` with one subnet, no DHCP.
+
+    Returns ``(network, subnet)`` as neutron shows them.
+    """
+    base = endpoints.url('neutron') + '/v2.0'
+    network = session.post(f'{base}/networks', json={'network': {
+        'name': name, 'shared': True,
+        'provider:network_type': 'flat',
+        'provider:physical_network': physnet}}).json()['network']
+    subnet = session.post(f'{base}/subnets', json={'subnet': {
+        'name': f'{name}-subnet', 'network_id': network['id'],
+        'ip_version': 4, 'cidr': cidr, 'gateway_ip': None,
+        'enable_dhcp': False}}).json()['subnet']
+    return network, subnet
+
+
+def wait_for(fetch, done, what, timeout, interval=0.5):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = fetch()
+        if done(value):
+            return value
+        if time.monotonic() > deadline:
+            raise ResourceError(f'{what}: not after {timeout} s '
+                                f'(last seen: {value})')
+        time.sleep(interval)
