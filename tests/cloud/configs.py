@@ -23,6 +23,9 @@ def auth_section(user, address=endpoints.HOST_ADDRESS):
     """
     return {
         'auth_type': 'password',
+        # The catalog has public endpoints only (keystonemiddleware's
+        # default is internal).
+        'interface': 'public',
         'auth_url': lay.keystone_url(address),
         'username': user,
         'password': lay.SERVICE_PASSWORD,

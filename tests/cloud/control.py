@@ -147,8 +147,13 @@ class ControlPlane:
                 return False
             state.step += 1
         if not state.services_started:
+            specs = self._service_specs()
             for service in chain.services:
-                self.processes.start(self._service_specs()[service])
+                if service not in specs:
+                    raise ControlPlaneError(
+                        f'devstack/plugin.sh did not start {service}; its '
+                        f'calls: {plugin.call_log(self.layout)}')
+                self.processes.start(specs[service])
                 started.append(service)
             state.services_started = True
         if chain.then is None:

@@ -21,14 +21,14 @@ class ResourceError(Exception):
 
 
 def make_raw_image(path, mib=IMAGE_MIB):
-    """A raw disk of ``mib`` MiB: a boot sector's signature, then zeros.
+    """A raw disk of ``mib`` MiB of zeros.
 
-    It boots no OS; nova only needs a disk to copy.
+    It boots no OS; nova only needs a disk to copy. No boot sector
+    either: glance's format inspector takes a bare 0x55AA signature for
+    a partition table without partitions and refuses the upload.
     """
     with open(path, 'wb') as f:
         f.truncate(mib * 1024 * 1024)
-        f.seek(510)
-        f.write(b'\x55\xaa')
     return path
 
 

@@ -94,13 +94,14 @@ def specs(layout, numa_policy_commands):
     """{name: Spec} of every long-running service.
 
     ``numa_policy_commands`` is what devstack/plugin.sh asked to start
-    (its recorded ``run_process`` calls).
+    (its recorded ``run_process`` calls); the collector is known once
+    the plugin's extra phase has run.
     """
     port = endpoints.PORTS
     nova_conf = layout.conf('nova')
     neutron_args = ('--config-file', layout.conf('neutron'),
                     '--config-file', layout.conf('neutron', 'ml2_conf.ini'))
-    collector = numa_policy_commands['numa-policy-collector']
+    collector = numa_policy_commands.get('numa-policy-collector')
     api_conf = layout.numa_policy_conf
     return {spec.name: spec for spec in (
         wsgi('keystone', port['keystone'], 'keystone.wsgi.api:application',
@@ -130,8 +131,8 @@ def specs(layout, numa_policy_commands):
         daemon('neutron-periodic-workers',
                [lay.bin_path('neutron-periodic-workers'), *neutron_args],
                r'Periodic workers process starting'),
-        daemon('numa-policy-collector', collector,
-               r'Collecting reports from topic'),
+        *([daemon('numa-policy-collector', collector,
+                  r'Collecting reports from topic')] if collector else []),
         # The plugin starts numa-policy-api's own small server; here the
         # same application and file under a WSGI server, as deployments
         # run it (nova_numa_policy/rest/wsgi.py).
