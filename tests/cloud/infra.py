@@ -94,12 +94,5 @@ def _rabbitmqctl(argv, missing_ok=False):
                          f'{(result.stdout + result.stderr).strip()}')
 
 
-def recreate_vhost():
-    first, *rest = vhost_commands()
-    _rabbitmqctl(first, missing_ok=True)
-    for argv in rest:
-        _rabbitmqctl(argv)
-
-
 def delete_vhost():
     _rabbitmqctl(vhost_commands()[0], missing_ok=True)
