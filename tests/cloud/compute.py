@@ -322,7 +322,8 @@ class ComputeHost:
         """Start nova-compute in the background; returns at once."""
         command = os.path.join(os.path.dirname(self.python), 'nova-compute')
         self.lab.run(
-            f'mkdir -p {STATE_DIR} && cd / && setsid '
+            f'mkdir -p {STATE_DIR}/instances {STATE_DIR}/locks && cd / && '
+            f'setsid '
             f'{shlex.quote(command)} --config-file '
             f'{shlex.quote(self._guest("nova.conf"))} '
             f'> {shlex.quote(self._guest("output"))} 2>&1 < /dev/null &')
