@@ -75,6 +75,30 @@ mkdir -p /etc/nova
 echo "$LAB_HOSTNAME" > /etc/hostname
 hostname "$LAB_HOSTNAME"
 ip link set lo up
+# The cloud tier's NICs, when the host asked for them
+# (tests/labhost/network.py): found by MAC address, named, addressed.
+# The topology's NIC keeps the name eth0 the host tier knows it by.
+nic_up() {
+    for dev in /sys/class/net/*; do
+        [ "$(cat "$dev/address")" = "$1" ] || continue
+        ip link set "${dev##*/}" name "$2"
+        ip addr add "$3" dev "$2"
+        ip link set "$2" up
+        return 0
+    done
+    echo "guest.sh: no NIC with the MAC address $1" >&2
+    return 1
+}
+if [ -n "${LAB_CLOUD_MAC:-}" ]; then
+    nic_up "$LAB_CLOUD_MAC" "${LAB_CLOUD_NIC:?}" "$LAB_CLOUD_ADDRESS"
+fi
+if [ -n "${LAB_LINK_MAC:-}" ]; then
+    nic_up "$LAB_LINK_MAC" "${LAB_LINK_NIC:?}" "$LAB_LINK_ADDRESS"
+fi
+set -- /sys/class/net/eth*
+if [ ! -e /sys/class/net/eth0 ] && [ "$#" = 1 ] && [ -e "$1" ]; then
+    ip link set "${1##*/}" name eth0
+fi
 # Names resolve inside the lab host, never beyond it: its own name in
 # /etc/hosts (sudo, libvirtd and virsh ask for it), and the resolver
 # pointed at the lab host's own loopback, where a query is refused at

@@ -16,10 +16,27 @@ unix_sock_rw_perms = "0770"
 auth_unix_ro = "none"
 auth_unix_rw = "none"
 CONF
+# A lab host linked to another (tests/labhost/network.py) takes
+# connections from it on the link's address, with no authentication, as
+# live migration between libvirtds needs: the link reaches only the
+# other lab host.
+listen=
+if [ -n "${LAB_LINK_ADDRESS:-}" ]; then
+    listen=--listen
+    grep -q '^# lab host link' "$conf/libvirtd.conf" ||
+        cat >> "$conf/libvirtd.conf" <<CONF
+# lab host link
+listen_tls = 0
+listen_tcp = 1
+listen_addr = "${LAB_LINK_ADDRESS%/*}"
+auth_tcp = "none"
+CONF
+fi
 mkdir -p /run/libvirt /var/log/libvirt/qemu /var/lib/libvirt/qemu \
     /var/cache/libvirt/qemu
 pidof virtlogd >/dev/null || /usr/sbin/virtlogd -d
-pidof libvirtd >/dev/null || /usr/sbin/libvirtd -d
+# shellcheck disable=SC2086 # $listen: empty or one word
+pidof libvirtd >/dev/null || /usr/sbin/libvirtd -d $listen
 for _ in $(seq 300); do
     if virsh -q -c qemu:///system version >/dev/null 2>&1; then
         exit 0

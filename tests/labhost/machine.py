@@ -31,6 +31,7 @@ import time
 
 from tests.labhost import emulator as emulator_mod
 from tests.labhost import initramfs
+from tests.labhost import network as network_mod
 from tests.labhost import topology as topology_mod
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -45,6 +46,9 @@ REQUIRE_ENV = 'NUMA_POLICY_REQUIRE_LAB'
 ACCEL_ENV = 'NUMA_POLICY_LAB_ACCEL'
 KVM_PROBE_TIMEOUT = 20.0
 BOOT_TIMEOUT = 300.0
+# How long a lab host connecting to a link waits for its peer's QEMU to
+# listen on the link's socket.
+LINK_WAIT = 120.0
 NOVA_UID = 4242
 # Imported once by the server before it forks a child per call.
 DEFAULT_PRELOAD = ('libvirt', 'oslo_config.cfg', 'oslo_log.log',
@@ -224,8 +228,13 @@ class LabHost:
     """One booted lab host; use as a context manager or call shutdown()."""
 
     def __init__(self, topology=topology_mod.TWO_NODES, python=None,
-                 preload=DEFAULT_PRELOAD, boot_timeout=BOOT_TIMEOUT):
+                 preload=DEFAULT_PRELOAD, boot_timeout=BOOT_TIMEOUT,
+                 network=None, hostname=None):
         self.topology = topology
+        # tests/labhost/network.py: the cloud's NIC and a link to another
+        # lab host; None: the topology's NIC only, as the host tier has.
+        self.network = network
+        self.hostname = hostname or f'lab-{topology.name}'
         self.python = python or sys.executable
         self.preload = tuple(preload)
         self.boot_timeout = boot_timeout
@@ -270,6 +279,8 @@ class LabHost:
             self.topology, kernel.image, initrd, cmdline,
             (('hostroot', '/', True), ('lab', self.share, False)),
             accel=self.accel, qemu=emulator.command)
+        args += network_mod.qemu_args(self.network)
+        self._wait_for_link_peer(started + LINK_WAIT)
         self._console = open(os.path.join(self.workdir, 'console.log'), 'wb')
         self._qemu = subprocess.Popen(
             args, stdin=subprocess.DEVNULL, stdout=self._console,
@@ -279,6 +290,17 @@ class LabHost:
             _live.add(self)
         self._wait_ready(started + self.boot_timeout)
         self.boot_seconds = time.monotonic() - started
+
+    def _wait_for_link_peer(self, deadline):
+        # QEMU 7.2 gives up at once when the socket it connects to is not
+        # there yet: the listening lab host's QEMU must have started.
+        link = self.network and self.network.link
+        if not link or link.server:
+            return
+        while not os.path.exists(link.socket):
+            if time.monotonic() > deadline:
+                raise LabError(f'no lab host listens on {link.socket}')
+            time.sleep(0.1)
 
     def _needed(self):
         # What the lab host must reach of this machine: the interpreter
@@ -292,7 +314,8 @@ class LabHost:
                   'LAB_EXPOSE': ' '.join(reopened_directories(
                       self._needed())),
                   'LAB_NOVA_UID': str(NOVA_UID),
-                  'LAB_HOSTNAME': f'lab-{self.topology.name}'}
+                  'LAB_HOSTNAME': self.hostname,
+                  **network_mod.guest_settings(self.network)}
         with open(os.path.join(self.share, 'config.sh'), 'w') as f:
             for name, value in values.items():
                 f.write(f'{name}={shlex.quote(value)}\nexport {name}\n')

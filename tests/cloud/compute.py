@@ -1,0 +1,373 @@
+"""A compute of the lab's cloud: nova-compute with our driver in a lab host.
+
+:class:`ComputeHost` boots a lab host (tests/labhost) whose cloud NIC
+reaches the control plane's ports of this machine's 127.0.0.1 at
+``endpoints.GUEST_GATEWAY``, starts libvirtd in it, and runs
+nova-compute there from the cloud's virtualenv, with
+``compute_driver = numa_policy.NumaPolicyLibvirtDriver``::
+
+    with ComputeHost('lab-compute-1', python, settings) as compute:
+        compute.start()
+        compute.wait_for_log('Created resource provider record')
+
+Its nova.conf is written here, before the boot, from three parts:
+
+* the control plane's settings for a compute (``settings``: the
+  transport URL and keystoneauth sections whose endpoints are overridden
+  to the gateway; :func:`stand_in_settings` has the same shape);
+* the lab host's own: ``virt_type = qemu``, its host name, and state,
+  instances and locks on its tmpfs;
+* ours, exactly as devstack/plugin.sh writes them on a compute node:
+  its ``stack:post-config`` phase runs against devstack's stubbed
+  helpers (tests/devstack/run_plugin.sh) on that very file.
+
+nova-compute runs as root in the lab host: as ``nova`` it would need
+sudo rules and a rootwrap configuration in the lab host's /etc for
+nova's privsep daemons, which a compute node's packages install and
+this lab does not; root needs neither, and reaches libvirtd's socket.
+Its log is in the lab host's shared directory, readable here at once.
+"""
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from tests.cloud import endpoints
+from tests.labhost import machine
+from tests.labhost import network
+from tests.labhost import topology as topology_mod
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+PLUGIN_RUNNER = os.path.join(ROOT, 'tests', 'devstack', 'run_plugin.sh')
+# What devstack enables on a compute-only node: the plugin's agent and
+# driver extension belong there, its collector and API do not.
+COMPUTE_SERVICES = 'n-cpu,placement-client'
+# Inside the lab host, on its tmpfs.
+STATE_DIR = '/tmp/nova'
+# In the lab host's shared directory (/run/lab inside, LabHost.share
+# here): nova.conf, written here, and nova-compute's log and output.
+SHARE_DIR = 'nova-compute'
+GUEST_SHARE = '/run/lab'
+START_TIMEOUT = 600.0
+# The stand-in's service account, as devstack names it.
+SERVICE_PASSWORD = 'numa-cloud-service'
+
+
+class ComputeError(Exception):
+    """nova-compute did not do what was waited for; the log's end says."""
+
+
+def _auth(user, address, password=SERVICE_PASSWORD):
+    return {'auth_type': 'password',
+            'auth_url': endpoints.url('keystone', address) + '/v3',
+            'username': user, 'password': password,
+            'user_domain_name': 'Default', 'project_name': 'service',
+            'project_domain_name': 'Default', 'region_name': 'RegionOne'}
+
+
+def stand_in_settings(address=endpoints.GUEST_GATEWAY,
+                      vhost=endpoints.RABBIT_VHOST):
+    """A control plane's settings for a compute, without one running.
+
+    ``{section: {option: value}}``, the shape of the control plane's
+    own (tests/cloud/control.py, ``compute_config``): the broker and
+    every service at ``address``, since the catalog names 127.0.0.1.
+    """
+    def client(user, service, path=''):
+        return {**_auth(user, address),
+                'endpoint_override': endpoints.url(service, address) + path}
+
+    port = endpoints.PORTS['rabbitmq']
+    return {
+        'DEFAULT': {'transport_url':
+                    f'rabbit://guest:guest@{address}:{port}/{vhost}'},
+        'placement': client('placement', 'placement'),
+        'neutron': client('neutron', 'neutron'),
+        'glance': client('glance', 'glance'),
+        'keystone': client('nova', 'keystone', '/v3'),
+        'keystone_authtoken': _auth('nova', address),
+        'service_user': {**_auth('nova', address),
+                         'send_service_user_token': 'True'},
+    }
+
+
+def lab_settings(host, my_ip, state_dir=STATE_DIR, log_file=None):
+    """The lab host's own part of nova.conf."""
+    default = {'host': host, 'my_ip': my_ip, 'debug': 'True',
+               'state_path': state_dir,
+               'instances_path': os.path.join(state_dir, 'instances')}
+    if log_file:
+        default['log_file'] = log_file
+    return {
+        'DEFAULT': default,
+        'oslo_concurrency': {'lock_path': os.path.join(state_dir, 'locks')},
+        # TCG: nested KVM does not work on the CI machines.
+        'libvirt': {'virt_type': 'qemu', 'cpu_mode': 'none'},
+        # No console proxy in the lab's cloud.
+        'vnc': {'enabled': 'False'},
+    }
+
+
+def merge(*parts):
+    """The sections of ``parts``; a later part's option wins."""
+    merged = {}
+    for part in parts:
+        for section, options in part.items():
+            merged.setdefault(section, {}).update(options)
+    return merged
+
+
+def render(sections):
+    """INI text; a list value is a multi-valued option, a line each."""
+    lines = []
+    for section, options in sections.items():
+        lines.append(f'[{section}]')
+        for option, value in options.items():
+            values = value if isinstance(value, list) else [value]
+            lines += [f'{option} = {v}' for v in values]
+        lines.append('')
+    return '\n'.join(lines)
+
+
+def plugin_environment(nova_conf, workdir, state_dir=STATE_DIR,
+                       base_env=None):
+    """What devstack gives the plugin on a compute node, for the stubs.
+
+    The plugin's files other than nova.conf (the agent's, the call log)
+    go to ``workdir``; no kernel is read here (the lab host's is not
+    this machine's).
+    """
+    env = dict(base_env if base_env is not None else os.environ)
+    env.update({
+        'DEST': os.path.join(workdir, 'opt'),
+        'DATA_DIR': os.path.join(workdir, 'data'),
+        'SERVICE_PROTOCOL': 'http',
+        'SERVICE_HOST': endpoints.GUEST_GATEWAY,
+        'SERVICE_TIMEOUT': '60',
+        'STACK_USER': 'stack',
+        'REGION_NAME': 'RegionOne',
+        'NOVA_CONF': nova_conf,
+        'NOVA_CPU_CONF': nova_conf,
+        'NOVA_STATE_PATH': state_dir,
+        'TEMPEST_CONFIG': os.path.join(workdir, 'tempest.conf'),
+        'LIBVIRT_GROUP': 'libvirt',
+        'HORIZON_DIR': os.path.join(workdir, 'horizon'),
+        'VIRT_DRIVER': 'libvirt',
+        'ENABLE_DEBUG_LOG_LEVEL': 'True',
+        'ENABLED_SERVICES': COMPUTE_SERVICES,
+        'NUMA_POLICY_DRIVER_EXTENSION': 'True',
+        'NUMA_POLICY_DIR': ROOT,
+        'NUMA_POLICY_CONF_DIR': os.path.join(workdir, 'etc'),
+        'NUMA_POLICY_TEST_CALL_LOG': os.path.join(workdir, 'calls.log'),
+        'NUMA_POLICY_TEST_BIN_DIR': os.path.join(workdir, 'bin'),
+        'NUMA_POLICY_PROC_DIR': os.path.join(workdir, 'no-proc'),
+        'NUMA_POLICY_SYSFS_DIR': os.path.join(workdir, 'no-sys'),
+    })
+    return env
+
+
+def apply_plugin(nova_conf, workdir, state_dir=STATE_DIR):
+    """devstack/plugin.sh's ``stack:post-config`` on ``nova_conf``.
+
+    Returns the calls the stubs recorded (name and arguments), among
+    them the driver shim the plugin runs on a compute node.
+    """
+    env = plugin_environment(nova_conf, workdir, state_dir)
+    os.makedirs(env['DATA_DIR'], exist_ok=True)
+    result = subprocess.run(['bash', PLUGIN_RUNNER, 'stack:post-config'],
+                            env=env, capture_output=True, text=True,
+                            timeout=120)
+    if result.returncode:
+        raise ComputeError(f'devstack plugin post-config failed '
+                           f'({result.returncode}):\n'
+                           f'{result.stderr[-3000:]}')
+    try:
+        with open(env['NUMA_POLICY_TEST_CALL_LOG']) as f:
+            return [tuple(line.rstrip('\n').split('\t')) for line in f]
+    except FileNotFoundError:
+        return []
+
+
+def write_nova_conf(path, settings, lab, workdir, state_dir=STATE_DIR):
+    """The compute's nova.conf at ``path``: ``settings``, ``lab``, ours."""
+    with open(path, 'w') as f:
+        f.write(render(merge(settings, lab)))
+    return apply_plugin(path, workdir, state_dir)
+
+
+def purelib(python):
+    """Where ``python`` installs packages."""
+    return subprocess.run(
+        [python, '-I', '-c',
+         'import sysconfig; print(sysconfig.get_paths()["purelib"])'],
+        capture_output=True, text=True, check=True).stdout.strip()
+
+
+def prepare_environment(python):
+    """The virtualenv as nova-compute in a lab host needs it, done here.
+
+    The driver shim devstack's plugin runs on a compute
+    (``numa-policy-nova-driver-shim``: nova/virt/numa_policy.py), and
+    every module compiled to bytecode: the lab host's root is read-only,
+    so an uncompiled module would be compiled under emulation at every
+    start. Up-to-date files are left alone.
+    """
+    subprocess.run([python, '-m', 'nova_numa_policy.virt.shim'],
+                   check=True, capture_output=True)
+    subprocess.run([python, '-m', 'compileall', '-q', '-j0',
+                    purelib(python)], check=True, capture_output=True)
+
+
+# -- run inside a lab host (LabHost.call) -------------------------------------
+
+def http_get(url, timeout=60):
+    """Status and body of a GET, from inside a lab host."""
+    import urllib.request
+    with urllib.request.urlopen(url, timeout=timeout) as answer:
+        return answer.status, answer.read().decode(errors='replace')
+
+
+def amqp_handshake(url, timeout=60):
+    """What the broker at ``url`` says of itself once connected."""
+    import kombu
+    connection = kombu.Connection(url, connect_timeout=timeout)
+    try:
+        connection.connect()
+        properties = connection.connection.server_properties
+        return {'product': properties.get('product'),
+                'version': properties.get('version')}
+    finally:
+        connection.release()
+
+
+def import_seconds(modules=('nova.compute.manager',
+                            'nova.virt.libvirt.driver',
+                            'nova_numa_policy.virt.driver')):
+    """Seconds a fresh interpreter takes to import ``modules``."""
+    started = time.monotonic()
+    subprocess.run([sys.executable, '-c',
+                    'import ' + ', '.join(modules)], check=True,
+                   cwd='/', capture_output=True)
+    return time.monotonic() - started
+
+
+class ComputeHost:
+    """A lab host running nova-compute; a context manager."""
+
+    def __init__(self, name, python=None, settings=None,
+                 topology=topology_mod.TWO_NODES, link=None,
+                 start_timeout=START_TIMEOUT):
+        self.name = name
+        self.python = python or sys.executable
+        self.settings = settings or stand_in_settings()
+        self.topology = topology
+        self.link = link
+        self.start_timeout = start_timeout
+        self.lab = None
+        self.workdir = None
+        self.plugin_calls = None
+        self.started_at = None
+
+    @property
+    def my_ip(self):
+        if self.link is not None:
+            return self.link.ip
+        return network.CLOUD_ADDRESS.split('/')[0]
+
+    def _guest(self, *parts):
+        return os.path.join(GUEST_SHARE, SHARE_DIR, *parts)
+
+    def _here(self, *parts):
+        return os.path.join(self.lab.share, SHARE_DIR, *parts)
+
+    def boot(self):
+        self.workdir = tempfile.mkdtemp(prefix='numa-compute-')
+        try:
+            prepare_environment(self.python)
+            conf = os.path.join(self.workdir, 'nova.conf')
+            self.plugin_calls = write_nova_conf(
+                conf, self.settings,
+                lab_settings(self.name, self.my_ip,
+                             log_file=self._guest_log()),
+                os.path.join(self.workdir, 'plugin'))
+            self.lab = machine.LabHost(
+                self.topology, python=self.python, hostname=self.name,
+                network=network.cloud_network(endpoints.PORTS.values(),
+                                              link=self.link))
+            self.lab.boot()
+            os.makedirs(self._here())
+            shutil.copy(conf, self._here('nova.conf'))
+            self.lab.start_libvirtd()
+        except BaseException:
+            self.shutdown()
+            raise
+        return self
+
+    def _guest_log(self):
+        return os.path.join(GUEST_SHARE, SHARE_DIR, 'nova-compute.log')
+
+    @property
+    def nova_conf(self):
+        """nova.conf as the lab host reads it."""
+        with open(self._here('nova.conf')) as f:
+            return f.read()
+
+    def start(self):
+        """Start nova-compute in the background; returns at once."""
+        command = os.path.join(os.path.dirname(self.python), 'nova-compute')
+        self.lab.run(
+            f'mkdir -p {STATE_DIR}/instances {STATE_DIR}/locks && cd / && '
+            f'setsid '
+            f'{shlex.quote(command)} --config-file '
+            f'{shlex.quote(self._guest("nova.conf"))} '
+            f'> {shlex.quote(self._guest("output"))} 2>&1 < /dev/null &')
+        self.started_at = time.monotonic()
+
+    def log(self):
+        """nova-compute's log so far (and what it printed)."""
+        text = ''
+        for name in ('nova-compute.log', 'output'):
+            try:
+                with open(self._here(name), errors='replace') as f:
+                    text += f.read()
+            except FileNotFoundError:
+                pass
+        return text
+
+    def wait_for_log(self, pattern, timeout=None):
+        """Seconds since start() until ``pattern`` (a regex) is logged."""
+        deadline = time.monotonic() + (timeout or self.start_timeout)
+        regex = re.compile(pattern)
+        while True:
+            if regex.search(self.log()):
+                return time.monotonic() - self.started_at
+            if time.monotonic() > deadline:
+                tail = '\n'.join(self.log().splitlines()[-40:])
+                raise ComputeError(f'nova-compute in {self.name} did not '
+                                   f'log {pattern!r}; its log ends:\n{tail}')
+            time.sleep(1)
+
+    def running(self):
+        """Whether a nova-compute process runs in the lab host."""
+        return self.lab.run('pgrep -f bin/nova-compute',
+                            check=False).ok
+
+    def shutdown(self):
+        if self.lab is not None:
+            self.lab.shutdown()
+            self.lab = None
+        if self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.workdir = None
+
+    def __enter__(self):
+        return self.boot()
+
+    def __exit__(self, *exc):
+        self.shutdown()

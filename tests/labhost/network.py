@@ -1,0 +1,166 @@
+"""A lab host's networks beyond its NUMA NIC, for the cloud tier.
+
+Pure: a :class:`LabNetwork` in, QEMU arguments and the guest's settings
+out. Two optional NICs, both on the root PCIe bus (no NUMA node of
+their own), away from the NIC of the topology (``topology.nic_args``)
+whose locality the host tier tests:
+
+* **cloud**: QEMU's user-mode network, restricted (no route out of the
+  lab host), where each TCP connection to ``GUEST_GATEWAY:port`` is
+  relayed to ``127.0.0.1:port`` on this machine by a process QEMU
+  starts for that connection (``guestfwd=...-cmd:``,
+  ``tests/labhost/relay.py``). Nothing else of this machine, and
+  nothing beyond it, is reachable.
+* **link**: an Ethernet link between two lab hosts, carried by their
+  two QEMU processes over a unix socket (``-netdev stream``): one
+  listens, the other connects.
+
+Inside the lab host, ``guest.sh`` finds each NIC by its MAC address,
+names it (``cloud0``, ``link0``) and gives it its static address.
+"""
+
+import dataclasses
+import ipaddress
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RELAY = os.path.join(HERE, 'relay.py')
+# QEMU's user-mode network: the guest's usual address in it, and the
+# address QEMU answers for the forwarded ports (tests/cloud/endpoints.py).
+CLOUD_ADDRESS = '10.0.2.15/24'
+CLOUD_GATEWAY = '10.0.2.100'
+CLOUD_NIC = 'cloud0'
+LINK_NIC = 'link0'
+# Locally administered MAC addresses (QEMU's own prefix), one per role.
+CLOUD_MAC = '52:54:00:c1:00:01'
+LINK_MAC_PREFIX = '52:54:00:c1:01:'
+LINK_NETWORK = ipaddress.ip_network('192.168.77.0/24')
+
+
+@dataclasses.dataclass(frozen=True)
+class LinkEnd:
+    """One lab host's end of a link: the socket, its role, its address.
+
+    ``address``: the lab host's address on the link, with its prefix.
+    """
+
+    socket: str
+    server: bool
+    address: str
+
+    @property
+    def ip(self):
+        return str(ipaddress.ip_interface(self.address).ip)
+
+    @property
+    def mac(self):
+        host = int(ipaddress.ip_interface(self.address).ip) & 0xff
+        return f'{LINK_MAC_PREFIX}{host:02x}'
+
+
+def link_ends(socket, count=2, network=LINK_NETWORK):
+    """The ends of a link for ``count`` lab hosts: the first listens.
+
+    More than two QEMU processes cannot share one stream socket; two is
+    what a live migration needs.
+    """
+    if count != 2:
+        raise ValueError('a link joins exactly two lab hosts')
+    hosts = network.hosts()
+    return tuple(LinkEnd(socket, i == 0,
+                         f'{next(hosts)}/{network.prefixlen}')
+                 for i in range(count))
+
+
+@dataclasses.dataclass(frozen=True)
+class LabNetwork:
+    """What a lab host is connected to besides its NUMA NIC.
+
+    ``cloud_ports``: the ports of this machine's 127.0.0.1 the lab host
+    reaches at CLOUD_GATEWAY (none: no cloud NIC). ``relay``: the
+    command, as a tuple, that QEMU runs per connection with the port
+    appended; its stdin and stdout are the guest's connection.
+    """
+
+    cloud_ports: tuple = ()
+    relay: tuple = ()
+    link: LinkEnd | None = None
+
+
+def python_relay(python=None):
+    """The relay command: relay.py, isolated, in this machine's Python."""
+    return (python or sys.executable, '-I', '-S', RELAY)
+
+
+def cloud_network(ports, link=None, relay=None):
+    """A LabNetwork reaching ``ports`` of 127.0.0.1 (and ``link``)."""
+    return LabNetwork(cloud_ports=tuple(sorted(set(ports))),
+                      relay=tuple(relay or python_relay()), link=link)
+
+
+def qemu_escape(value):
+    """``value`` inside a QEMU option list (a comma is doubled)."""
+    return value.replace(',', ',,')
+
+
+def relay_command(relay, port):
+    """The command line QEMU's slirp runs for one forwarded connection.
+
+    libslirp splits it the way a shell would (g_shell_parse_argv), and
+    runs it without a shell.
+    """
+    words = [*relay, str(port)]
+    for word in words:
+        if any(c in word for c in ' \'"\\$`'):
+            raise ValueError(f'{word!r}: the relay command words must '
+                             f'need no quoting')
+    return ' '.join(words)
+
+
+def cloud_args(ports, relay, gateway=CLOUD_GATEWAY, mac=CLOUD_MAC):
+    """The cloud NIC: user-mode, restricted, one forward per port."""
+    if not relay:
+        raise ValueError('the cloud NIC needs a relay command')
+    forwards = ''.join(
+        f',guestfwd=tcp:{gateway}:{int(port)}-cmd:'
+        f'{qemu_escape(relay_command(relay, int(port)))}'
+        for port in sorted(set(ports)))
+    return ['-netdev', f'user,id=cloud,restrict=on{forwards}',
+            '-device', f'virtio-net-pci,netdev=cloud,mac={mac},'
+                       f'bus=pcie.0,romfile=']
+
+
+def link_args(end):
+    """The link NIC: a stream over ``end.socket``, listening or not."""
+    server = 'on' if end.server else 'off'
+    return ['-netdev', f'stream,id=link,server={server},addr.type=unix,'
+                       f'addr.path={qemu_escape(end.socket)}',
+            '-device', f'virtio-net-pci,netdev=link,mac={end.mac},'
+                       f'bus=pcie.0,romfile=']
+
+
+def qemu_args(network):
+    """Every QEMU argument ``network`` adds to a lab host's."""
+    if network is None:
+        return []
+    args = []
+    if network.cloud_ports:
+        args += cloud_args(network.cloud_ports, network.relay)
+    if network.link is not None:
+        args += link_args(network.link)
+    return args
+
+
+def guest_settings(network):
+    """config.sh values for guest.sh: none when there is no network."""
+    if network is None:
+        return {}
+    values = {}
+    if network.cloud_ports:
+        values.update(LAB_CLOUD_MAC=CLOUD_MAC, LAB_CLOUD_NIC=CLOUD_NIC,
+                      LAB_CLOUD_ADDRESS=CLOUD_ADDRESS)
+    if network.link is not None:
+        values.update(LAB_LINK_MAC=network.link.mac, LAB_LINK_NIC=LINK_NIC,
+                      LAB_LINK_ADDRESS=network.link.address)
+    return values
