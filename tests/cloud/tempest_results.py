@@ -97,6 +97,15 @@ def verdict(results, tempest_returncode):
     return not reasons, '; '.join(reasons) or 'every test passed'
 
 
+def outcomes(results):
+    """One line per test: its outcome and its id, in the run's order."""
+    labels = {'success': 'PASSED', 'xfail': 'PASSED (xfail)',
+              'skip': 'SKIPPED', 'fail': 'FAILED',
+              'uxsuccess': 'FAILED (unexpected success)'}
+    return [f'{labels.get(r.status, r.status.upper()):9} {r.test_id}'
+            for r in results]
+
+
 def report(results, reason_lines=3):
     """Lines naming every test that did not pass, with its reason.
 

@@ -259,6 +259,7 @@ def main(argv=None):
     outcome = results.parse(last_run(workspace))
     print('\n'.join(['', '== tempest closing summary =='] +
                     results.closing_lines(output)))
+    print('\n'.join(['', '== each test =='] + results.outcomes(outcome)))
     lines = results.report(outcome)
     if lines:
         print('\n'.join(['', '== tests that did not pass =='] + lines))

@@ -101,6 +101,13 @@ class ReportTest(testtools.TestCase):
                           'FAILED c (fail)', '    2', '    3',
                           '    NoValidHost: none'], lines)
 
+    def test_one_line_per_test(self):
+        self.assertEqual(
+            ['PASSED    a', 'SKIPPED   b', 'FAILED    c'],
+            results.outcomes([results.Result('a', 'success'),
+                              results.Result('b', 'skip', 'no SSH'),
+                              results.Result('c', 'fail', 'boom')]))
+
     def test_closing_lines_from_the_last_totals(self):
         lines = results.closing_lines(TOTALS)
         self.assertEqual('Totals', lines[0])
