@@ -1,0 +1,272 @@
+"""``python -m tests.cloud.tempest_run``: tempest against the cloud tier.
+
+Against a control plane started with ``python -m tests.cloud up
+--detach --workdir DIR``::
+
+    python -m tests.cloud.tempest_run --workdir DIR
+
+makes what tempest needs in the cloud (two tiny raw images, two small
+flavors, the shared flat network on physnet1; found again by name on a
+second run), writes a tempest workspace in ``DIR/tempest`` with its
+tempest.conf (tests/cloud/tempestconf.py, then the devstack plugin's
+``stack:test-config`` phase for our plugin's group), and runs every test
+of our plugin and a few of tempest's server tests. It prints tempest's
+closing summary and every test that did not pass with its reason, and
+exits nonzero when a test failed, skipped or did not finish.
+
+Our plugin's ``[numa_policy] ssh_*`` options are left unset: nothing
+here can SSH to a lab host, so the domain XML check skips (and so fails
+the run) unless a later change gives it a way in.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+
+from oslo_config import cfg
+
+from tests.cloud import accounts
+from tests.cloud import configs
+from tests.cloud import endpoints
+from tests.cloud import layout as lay
+from tests.cloud import plugin
+from tests.cloud import resources
+from tests.cloud import services
+from tests.cloud import tempest_results as results
+from tests.cloud import tempestconf
+
+WORKSPACE = 'tempest'
+IMAGES = ('numa-tempest-raw', 'numa-tempest-raw-alt')
+# (name, vCPUs, MiB of RAM, GiB of disk): flavor_ref and flavor_ref_alt.
+FLAVORS = (('numa-tempest-64', 1, 64, 1), ('numa-tempest-128', 1, 128, 1))
+NETWORK = 'physnet1-flat'
+RUN_TIMEOUT = 3600
+
+
+class RunnerError(Exception):
+    """The cloud is not there, or what tempest needs could not be made."""
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog='python -m tests.cloud.tempest_run')
+    parser.add_argument('--workdir', default=os.environ.get(
+        'NUMA_CLOUD_WORKDIR', '/tmp/numa-cloud'),
+        help='the work directory of a running control plane')
+    parser.add_argument('--workspace',
+                        help='tempest workspace (default: WORKDIR/tempest)')
+    parser.add_argument('--regex', default=tempestconf.test_regex(),
+                        help='tests to run (default: ours and a few of '
+                             "tempest's server tests)")
+    parser.add_argument('--driver-extension', default='True',
+                        choices=('True', 'False'),
+                        help='NUMA_POLICY_DRIVER_EXTENSION for the plugin: '
+                             'whether the computes run our libvirt driver')
+    parser.add_argument('--min-compute-nodes', type=int, default=1)
+    parser.add_argument('--build-timeout', type=int, default=300,
+                        help="tempest's [compute] build_timeout, seconds")
+    parser.add_argument('--concurrency', type=int, default=1)
+    parser.add_argument('--list', action='store_true',
+                        help='list the selected tests, run nothing')
+    return parser.parse_args(argv)
+
+
+# -- the cloud ----------------------------------------------------------
+
+def check_up(layout):
+    if not os.path.exists(layout.state):
+        raise RunnerError(f'no control plane in {layout.workdir} (no '
+                          f'{layout.state}); start one with "python -m '
+                          f'tests.cloud up --detach --workdir '
+                          f'{layout.workdir}"')
+    if not services.port_open(endpoints.PORTS['keystone']):
+        raise RunnerError('keystone does not answer on '
+                          f'{lay.keystone_url()}')
+
+
+def _ok(response, what):
+    if response.status_code >= 400:
+        raise RunnerError(f'{what}: {response.status_code} {response.text}')
+    return response
+
+
+def ensure_image(session, name, scratch):
+    base = endpoints.url('glance') + '/v2/images'
+    found = _ok(session.get(base, params={'name': name},
+                            raise_exc=False), 'list images').json()['images']
+    active = [i for i in found if i['status'] == 'active']
+    if active:
+        return active[0]['id']
+    path = resources.make_raw_image(os.path.join(scratch, name + '.raw'))
+    return resources.upload_image(session, path, name=name)['id']
+
+
+def ensure_flavor(session, name, vcpus, ram, disk):
+    base = endpoints.url('nova') + '/v2.1/flavors'
+    listed = _ok(session.get(base + '/detail', params={'is_public': 'None'},
+                             raise_exc=False),
+                 'list flavors').json()['flavors']
+    for flavor in listed:
+        if flavor['name'] == name:
+            return flavor['id']
+    return _ok(session.post(base, json={'flavor': {
+        'name': name, 'vcpus': vcpus, 'ram': ram, 'disk': disk}},
+        raise_exc=False), f'create flavor {name}').json()['flavor']['id']
+
+
+def ensure_network(session):
+    """The name of the shared flat network on physnet1.
+
+    neutron refuses a second flat network on a physnet, so whichever a
+    test made first is the one.
+    """
+    base = endpoints.url('neutron') + '/v2.0/networks'
+    found = _ok(session.get(base, params={
+        'provider:physical_network': lay.PHYSNET,
+        'provider:network_type': 'flat'}, raise_exc=False),
+        'list networks').json()['networks']
+    if found:
+        if not found[0].get('shared'):
+            raise RunnerError(f'network {found[0]["name"]} on {lay.PHYSNET} '
+                              'is not shared: tempest\'s projects cannot '
+                              'use it')
+        return found[0]['name']
+    network, _subnet = resources.create_provider_network(session, NETWORK)
+    return network['name']
+
+
+def catalog_types(session):
+    access = session.auth.get_access(session)
+    return frozenset(access.service_catalog.get_endpoints())
+
+
+def nova_filters(layout):
+    parsed = {}
+    cfg.ConfigParser(layout.conf('nova'), parsed).parse()
+    values = parsed.get('filter_scheduler', {}).get('enabled_filters')
+    if not values:
+        return ()
+    return tuple(f.strip() for f in values[-1].split(',') if f.strip())
+
+
+def cloud_facts(layout, session, scratch, args):
+    images = [ensure_image(session, name, scratch) for name in IMAGES]
+    flavors = [ensure_flavor(session, *flavor) for flavor in FLAVORS]
+    return tempestconf.CloudFacts(
+        auth_url=lay.keystone_url() + '/v3',
+        region=lay.REGION,
+        admin_username='admin',
+        admin_password=lay.ADMIN_PASSWORD,
+        admin_project='admin',
+        admin_domain=lay.DOMAIN,
+        image_ref=images[0],
+        image_ref_alt=images[1],
+        flavor_ref=flavors[0],
+        flavor_ref_alt=flavors[1],
+        network_name=ensure_network(session),
+        catalog_types=catalog_types(session),
+        min_compute_nodes=args.min_compute_nodes,
+        enabled_filters=nova_filters(layout),
+        build_timeout=args.build_timeout)
+
+
+# -- the workspace ------------------------------------------------------
+
+def write_workspace(workspace, facts):
+    for path in (workspace.logs, workspace.lock):
+        os.makedirs(path, exist_ok=True)
+    configs.write(workspace.conf, tempestconf.sections(facts, workspace))
+
+
+def plugin_test_config(layout, workspace, driver_extension):
+    """Our plugin's group, written by devstack/plugin.sh's test-config."""
+    env = plugin.environment(layout)
+    env.update({
+        'ENABLED_SERVICES': plugin.SERVICES + ',tempest',
+        'TEMPEST_CONFIG': workspace.conf,
+        'NUMA_POLICY_DRIVER_EXTENSION': driver_extension,
+        # Its own call log: the control plane's is what it started.
+        'NUMA_POLICY_TEST_CALL_LOG': os.path.join(
+            workspace.logs, 'devstack-test-config-calls.log'),
+    })
+    log_path = os.path.join(workspace.logs, 'devstack-test-config.log')
+    with open(log_path, 'w') as log:
+        result = subprocess.run(plugin.command(['stack:test-config']),
+                                env=env, stdout=log,
+                                stderr=subprocess.STDOUT, timeout=120)
+    if result.returncode:
+        raise RunnerError(f'devstack plugin stack:test-config failed '
+                          f'({result.returncode}):\n{plugin.tail(log_path)}')
+
+
+# -- tempest ------------------------------------------------------------
+
+def tempest_command(workspace, regex, concurrency, list_only=False):
+    argv = [lay.bin_path('tempest'), 'run', '--config-file', workspace.conf,
+            '--regex', regex]
+    if list_only:
+        return argv + ['--list-tests']
+    if concurrency <= 1:
+        return argv + ['--serial']
+    return argv + ['--concurrency', str(concurrency)]
+
+
+def run_tempest(workspace, argv):
+    """Run tempest in the workspace, its output to ours and its log."""
+    collected = []
+    with open(workspace.run_log, 'w') as log:
+        process = subprocess.Popen(argv, cwd=workspace.path,
+                                   stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, text=True,
+                                   errors='replace')
+        for line in process.stdout:
+            sys.stdout.write(line)
+            sys.stdout.flush()
+            log.write(line)
+            collected.append(line)
+        returncode = process.wait(timeout=RUN_TIMEOUT)
+    return returncode, ''.join(collected)
+
+
+def last_run(workspace):
+    """The subunit stream of the workspace's last run."""
+    return subprocess.run([lay.bin_path('stestr'), 'last', '--subunit'],
+                          cwd=workspace.path, stdout=subprocess.PIPE,
+                          check=False).stdout
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    layout = lay.Layout(os.path.abspath(args.workdir))
+    workspace = tempestconf.Workspace(os.path.abspath(
+        args.workspace or os.path.join(layout.workdir, WORKSPACE)))
+    try:
+        check_up(layout)
+        os.makedirs(workspace.path, exist_ok=True)
+        facts = cloud_facts(layout, accounts.admin_session(),
+                            workspace.path, args)
+        write_workspace(workspace, facts)
+        plugin_test_config(layout, workspace, args.driver_extension)
+    except (RunnerError, resources.ResourceError) as exc:
+        print(f'tempest_run: {exc}', file=sys.stderr)
+        return 2
+    print(f'tempest.conf: {workspace.conf}', flush=True)
+    argv = tempest_command(workspace, args.regex, args.concurrency,
+                           list_only=args.list)
+    returncode, output = run_tempest(workspace, argv)
+    if args.list:
+        return returncode
+    outcome = results.parse(last_run(workspace))
+    print('\n'.join(['', '== tempest closing summary =='] +
+                    results.closing_lines(output)))
+    print('\n'.join(['', '== each test =='] + results.outcomes(outcome)))
+    lines = results.report(outcome)
+    if lines:
+        print('\n'.join(['', '== tests that did not pass =='] + lines))
+    ok, why = results.verdict(outcome, returncode)
+    print(f'\ncloud tier tempest: {"PASSED" if ok else "FAILED"} ({why})')
+    return 0 if ok else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())

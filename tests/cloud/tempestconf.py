@@ -1,0 +1,187 @@
+"""tempest.conf for the cloud tier's control plane (pure).
+
+The cloud's facts (:class:`CloudFacts`: keystone, the admin, the image,
+flavors and network made for tempest, the catalog) go in; the sections
+of tempest.conf come out, ``{section: {option: value}}`` for
+``configs.render``. Our plugin's own group is not written here: the
+devstack plugin's ``stack:test-config`` phase writes it on top, exactly
+as it does in devstack (tests/cloud/tempest_run.py runs it).
+
+What this cloud has and lacks, as tempest must see it:
+
+* keystone v3 only; tempest makes its own projects and users
+  (dynamic credentials) but no networks for them: ML2 here has no tenant
+  network types, so every server goes on the shared flat provider
+  network on physnet1 (``[compute] fixed_network_name``);
+* no SSH into guests (no floating IPs, no route to physnet1 from this
+  machine): ``[validation] run_validation = False``;
+* no consoles, no volumes, no object store, no second compute to
+  migrate to until the lab hosts say otherwise.
+"""
+
+import dataclasses
+import os
+import re
+
+# Catalog service type -> tempest's [service_available] option.
+SERVICE_TYPES = {
+    'compute': 'nova',
+    'image': 'glance',
+    'network': 'neutron',
+    'volumev3': 'cinder',
+    'block-storage': 'cinder',
+    'object-store': 'swift',
+    'dashboard': 'horizon',
+}
+# The options of [service_available] tempest itself registers; each one
+# not in the catalog is written False, so tempest never assumes it.
+TEMPEST_SERVICES = ('nova', 'glance', 'neutron', 'cinder', 'swift',
+                    'horizon')
+
+# Guest features of nova that need what this cloud does not have: a
+# console proxy, a second compute host, a volume service, SSH into the
+# guest or a metadata route. All off; the lab hosts' engineer may turn
+# on what a compute there proves.
+FEATURES_OFF = (
+    'console_output', 'vnc_console', 'spice_console', 'serial_console',
+    'resize', 'cold_migration', 'live_migration',
+    'block_migration_for_live_migration', 'volume_backed_live_migration',
+    'attach_encrypted_volume', 'swap_volume', 'volume_multiattach',
+    'change_password', 'metadata_service', 'config_drive', 'personality',
+    'rescue', 'stable_rescue', 'shelve', 'shelve_migrate', 'snapshot',
+    'interface_attach', 'pause', 'suspend',
+)
+
+# The tests the cloud tier runs: every test of our plugin, and a few of
+# tempest's own server tests that boot, list and delete a server
+# (three boots in all), none of which needs a feature this cloud lacks.
+PLUGIN_TESTS = r'nova_numa_policy\.tempest_plugin\.'
+SERVER_TESTS = (
+    ('tempest.api.compute.servers.test_create_server.ServersTestJSON',
+     ('test_verify_server_details', 'test_list_servers',
+      'test_list_servers_with_detail')),
+    ('tempest.api.compute.servers.test_delete_server.DeleteServersTestJSON',
+     ('test_delete_active_server',
+      'test_delete_server_while_in_building_state')),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class CloudFacts:
+    """What tempest must know of one cloud."""
+
+    auth_url: str                 # keystone's v3 URI
+    region: str
+    admin_username: str
+    admin_password: str
+    admin_project: str
+    admin_domain: str
+    image_ref: str
+    image_ref_alt: str
+    flavor_ref: str
+    flavor_ref_alt: str
+    network_name: str
+    catalog_types: frozenset      # service types keystone's catalog has
+    min_compute_nodes: int = 1
+    enabled_filters: tuple = ()   # nova's [filter_scheduler]
+    build_timeout: int = 300
+
+
+@dataclasses.dataclass(frozen=True)
+class Workspace:
+    """A tempest workspace's directories, as ``tempest init`` lays it out."""
+
+    path: str
+
+    @property
+    def conf(self):
+        return os.path.join(self.path, 'etc', 'tempest.conf')
+
+    @property
+    def logs(self):
+        return os.path.join(self.path, 'logs')
+
+    @property
+    def lock(self):
+        return os.path.join(self.path, 'tempest_lock')
+
+    @property
+    def run_log(self):
+        return os.path.join(self.logs, 'tempest-run.log')
+
+
+def _bool(value):
+    return 'True' if value else 'False'
+
+
+def service_available(catalog_types):
+    """[service_available]: each of tempest's services, by the catalog."""
+    present = {SERVICE_TYPES[t] for t in catalog_types if t in SERVICE_TYPES}
+    return {name: _bool(name in present) for name in TEMPEST_SERVICES}
+
+
+def sections(facts, workspace):
+    """tempest.conf's sections for ``facts``, in ``workspace``."""
+    if not facts.auth_url.rstrip('/').endswith('/v3'):
+        raise ValueError(f'not a keystone v3 URI: {facts.auth_url}')
+    features = {name: 'False' for name in FEATURES_OFF}
+    if facts.enabled_filters:
+        features['scheduler_enabled_filters'] = ','.join(
+            facts.enabled_filters)
+    return {
+        'DEFAULT': {
+            'log_dir': workspace.logs,
+            'log_file': 'tempest.log',
+            'use_stderr': 'False',
+        },
+        'oslo_concurrency': {'lock_path': workspace.lock},
+        'identity': {
+            'uri_v3': facts.auth_url,
+            'auth_version': 'v3',
+            'region': facts.region,
+            'v3_endpoint_type': 'public',
+        },
+        'identity-feature-enabled': {'api_v2': 'False', 'api_v3': 'True'},
+        'auth': {
+            'use_dynamic_credentials': 'True',
+            # No tenant network types in ML2: projects get no network of
+            # their own and use the shared provider one.
+            'create_isolated_networks': 'False',
+            'admin_username': facts.admin_username,
+            'admin_password': facts.admin_password,
+            'admin_project_name': facts.admin_project,
+            'admin_domain_name': facts.admin_domain,
+        },
+        'compute': {
+            'image_ref': facts.image_ref,
+            'image_ref_alt': facts.image_ref_alt,
+            'flavor_ref': facts.flavor_ref,
+            'flavor_ref_alt': facts.flavor_ref_alt,
+            'fixed_network_name': facts.network_name,
+            'min_compute_nodes': str(facts.min_compute_nodes),
+            'max_microversion': 'latest',
+            'build_timeout': str(facts.build_timeout),
+            'region': facts.region,
+        },
+        'compute-feature-enabled': features,
+        'network': {
+            'shared_physical_network': 'True',
+            'project_networks_reachable': 'False',
+        },
+        'validation': {'run_validation': 'False'},
+        'service_available': service_available(facts.catalog_types),
+    }
+
+
+def test_regex(plugin=PLUGIN_TESTS, server_tests=SERVER_TESTS):
+    """The regex of ``tempest run`` for the tests the cloud tier runs.
+
+    A test's id ends with ``[id-...,tags]``: a method is matched up to
+    that bracket, so ``test_list_servers`` does not also select
+    ``test_list_servers_with_detail`` (listed on its own).
+    """
+    parts = ['^' + plugin]
+    for cls, methods in server_tests:
+        names = '|'.join(re.escape(m) for m in methods)
+        parts.append(f'^{re.escape(cls)}\\.({names})(\\[|$)')
+    return '|'.join(f'(?:{p})' for p in parts)

@@ -1,0 +1,80 @@
+"""The runner's steps that need no cloud: the workspace it writes, with
+our plugin's group written on top by devstack/plugin.sh's test-config
+phase (run for real, against devstack's stubbed helpers)."""
+
+import os
+
+import fixtures
+from oslo_config import cfg
+import testtools
+
+from tests.cloud import layout as lay
+from tests.cloud import tempest_run
+from tests.cloud import tempestconf
+
+
+def read_ini(path):
+    parsed = {}
+    cfg.ConfigParser(path, parsed).parse()
+    return parsed
+
+
+class WorkspaceTest(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        root = self.useFixture(fixtures.TempDir()).path
+        self.layout = lay.Layout(os.path.join(root, 'cloud'))
+        os.makedirs(self.layout.data)
+        self.workspace = tempestconf.Workspace(os.path.join(root, 'ws'))
+        tempest_run.write_workspace(self.workspace, tempestconf.CloudFacts(
+            auth_url='http://127.0.0.1:5000/v3', region='RegionOne',
+            admin_username='admin', admin_password='pw',
+            admin_project='admin', admin_domain='Default', image_ref='i1',
+            image_ref_alt='i2', flavor_ref='f1', flavor_ref_alt='f2',
+            network_name='net', catalog_types=frozenset({'compute'})))
+
+    def test_directories_and_conf(self):
+        for path in (self.workspace.logs, self.workspace.lock):
+            self.assertTrue(os.path.isdir(path), path)
+        self.assertEqual(['i1'],
+                         read_ini(self.workspace.conf)['compute']['image_ref'])
+
+    def test_plugin_writes_its_group_over_ours(self):
+        tempest_run.plugin_test_config(self.layout, self.workspace, 'True')
+        conf = read_ini(self.workspace.conf)
+        self.assertEqual(['True'], conf['service_available']['numa_policy'])
+        self.assertEqual(['True'], conf['service_available']['nova'])
+        self.assertEqual({'catalog_type': ['numa-policy'],
+                          'endpoint_type': ['public'],
+                          'driver_extension': ['True'],
+                          'report_timeout': ['180']}, conf['numa_policy'])
+        # Ours is untouched.
+        self.assertEqual(['latest'], conf['compute']['max_microversion'])
+        self.assertEqual(['False'], conf['validation']['run_validation'])
+
+    def test_driver_extension_false_is_passed_on(self):
+        tempest_run.plugin_test_config(self.layout, self.workspace, 'False')
+        self.assertEqual(['False'], read_ini(self.workspace.conf)[
+            'numa_policy']['driver_extension'])
+
+
+class CommandTest(testtools.TestCase):
+
+    def test_serial_by_default_and_in_the_workspace_conf(self):
+        workspace = tempestconf.Workspace('/w')
+        argv = tempest_run.tempest_command(workspace, 'x', 1)
+        self.assertEqual(['run', '--config-file', '/w/etc/tempest.conf',
+                          '--regex', 'x', '--serial'], argv[1:])
+        self.assertEqual(['--concurrency', '2'],
+                         tempest_run.tempest_command(workspace, 'x', 2)[-2:])
+        self.assertEqual('--list-tests', tempest_run.tempest_command(
+            workspace, 'x', 1, list_only=True)[-1])
+
+    def test_nova_filters_read_from_nova_conf(self):
+        root = self.useFixture(fixtures.TempDir()).path
+        layout = lay.Layout(root)
+        os.makedirs(layout.conf_dir('nova'))
+        with open(layout.conf('nova'), 'w') as f:
+            f.write('[filter_scheduler]\nenabled_filters = A, B,C\n')
+        self.assertEqual(('A', 'B', 'C'), tempest_run.nova_filters(layout))
