@@ -24,8 +24,6 @@ import logging
 import os
 import platform
 
-import numpy
-
 from agent import privsep
 from agent.privsep import trust
 
@@ -42,9 +40,9 @@ _libc.syscall.restype = ctypes.c_long
 def _address(buffer):
     if buffer is None or not len(buffer):
         return ctypes.c_void_p(None)
-    if isinstance(buffer, numpy.ndarray):
-        return ctypes.c_void_p(buffer.ctypes.data)
-    return ctypes.c_void_p(buffer.buffer_info()[0])
+    if isinstance(buffer, array.array):
+        return ctypes.c_void_p(buffer.buffer_info()[0])
+    return ctypes.c_void_p(buffer.ctypes.data)  # a numpy array
 
 
 @functools.lru_cache(maxsize=8)
@@ -83,6 +81,10 @@ def _move_pages(pid, pages, node, flags):
 @functools.lru_cache(maxsize=8)
 def _offsets(count, page_size):
     # Read-only: every window of this shape adds its start to a copy.
+    # numpy only here: a daemon that never moves pages (one that reads
+    # numa_maps) starts without it, about a second sooner on the lab host.
+    import numpy
+
     offsets = numpy.arange(count, dtype=numpy.uint64) * numpy.uint64(
         page_size)
     offsets.flags.writeable = False
@@ -95,6 +97,8 @@ def _window(start, count, page_size):
     One vector add: filling an array from a Python range (or any per-page
     Python arithmetic) costs more than the syscall the array feeds.
     """
+    import numpy
+
     return _offsets(count, page_size) + numpy.uint64(start)
 
 
