@@ -39,7 +39,11 @@ def install(lab, bin_dir=None):
 
 
 def write_config(lab, agent_conf, nova_conf=''):
-    """Write both configuration files the agent reads, readable by nova."""
-    for path, text in ((NOVA_CONF, nova_conf), (AGENT_CONF, agent_conf)):
-        lab.run(f'cat > {path} <<"LAB_EOF"\n{text}\nLAB_EOF\n'
-                f'chmod 0644 {path}')
+    """Write both configuration files the agent reads, readable by nova.
+
+    One request for both: each is a shell the emulated lab host starts.
+    """
+    files = ((NOVA_CONF, nova_conf), (AGENT_CONF, agent_conf))
+    lab.run('set -e\n' + ''.join(
+        f'cat > {path} <<"LAB_EOF"\n{text}\nLAB_EOF\nchmod 0644 {path}\n'
+        for path, text in files))
