@@ -78,6 +78,10 @@ def make_key_pair(directory, cache=None, run=subprocess.run):
 def port_free(address, port):
     """Whether nothing listens on ``address``:``port`` now (QEMU can)."""
     with socket.socket() as s:
+        # As QEMU's user-mode network binds its forwards: connections
+        # of an earlier lab host waiting out TIME_WAIT do not hold the
+        # port, a listener does.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((address, port))
         except OSError:

@@ -1,6 +1,7 @@
 """The lab's sshd: tempest's settings, the fetch's libraries, unbooted."""
 
 import os
+import socket
 import subprocess
 
 import fixtures
@@ -35,6 +36,16 @@ class TempestSettingsTest(testtools.TestCase):
                           {'a': _access('127.0.0.2'),
                            'b': _access('127.0.0.3', port=2223)}, '/k')
         self.assertRaises(ValueError, ssh.tempest_settings, {}, '/k')
+
+
+class PortFreeTest(testtools.TestCase):
+
+    def test_a_listener_holds_the_port_a_closed_one_does_not(self):
+        server = socket.create_server(('127.0.0.1', 0))
+        port = server.getsockname()[1]
+        self.assertFalse(ssh.port_free('127.0.0.1', port))
+        server.close()
+        self.assertTrue(ssh.port_free('127.0.0.1', port))
 
 
 LDD = """\
