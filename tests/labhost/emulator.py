@@ -12,7 +12,7 @@ the lab host still runs this machine's QEMU for its domains.
 downloads it with apt, which checks the archive's signatures, unless
 this machine's QEMU already has every device a lab host needs; and the
 programs lab hosts run that this machine need not have
-(:mod:`tests.labhost.tools`).
+(:mod:`tests.labhost.tools`: irqbalance, sshd).
 """
 
 import dataclasses
@@ -157,6 +157,7 @@ def main(argv=None):
         return 2
     _fetch_qemu()
     _fetch_irqbalance()
+    _fetch_sshd()
     return 0
 
 
@@ -186,6 +187,15 @@ def _fetch_irqbalance():
         # As for QEMU: the tests that run it fail where they must run.
         print(f'warning: could not fetch irqbalance: {exc}',
               file=sys.stderr)
+
+
+def _fetch_sshd():
+    from tests.labhost import tools
+    try:
+        print(f'lab sshd: {tools.fetch_sshd()}')
+    except (OSError, ValueError, subprocess.CalledProcessError) as exc:
+        # Only the lab hosts asked to run sshd need it; they say so.
+        print(f'warning: could not fetch sshd: {exc}', file=sys.stderr)
 
 
 if __name__ == '__main__':

@@ -125,6 +125,29 @@ chmod 0440 /etc/sudoers.d/lab-environment
 mount -t debugfs debugfs /sys/kernel/debug
 echo 1000 > /sys/kernel/debug/sched/numa_balancing/scan_period_max_ms
 
+# sshd, when the host asked for a forward to it (tests/labhost/ssh.py):
+# the program unpacked in the lab's cache, a host key made now on tmpfs,
+# root in by the host's one key only. Its privilege separation needs
+# its user and an empty directory of root's.
+if [ -n "${LAB_SSH_SSHD:-}" ]; then
+    if ! grep -q '^sshd:' /etc/passwd; then
+        echo "sshd:x:$((LAB_NOVA_UID + 1)):65534::/run/sshd:/usr/sbin/nologin" \
+            >> /etc/passwd
+        echo "sshd:!:19000:0:99999:7:::" >> /etc/shadow
+    fi
+    mkdir -m 0755 /run/sshd
+    mkdir -m 0700 "$LAB_SSH_DIR"
+    printf '%s\n' "$LAB_SSH_AUTHORIZED_KEY" > "$LAB_SSH_DIR/authorized_keys"
+    chmod 0600 "$LAB_SSH_DIR/authorized_keys"
+    printf '%s' "$LAB_SSH_CONFIG" > "$LAB_SSH_DIR/sshd_config"
+    LD_LIBRARY_PATH="$LAB_SSH_LIBRARY_PATH" "$LAB_SSH_KEYGEN" -q \
+        -t ed25519 -N '' -f "$LAB_SSH_DIR/ssh_host_ed25519_key"
+    # Absolute, as sshd re-executes itself for each connection; it
+    # detaches once it listens.
+    LD_LIBRARY_PATH="$LAB_SSH_LIBRARY_PATH" "$LAB_SSH_SSHD" \
+        -f "$LAB_SSH_DIR/sshd_config" -E "$LAB_SSH_DIR/sshd.log"
+fi
+
 mkdir -p /tmp/root
 export HOME=/tmp/root PATH=/usr/sbin:/usr/bin:/sbin:/bin
 cd "$LAB_PROJECT"

@@ -177,3 +177,82 @@ class RelayTest(testtools.TestCase):
         port = server.getsockname()[1]
         server.close()
         self.assertEqual(1, relay.relay(port, 0, 1))
+
+
+KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIK0 nova-numa-policy-lab'
+
+
+def _access(address='127.0.0.2', port=2222, key=KEY):
+    return network.SshAccess(address=address, port=port,
+                             authorized_key=key, sshd='/c/usr/sbin/sshd',
+                             keygen='/c/usr/bin/ssh-keygen',
+                             library_path='/c/usr/lib')
+
+
+class SshForwardTest(testtools.TestCase):
+
+    def test_off_by_default(self):
+        args = network.qemu_args(network.cloud_network([5672], relay=RELAY))
+        self.assertNotIn('hostfwd', ' '.join(args))
+        self.assertNotIn('LAB_SSH_SSHD', network.guest_settings(
+            network.cloud_network([5672], relay=RELAY)))
+
+    def test_the_loopback_port_to_sshd_on_the_cloud_nic(self):
+        args = network.qemu_args(network.cloud_network(
+            [5672], relay=RELAY, ssh=_access()))
+        (netdev,) = _option(args, '-netdev', 'user,id=cloud')
+        self.assertTrue(netdev.startswith('user,id=cloud,restrict=on,'))
+        self.assertTrue(netdev.endswith(
+            ',hostfwd=tcp:127.0.0.2:2222-10.0.2.15:22'))
+        self.assertEqual(1, netdev.count('hostfwd='))
+        self.assertEqual(1, netdev.count('guestfwd='))
+
+    def test_a_cloud_nic_for_ssh_alone_needs_no_relay(self):
+        args = network.qemu_args(network.LabNetwork(ssh=_access()))
+        self.assertEqual(
+            ['-netdev', 'user,id=cloud,restrict=on'
+             ',hostfwd=tcp:127.0.0.2:2222-10.0.2.15:22',
+             '-device', 'virtio-net-pci,netdev=cloud,'
+             'mac=52:54:00:c1:00:01,bus=pcie.0,romfile='], args)
+        settings = network.guest_settings(network.LabNetwork(ssh=_access()))
+        self.assertEqual('cloud0', settings['LAB_CLOUD_NIC'])
+
+    def test_only_a_loopback_address(self):
+        for address in ('0.0.0.0', '10.0.2.2', '192.168.1.5', '::1',
+                        '128.0.0.1'):
+            self.assertRaises(ValueError, _access, address=address)
+        self.assertEqual('127.3.0.9', _access(address='127.3.0.9').address)
+
+    def test_a_port_and_one_key_line(self):
+        self.assertRaises(ValueError, _access, port=0)
+        self.assertRaises(ValueError, _access, port=65536)
+        self.assertRaises(ValueError, _access, key='')
+        self.assertRaises(ValueError, _access, key=KEY + '\n' + KEY)
+
+    def test_one_loopback_address_per_lab_host_after_127_0_0_1(self):
+        self.assertEqual(['127.0.0.2', '127.0.0.3', '127.0.1.1'],
+                         [network.loopback_address(i) for i in (0, 1, 255)])
+        self.assertRaises(ValueError, network.loopback_address, -1)
+        self.assertRaises(ValueError, network.loopback_address, 2 ** 24)
+
+    def test_guest_settings_start_sshd(self):
+        settings = network.guest_settings(network.LabNetwork(ssh=_access()))
+        self.assertEqual(
+            {'LAB_SSH_DIR': '/run/lab-ssh',
+             'LAB_SSH_SSHD': '/c/usr/sbin/sshd',
+             'LAB_SSH_KEYGEN': '/c/usr/bin/ssh-keygen',
+             'LAB_SSH_LIBRARY_PATH': '/c/usr/lib',
+             'LAB_SSH_AUTHORIZED_KEY': KEY},
+            {k: v for k, v in settings.items()
+             if k.startswith('LAB_SSH_') and k != 'LAB_SSH_CONFIG'})
+
+    def test_sshd_lets_root_in_by_key_only_on_the_cloud_nic(self):
+        lines = network.sshd_config().splitlines()
+        for line in ('ListenAddress 10.0.2.15:22',
+                     'PermitRootLogin prohibit-password',
+                     'PasswordAuthentication no',
+                     'KbdInteractiveAuthentication no',
+                     'AuthorizedKeysFile /run/lab-ssh/authorized_keys',
+                     'HostKey /run/lab-ssh/ssh_host_ed25519_key'):
+            self.assertIn(line, lines)
+        self.assertEqual(1, sum(line.startswith('HostKey') for line in lines))
