@@ -113,18 +113,24 @@ def _holds(topology, usage, nodes, instance):
             and cpus >= len(instance.vcpu_affinity or instance.vcpu_cpus))
 
 
+def _cares_for_its_nic(instance):
+    return instance.nic_locality not in (None,
+                                         policy.NicLocality.NONE.value)
+
+
 def why_move(topology, usage, here, there, instance):
     """Why ``there`` is clearly better than ``here``, or None.
 
     ``usage`` is without the guest. Clearly better: ``here`` cannot hold
-    the guest's memory or vCPUs, or the home rule put the guest near its
-    NIC and ``here`` is not, or ``there`` is less loaded by more than
-    :data:`CLEAR_MARGIN`.
+    the guest's memory or vCPUs, or the home rule put a NIC-local guest
+    near its NIC and ``here`` is not, or ``there`` is less loaded by more
+    than :data:`CLEAR_MARGIN`.
     """
     if not _holds(topology, usage, here, instance):
         return f'nodes {sorted(here)} cannot hold it'
-    near = enforcement.nic_nodes(topology)
-    if there <= near and not here <= near:
+    near = (enforcement.nic_nodes(topology) if _cares_for_its_nic(instance)
+            else frozenset())
+    if near and there <= near and not here <= near:
         return f"nodes {sorted(there)} are its NIC's and have room"
     load_here, load_there = (_mean_load(usage, here),
                              _mean_load(usage, there))

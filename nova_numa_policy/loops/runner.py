@@ -289,7 +289,8 @@ class Runner:
                     admitted.extend((name, a) for a in actions)
                     continue
                 uuid = actions[0].instance_uuid
-                if uuid in self.arrivals:
+                if (name == enforce.PolicyEnforcement.name
+                        and uuid in self.arrivals):
                     # Re-homed on arrival once, or not at all: it stays.
                     self.arrivals[uuid] = _stays(
                         self.arrivals[uuid], "the period's action budget "

@@ -226,3 +226,14 @@ class _FirstPin(enforce.base.Strategy):
 
     def decide(self, snapshot, state, config):
         return [self.action], state
+
+
+class NicTest(testtools.TestCase):
+
+    def test_the_nics_node_weighs_only_for_a_nic_local_guest(self):
+        # Node 0 holds the NIC and is a little less busy: a guest that
+        # asked for no NIC locality does not move for so little.
+        decided = arrival.rehome(arrived(1), TOPOLOGY, usage(0.1, 0.15),
+                                 busy=(0.0, 0.0))
+        self.assertEqual((), decided.actions)
+        self.assertIn('not clearly better', decided.reason)
