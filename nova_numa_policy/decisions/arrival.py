@@ -31,6 +31,24 @@ CLEAR_MARGIN = 0.10
 PAGES_PER_MB = 256
 
 
+def movable_on_arrival(plan):
+    """The source's boot ``plan`` for the destination, movable there.
+
+    libvirt changes a running guest's nodeset in ``restrictive`` mode but
+    refuses to in ``strict`` ("change of nodeset for running domain
+    requires restrictive numa mode", the lab host's libvirt): a home
+    guest bound ``strict`` by its source could never be re-homed on
+    arrival. ``restrictive`` on the same nodes binds its memory there as
+    well, through the cgroup's cpuset.mems, and is read as home
+    (:func:`enforcement.observed_placement`).
+    """
+    tune = plan.tune
+    if tune is None or tune.mode != backend.MODE_STRICT:
+        return plan
+    return dataclasses.replace(plan, tune=dataclasses.replace(
+        tune, mode=backend.MODE_RESTRICTIVE))
+
+
 @dataclasses.dataclass(frozen=True)
 class Arrival:
     """What to do with an arrived guest, and why.

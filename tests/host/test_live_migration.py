@@ -90,7 +90,7 @@ class ArrivalTest(base.LabTestCase):
 
     def test_home_arrives_on_a_node_here(self):
         guest, plan = self.arrive('home')
-        self.assertEqual('strict', plan.tune.mode)
+        self.assertEqual('restrictive', plan.tune.mode)
         self.assertEqual(1, len(plan.tune.nodes))
         self.assert_kernel_follows(self.view(guest), plan.tune)
         self.assert_recorded(guest, plan)

@@ -6,6 +6,7 @@ import testtools
 
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.decisions import arrival
+from nova_numa_policy.decisions import enforcement
 from nova_numa_policy.loops import enforce
 from nova_numa_policy.loops import runner
 from tests.unit.loops import snapshots
@@ -237,3 +238,18 @@ class NicTest(testtools.TestCase):
                                  busy=(0.0, 0.0))
         self.assertEqual((), decided.actions)
         self.assertIn('not clearly better', decided.reason)
+
+
+class MovableOnArrivalTest(testtools.TestCase):
+
+    def test_a_strict_home_is_sent_restrictive_on_the_same_nodes(self):
+        plan = enforcement.BootPlan(enforcement.MemoryTune(
+            'strict', frozenset({1}), NODE1), 'home')
+        sent = arrival.movable_on_arrival(plan)
+        self.assertEqual(('restrictive', frozenset({1}), NODE1),
+                         (sent.tune.mode, sent.tune.nodes, sent.tune.cpus))
+        interleaved = enforcement.BootPlan(enforcement.MemoryTune(
+            'interleave', frozenset({0, 1})))
+        self.assertIs(interleaved, arrival.movable_on_arrival(interleaved))
+        none = enforcement.BootPlan(None, 'no choice')
+        self.assertIs(none, arrival.movable_on_arrival(none))
