@@ -38,6 +38,9 @@ class DomainFacts:
     hands_off_reason: str | None
     # The CPUs nova allows the guest; empty: no bound.
     allowed_cpus: frozenset = frozenset()
+    # Whether a live migration's source chose its placement here, blind
+    # to this host's load (the record's chosen-by).
+    chosen_by_source: bool = False
 
 
 # Devices whose NUMA node the hardware fixes: moving the guest away from
@@ -102,6 +105,13 @@ def _mb(element):
         element.get('unit', 'KiB'), 1 / 1024))
 
 
+def _record(root):
+    try:
+        return metadata.find_record(root)
+    except exception.NumaPolicyError:
+        return None
+
+
 def _allowed_cpus(root):
     """nova's bound on the guest's CPUs: recorded at boot, else live.
 
@@ -111,14 +121,16 @@ def _allowed_cpus(root):
     without a policy) is held to its ``<vcpu cpuset>``: nova's own, or the
     driver's narrower one, never wider than nova's.
     """
-    try:
-        record = metadata.find_record(root)
-    except exception.NumaPolicyError:
-        record = None
+    record = _record(root)
     if record is not None and record.allowed_cpus is not None:
         return record.allowed_cpus
     vcpu = root.find('./vcpu')
     return libvirt_cpuset(vcpu.get('cpuset') if vcpu is not None else '')
+
+
+def _chosen_by_source(root):
+    record = _record(root)
+    return record is not None and record.chosen_by_source
 
 
 def libvirt_cpuset(text):
@@ -150,4 +162,5 @@ def parse(xml, agent_scope=scope.Scope()):
         memory_nodes=(sysfs.parse_cpulist(tune.get('nodeset'))
                       if tune is not None else frozenset()),
         hands_off_reason=_hands_off(root, requested, agent_scope),
-        allowed_cpus=_allowed_cpus(root))
+        allowed_cpus=_allowed_cpus(root),
+        chosen_by_source=_chosen_by_source(root))

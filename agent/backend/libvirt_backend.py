@@ -35,6 +35,7 @@ from nova_numa_policy.contracts import errors
 from nova_numa_policy.contracts import scope
 from nova_numa_policy.decisions import enforcement
 
+from agent.backend import arrivals
 from agent.backend import calls
 from agent.backend import domxml
 from agent.backend import iopath
@@ -128,6 +129,9 @@ class LibvirtBackend(backend.Backend):
         self._io_path = iopath.IoPath(root, state_dir, clock, steering,
                                       self._network_bridge)
         self._irq_hands_off = None
+        # Live-migrated guests whose arrival was handled (arrivals.py).
+        self._arrivals = arrivals.ArrivalRecord(state_dir)
+        self._running = frozenset()
 
     def _conn(self):
         return self._connection.get()
@@ -409,7 +413,12 @@ class LibvirtBackend(backend.Backend):
             emulator_affinity=emulator,
             allowed_cpus=scope.bound(facts.allowed_cpus, host_cpus),
             nics=self._io_path.nics(facts.uuid, topology),
-            io_thread_cpus=io_threads)
+            io_thread_cpus=io_threads,
+            nic_locality=(facts.requested.nic_locality.value
+                          if facts.requested else None),
+            blind_arrival=(facts.chosen_by_source
+                           and not self._arrivals.handled(facts.uuid,
+                                                          dom.ID())))
 
     def _threads(self, facts, pid, topology, vcpu_cpus, memory):
         """The guest as its locality signal measures it."""
@@ -448,6 +457,7 @@ class LibvirtBackend(backend.Backend):
                 LOG.debug('Skipping a domain that changed while observed: '
                           '%s', exc)
         live = {i.uuid for i in instances}
+        self._running = frozenset(live)
         self._forget_all_but(live)
         self._signal.sweep(live, signal)
         irq_states, hands_off = self._interrupts(topology)
@@ -524,6 +534,17 @@ class LibvirtBackend(backend.Backend):
                   {libvirt.VIR_DOMAIN_NUMA_NODESET:
                    ','.join(str(n) for n in sorted(nodes))},
                   libvirt.VIR_DOMAIN_AFFECT_LIVE)
+
+    def arrival_handled(self, instance_uuid):
+        """Keep, in the state directory, that the guest's arrival is done.
+
+        Keyed by its domain id: a later start of the same definition is
+        another arrival.
+        """
+        dom = self._domain(instance_uuid)
+        dom_id = self._call(f'id of {instance_uuid}', dom.ID)
+        self._arrivals.keep(instance_uuid, dom_id,
+                            self._running | {instance_uuid})
 
     def move_pages(self, instance_uuid, source_node, target_node, pages):
         if not self.page_migration_supported():

@@ -96,7 +96,27 @@ class Agent:
         decisions = self.runner.admitted(snapshot,
                                          waiting=self.pending_undo.uuids())
         resync, applied = self.carry_out(snapshot, decisions)
+        self.arrivals_handled()
         return resync or bool(self.runner.plans_deferred), applied
+
+    def arrivals_handled(self):
+        """Say what became of each live-migrated guest's arrival; keep it.
+
+        Moved or not, its arrival is not decided again; a dry run keeps
+        nothing, and a guest that went meanwhile has nothing to keep.
+        """
+        for uuid, arrived in sorted(self.runner.arrivals.items()):
+            ending = self.endings.get(uuid)
+            LOG.info('%sInstance %s arrived by live migration on the home '
+                     'its source chose: %s%s',
+                     '[dry-run] ' if self.dry_run else '', uuid,
+                     arrived.reason, f' ({ending})' if ending else '')
+            if self.dry_run or ending == execution.GONE:
+                continue
+            try:
+                self.backend.arrival_handled(uuid)
+            except errors.DomainGone:
+                continue
 
     def carry_out(self, snapshot, decisions):
         """Carry out (strategy, action) ``decisions`` taken on ``snapshot``.

@@ -378,7 +378,9 @@ Related options:
         help='''
 Directory where the agent keeps what must outlive it: the affinity of
 each NIC interrupt it steered, as it found it (``irq-affinity.json``),
-so that a restarted agent can still give it back.
+so that a restarted agent can still give it back, and the live-migrated
+guests whose arrival it has handled (``arrivals.json``), so that it
+re-homes each arrival once.
 
 Not taken under ``sysfs_root``: it is the agent's own state, written by
 the agent's user.

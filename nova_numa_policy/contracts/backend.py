@@ -172,6 +172,14 @@ class InstanceState:
     # The host CPUs its vhost workers may run on (the union over them);
     # empty when it has none (no vhost-net interface).
     io_thread_cpus: frozenset = frozenset()
+    # The guest's hw:numa_nic_locality ('none', 'preferred', 'required'),
+    # None when it asked for no policy: what a home decision taken again
+    # at run time weighs its NIC's node by.
+    nic_locality: str | None = None
+    # True while the guest runs on the placement a live migration's
+    # source chose for this host blind to its load (the record's
+    # chosen-by) and its arrival here has not been handled yet.
+    blind_arrival: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -338,6 +346,14 @@ class Backend(abc.ABC):
     def pin_io_threads(self, instance_uuid, cpus):
         """Restrict a running guest's vhost workers to ``cpus``."""
         raise NotImplementedError(f'{self.name} cannot pin I/O threads')
+
+    def arrival_handled(self, instance_uuid):
+        """Remember that the guest's arrival was handled, while it runs.
+
+        Its :attr:`InstanceState.blind_arrival` is False from then on.
+        Nothing to remember on a backend whose guests never arrive by
+        live migration (the simulators).
+        """
 
     def apply(self, action):
         """Carry out one :class:`Action`; return what the call returned."""

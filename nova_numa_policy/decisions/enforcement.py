@@ -441,7 +441,8 @@ def applied_policy(instance, topology):
     return observed_placement(instance, topology)
 
 
-def _pin_actions(instance, cpus, reason):
+def pin_actions(instance, cpus, reason):
+    """Pins of every vCPU and the emulator to ``cpus`` not yet there."""
     actions = []
     for vcpu, affinity in enumerate(instance.vcpu_affinity):
         if affinity != cpus:
@@ -450,6 +451,14 @@ def _pin_actions(instance, cpus, reason):
     if instance.emulator_affinity != cpus:
         actions.append(backend.PinEmulator(instance.uuid, reason, cpus=cpus))
     return actions
+
+
+def home_cpus(topology, nodes, allowed_cpus):
+    """The CPUs a home guest's threads run on: its nodes', within nova's.
+
+    Inside what nova allows the guest, as the driver's boot placement.
+    """
+    return _restrict(cpus_of(topology, nodes), allowed_cpus)
 
 
 def _enforce_home(instance, topology, usage, can_set_nodeset):
@@ -475,9 +484,8 @@ def _enforce_home(instance, topology, usage, can_set_nodeset):
         actions.append(backend.SetNodeset(
             instance.uuid, f'home: bind memory to nodes {sorted(home)}',
             nodes=home))
-    # Inside what nova allows the guest, as the driver's boot placement.
-    cpus = _restrict(cpus_of(topology, home), instance.allowed_cpus)
-    actions.extend(_pin_actions(
+    cpus = home_cpus(topology, home, instance.allowed_cpus)
+    actions.extend(pin_actions(
         instance, cpus, f'home: keep vCPUs on nodes {sorted(home)}'))
     return Enforcement(actions=tuple(actions))
 

@@ -179,7 +179,8 @@ class Runner:
         configs = dict(configs or {})
         caps = backend_.capabilities()
         configs.setdefault(enforce.PolicyEnforcement.name, enforce.Config(
-            live_nodeset=backend.CAP_LIVE_NODESET in caps))
+            live_nodeset=backend.CAP_LIVE_NODESET in caps,
+            page_migration=backend.CAP_PAGE_MIGRATION in caps))
         self.strategies = []
         self.skipped = []
         for s in strategies_:
@@ -198,6 +199,10 @@ class Runner:
         self._atomic = {s.name for s in self.strategies if s.atomic_plans}
         # Each guest's vCPU time when last seen: a drop is a reboot.
         self.cputime = {}
+        # {uuid: Arrival} of the guests whose arrival by live migration
+        # the last period decided (decisions/arrival.py), with the
+        # actions admitted (none when it stays) and why.
+        self.arrivals = {}
 
     @property
     def loops(self):
@@ -246,10 +251,28 @@ class Runner:
             else:
                 check.actions(s.name, kept)
         self.guard_state = check.guard_state
+        self.arrivals = self._arrivals(check, skip)
         if ids is None:
             return check.admitted
         return [(name, nodeids.to_ids(action, ids))
                 for name, action in check.admitted]
+
+    def _arrivals(self, check, skip):
+        """The arrivals decided this period, as the guard left them.
+
+        A guest waiting for an undo is decided again next period.
+        """
+        decided = self.states.get(enforce.PolicyEnforcement.name, {}).get(
+            'arrivals', {})
+        result = {}
+        for uuid, arrived in decided.items():
+            if uuid in skip:
+                continue
+            if arrived.actions and uuid not in check.claimed:
+                arrived = _stays(arrived, check.refusals.get(
+                    uuid, 'not admitted'))
+            result[uuid] = arrived
+        return result
 
     def admitted(self, snapshot, waiting=frozenset()):
         """Decisions on ``snapshot`` trimmed to the period's budget.
@@ -265,9 +288,17 @@ class Runner:
                 if allowance.admit_plan(actions):
                     admitted.extend((name, a) for a in actions)
                     continue
+                uuid = actions[0].instance_uuid
+                if (name == enforce.PolicyEnforcement.name
+                        and uuid in self.arrivals):
+                    # Re-homed on arrival once, or not at all: it stays.
+                    self.arrivals[uuid] = _stays(
+                        self.arrivals[uuid], "the period's action budget "
+                                             'is spent')
+                    continue
                 self.plans_deferred += 1
                 LOG.info('Action budget spent; %s waits for the next '
-                         'period', actions[0].instance_uuid)
+                         'period', uuid)
                 continue
             trimmed = allowance.admit(actions[0])
             if trimmed is None:
@@ -296,6 +327,8 @@ class _Check:
         self.admitted = []
         # Guests a policy plan acts on: the loops wait a period for them.
         self.claimed = set()
+        # Why the guard refused a guest's policy plan, by uuid.
+        self.refusals = {}
 
     def _pass(self, state, arrivals, action):
         """(why refused, None, None) or (None, new state, new arrivals)."""
@@ -348,11 +381,19 @@ class _Check:
                 why, state, arrivals = self._pass(state, arrivals, action)
                 if why:
                     self._refused(name, action, why, count=len(steps))
+                    self.refusals[uuid] = why
                     break
             else:
                 self.guard_state, self.arrivals = state, arrivals
                 self.admitted.extend((name, a) for a in steps)
                 self.claimed.add(uuid)
+
+
+def _stays(arrived, why):
+    """``arrived`` (an Arrival) not carried out, saying why."""
+    return dataclasses.replace(
+        arrived, actions=(),
+        reason=f'stays: {why} (it would move: {arrived.reason})')
 
 
 def _by_guest(actions):

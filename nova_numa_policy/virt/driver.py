@@ -31,6 +31,7 @@ from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import exception
 from nova_numa_policy.contracts import policy
 from nova_numa_policy.contracts import topology
+from nova_numa_policy.decisions import arrival
 from nova_numa_policy.decisions import enforcement
 from nova_numa_policy.virt import metadata
 from nova_numa_policy.virt import migration
@@ -270,12 +271,14 @@ def retarget(domain_xml, record, topology, allowed, flavor):
     ``record`` is the guest's policy record, ``allowed`` the CPUs nova
     allows it there (:func:`destination_allowed`) and ``flavor`` its
     flavor; the decision is the boot decision there, made without the
-    destination's free memory and load, which the source cannot see.
+    destination's free memory and load, which the source cannot see,
+    in a memory mode the destination's agent can still change
+    (:func:`arrival.movable_on_arrival`).
     """
-    plan = enforcement.boot_plan(
+    plan = arrival.movable_on_arrival(enforcement.boot_plan(
         record.policy, topology, memory_mb=flavor.memory_mb,
         allowed_cpus=allowed or None, vcpus=flavor.vcpus,
-        large_share=CONF.numa_policy.large_guest_share)
+        large_share=CONF.numa_policy.large_guest_share))
     return migration.retarget(domain_xml, record, plan.tune, allowed), plan
 
 

@@ -17,6 +17,10 @@ from nova_numa_policy.contracts import policy
 NAMESPACE = 'http://openstack.org/xmlns/nova-numa-policy/1.0'
 PREFIX = 'numapolicy'
 ELEMENT = 'policy'
+# The record's ``chosen-by`` when a live migration's source wrote the
+# placement for this host, blind to its load and free memory; absent when
+# the host's own driver chose it at boot.
+CHOSEN_BY_MIGRATION_SOURCE = 'migration-source'
 # nova's own instance metadata; since namespace 1.1 its <nova:flavor>
 # carries <nova:extraSpecs> (seen in nova 33 and 34), older ones do not.
 NOVA_NAMESPACES = ('http://openstack.org/xmlns/libvirt/nova/1.1',
@@ -38,6 +42,10 @@ class PolicyRecord:
     # None: a record from before this was recorded. The agent keeps every
     # pin inside it.
     allowed_cpus: frozenset | None = None
+    # True when a live migration's source chose ``mode`` and ``nodes``
+    # for this host without seeing its load: the agent here takes the
+    # home decision again once the guest has arrived.
+    chosen_by_source: bool = False
 
 
 def format_ids(ids):
@@ -64,6 +72,8 @@ def render(record):
     if record.allowed_cpus is not None:
         # Written even when empty: "no bound" is not "not recorded".
         element.set('allowed-cpus', format_ids(record.allowed_cpus))
+    if record.chosen_by_source:
+        element.set('chosen-by', CHOSEN_BY_MIGRATION_SOURCE)
     return ElementTree.tostring(element, encoding='unicode')
 
 
@@ -78,9 +88,11 @@ def parse_element(element):
     within = element.get('within-nova-topology') == 'true'
     resolved = dataclasses.replace(resolved, within_nova_topology=within)
     allowed = element.get('allowed-cpus')
-    return PolicyRecord(resolved, element.get('mode'),
-                        _parse_nodes(element.get('nodeset') or ''),
-                        None if allowed is None else _parse_nodes(allowed))
+    return PolicyRecord(
+        resolved, element.get('mode'),
+        _parse_nodes(element.get('nodeset') or ''),
+        None if allowed is None else _parse_nodes(allowed),
+        element.get('chosen-by') == CHOSEN_BY_MIGRATION_SOURCE)
 
 
 _RECORD_PATH = f'./metadata/{{{NAMESPACE}}}{ELEMENT}'

@@ -71,9 +71,12 @@ def _write_cpus(root, tune, allowed):
 
 def _write_record(root, record, tune, allowed):
     old = root.find(f'./metadata/{RECORD_TAG}')
+    # Marked as the source's choice: the destination's agent re-takes it
+    # with the load and free memory the source could not see.
     new = etree.fromstring(metadata.render(metadata.PolicyRecord(
         record.policy, tune.mode if tune is not None else None,
-        tune.nodes if tune is not None else frozenset(), allowed)))
+        tune.nodes if tune is not None else frozenset(), allowed,
+        chosen_by_source=True)))
     old.getparent().replace(old, new)
 
 
@@ -84,7 +87,8 @@ def retarget(domain_xml, record, tune, allowed):
     ``tune`` the decision for the destination (None: the kernel's
     default) and ``allowed`` the CPUs nova allows the guest there (empty:
     no bound); the record written says both, so the destination's agent
-    keeps its own pins inside the destination's bound.
+    keeps its own pins inside the destination's bound, and that the
+    source chose this placement (``chosen-by``).
     """
     root = etree.fromstring(domain_xml)
     _write_memory(root, tune)

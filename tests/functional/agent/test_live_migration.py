@@ -123,6 +123,10 @@ class LiveMigrationTest(libvirt_base.LibvirtMigrationMixin,
         record = metadata.find_record(ElementTree.fromstring(after))
         self.assertEqual(('interleave', frozenset({0, 1}), frozenset()),
                          (record.mode, record.nodes, record.allowed_cpus))
+        # The source decided blind to the destination's load, and says so.
+        self.assertFalse(metadata.find_record(
+            ElementTree.fromstring(before)).chosen_by_source)
+        self.assertTrue(record.chosen_by_source)
 
     def test_home_goes_where_the_destination_lets_its_vcpus_run(self):
         self.boot_on_source({'hw:numa_policy': 'home'})
@@ -130,10 +134,14 @@ class LiveMigrationTest(libvirt_base.LibvirtMigrationMixin,
         self.flags(cpu_shared_set='2,3', group='compute')
         self.restart_compute_service('dest')
         after = self.migrate()
-        self.assertEqual(('strict', {1}), _placement(after)[0])
+        # restrictive: the destination's agent can still move it.
+        self.assertEqual(('restrictive', {1}), _placement(after)[0])
         self.assert_valid_on_destination(after, allowed={2, 3})
         record = metadata.find_record(ElementTree.fromstring(after))
         self.assertEqual(frozenset({2, 3}), record.allowed_cpus)
+        element = ElementTree.fromstring(after).find(
+            f'./metadata/{{{metadata.NAMESPACE}}}{metadata.ELEMENT}')
+        self.assertEqual('migration-source', element.get('chosen-by'))
 
     def test_a_guest_without_a_policy_travels_as_nova_made_it(self):
         before = self.boot_on_source({})

@@ -90,6 +90,23 @@ class RetargetTest(testtools.TestCase):
         self.assertEqual(frozenset(), written.allowed_cpus)
         self.assertIsNone(root.find('./cputune/vcpupin'))
 
+    def test_the_record_says_the_source_chose_the_placement(self):
+        # The source's own record came from its driver at boot: unmarked.
+        self.assertFalse(metadata.find_record(ElementTree.fromstring(
+            INTERLEAVED_ON_FOUR)).chosen_by_source)
+        tune = enforcement.MemoryTune('strict', frozenset({1}),
+                                      frozenset({2, 3}))
+        root, written = self.retarget(INTERLEAVED_ON_FOUR, tune, ())
+        self.assertTrue(written.chosen_by_source)
+        element = root.find(f'./metadata/{migration.RECORD_TAG}')
+        self.assertEqual('migration-source', element.get('chosen-by'))
+
+    def test_a_record_without_the_mark_reads_as_the_drivers_own(self):
+        text = metadata.render(record('home', 'strict', {0}, {0, 1}))
+        self.assertNotIn('chosen-by', text)
+        self.assertFalse(metadata.parse_element(
+            ElementTree.fromstring(text)).chosen_by_source)
+
     def test_no_decision_leaves_the_guest_to_the_kernel_there(self):
         root, written = self.retarget(INTERLEAVED_ON_FOUR, None, ())
         self.assertIsNone(root.find('./numatune'))
