@@ -19,7 +19,7 @@ from nova_numa_policy.contracts import scope
 # libvirt's qemu driver changes a running guest's nodeset (by rewriting
 # the cpuset.mems of its cgroups) only when the memory mode is one of
 # these, or when the guest has no <numatune> at all (doc/source/agent.rst).
-LIVE_NODESET_MODES = (None, backend.MODE_STRICT, backend.MODE_RESTRICTIVE)
+LIVE_NODESET_MODES = (None, backend.MODE_RESTRICTIVE)
 # Seed 002 §4.2: above 80 % average CPU load per node performance drops,
 # so a node that busy is "high load" and gets no more NIC-prior guests.
 LOAD_THRESHOLD = 0.80

@@ -19,9 +19,9 @@ ARRIVED = '66666666-6666-4666-8666-666666666666'
 BOOTED = '77777777-7777-4777-8777-777777777777'
 
 
-def home_record(chosen_by_source):
+def home_record(chosen_by_source, mode):
     return metadata.render(metadata.PolicyRecord(
-        policy.resolve({policy.POLICY_KEY: 'home'}), 'strict',
+        policy.resolve({policy.POLICY_KEY: 'home'}), mode,
         frozenset({0}), frozenset(), chosen_by_source=chosen_by_source))
 
 
@@ -40,9 +40,11 @@ class ArrivalBackendTest(base.TestDriverHostTest):
 
     def domains(self):
         return [host_fixtures.domain_xml(
-            1, ARRIVED, policy=home_record(True), numatune=('strict', '0')),
+            1, ARRIVED, policy=home_record(True, 'restrictive'),
+            numatune=('restrictive', '0')),
             host_fixtures.domain_xml(
-            2, BOOTED, policy=home_record(False), numatune=('strict', '0'))]
+            2, BOOTED, policy=home_record(False, 'strict'),
+            numatune=('strict', '0'))]
 
     def blind(self, host_backend=None):
         snapshot = (host_backend or self.backend).observe()

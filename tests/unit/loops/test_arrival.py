@@ -18,7 +18,7 @@ UUID = 'arrived'
 
 
 def arrived(node=0, policy='home', blind=True, hands_off=None,
-            nic_locality='none', busy_ns=(0, 0)):
+            nic_locality='none', busy_ns=(0, 0), mode='restrictive'):
     """A 2-vCPU, 1 GiB guest bound to ``node`` as its source chose."""
     cpus = NODE0 if node == 0 else NODE1
     return backend.InstanceState(
@@ -26,7 +26,7 @@ def arrived(node=0, policy='home', blind=True, hands_off=None,
         memory_mb_per_node={node: 1024}, memory_mb=1024,
         vcpu_cpus=(min(cpus), min(cpus) + 1),
         vcpu_affinity=(cpus, cpus), emulator_affinity=cpus,
-        vcpu_time_ns=tuple(busy_ns), memory_mode='strict',
+        vcpu_time_ns=tuple(busy_ns), memory_mode=mode,
         memory_nodes=frozenset({node}), nic_locality=nic_locality,
         blind_arrival=blind)
 
@@ -110,6 +110,14 @@ class RehomeTest(testtools.TestCase):
         decided = self.rehome(inst, usage(0.9, 0.0))
         self.assertEqual((), decided.actions)
         self.assertIn('memory mode interleave cannot change', decided.reason)
+
+    def test_a_strict_guest_stays_said(self):
+        # libvirt changes a running guest's nodeset in restrictive mode
+        # only ("change of nodeset for running domain requires
+        # restrictive numa mode", seen on the lab host's libvirt).
+        decided = self.rehome(arrived(0, mode='strict'), usage(0.9, 0.0))
+        self.assertEqual((), decided.actions)
+        self.assertIn('memory mode strict cannot change', decided.reason)
 
     def test_a_nic_local_guest_goes_to_its_nics_node_when_it_has_room(self):
         # The source put it on node 1; the NIC is on node 0, idle here.
