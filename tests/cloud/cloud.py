@@ -57,6 +57,10 @@ COMPUTES = (('lab-compute-1', topology_mod.TWO_NODES),
             ('lab-compute-2', topology_mod.TWO_NODES))
 COMPUTE_MICROVERSION = '2.86'
 REGISTER_TIMEOUT = 900
+# nova's state and instances directory in each lab host: a tmpfs this
+# large, so that flavors of a 1 GB disk fit (three on a host, and one
+# more coming in by migration); the tiny image takes a few MB of it.
+STATE_DISK_GB = 4
 REPORT_TIMEOUT = 300
 AGENT_LOG = '/tmp/numa-policy-agent.log'
 
@@ -193,7 +197,8 @@ class Cloud:
     def _start_compute(self, name, topology, end, settings):
         host = compute_mod.ComputeHost(
             name, python=self.python, settings=settings, topology=topology,
-            link=end, start_timeout=REGISTER_TIMEOUT)
+            link=end, start_timeout=REGISTER_TIMEOUT,
+            state_disk_gb=STATE_DISK_GB)
         self.computes[name] = host
         host.boot()
         host.start()

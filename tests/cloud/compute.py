@@ -273,8 +273,13 @@ class ComputeHost:
 
     def __init__(self, name, python=None, settings=None,
                  topology=topology_mod.TWO_NODES, link=None,
-                 start_timeout=START_TIMEOUT):
+                 start_timeout=START_TIMEOUT, state_disk_gb=None):
         self.name = name
+        # None: the state directory on the lab host's /tmp, a tmpfs of
+        # half its RAM, which nova reports as 0 GB of disk (DISK_GB):
+        # enough to start, none for a flavor with a disk. A number: a
+        # tmpfs of its own that size (a limit, not memory taken).
+        self.state_disk_gb = state_disk_gb
         self.python = python or sys.executable
         self.settings = settings or stand_in_settings()
         self.topology = topology
@@ -333,6 +338,11 @@ class ComputeHost:
     def start(self):
         """Start nova-compute in the background; returns at once."""
         command = os.path.join(os.path.dirname(self.python), 'nova-compute')
+        if self.state_disk_gb:
+            self.lab.run(f'mkdir -p {STATE_DIR} && (mountpoint -q '
+                         f'{STATE_DIR} || mount -t tmpfs -o '
+                         f'size={int(self.state_disk_gb)}g tmpfs '
+                         f'{STATE_DIR})')
         self.lab.run(
             f'mkdir -p {STATE_DIR}/instances {STATE_DIR}/locks && cd / && '
             f'setsid '
