@@ -56,6 +56,7 @@ from tests.labhost import topology as topology_mod
 COMPUTES = (('lab-compute-1', topology_mod.TWO_NODES),
             ('lab-compute-2', topology_mod.TWO_NODES))
 COMPUTE_MICROVERSION = '2.86'
+GET_RETRIES = 3
 REGISTER_TIMEOUT = 900
 # nova's state and instances directory in each lab host: a tmpfs this
 # large, so that flavors of a 1 GB disk fit (three on a host, and one
@@ -100,7 +101,10 @@ class Nova:
                         f'compute {microversion}'}
 
     def get(self, path, **kwargs):
+        # Retried: gunicorn closes an idle keep-alive connection after 2 s,
+        # and a poll may send on one it is closing (RemoteDisconnected).
         return self.session.get(self.base + path, headers=self.headers,
+                                connect_retries=GET_RETRIES,
                                 **kwargs).json()
 
     def post(self, path, body, **kwargs):
@@ -140,7 +144,7 @@ class Nova:
             lambda: self.server(server_id),
             lambda s: s['status'] in wanted and
             not s.get('OS-EXT-STS:task_state'),
-            f'server {server_id} {"/".join(statuses)}', timeout, interval=2)
+            f'server {server_id} {"/".join(statuses)}', timeout, interval=3)
 
     def action(self, server_id, body):
         return self.post(f'/servers/{server_id}/action', body)
@@ -295,7 +299,8 @@ class Cloud:
     def numa_api(self, path):
         """GET of our REST API with a keystone token: (status, body)."""
         answer = self.session().get(endpoints.url('numa-policy') + path,
-                                    raise_exc=False)
+                                    raise_exc=False,
+                                    connect_retries=GET_RETRIES)
         try:
             body = answer.json()
         except ValueError:
