@@ -97,18 +97,29 @@ def stand_in_settings(address=endpoints.GUEST_GATEWAY,
     }
 
 
-def lab_settings(host, my_ip, state_dir=STATE_DIR, log_file=None):
-    """The lab host's own part of nova.conf."""
+def lab_settings(host, my_ip, state_dir=STATE_DIR, log_file=None,
+                 link_address=None):
+    """The lab host's own part of nova.conf.
+
+    ``link_address``: the lab host's address on a link to another lab
+    host, where libvirtd listens for TCP (tests/labhost/libvirt-up.sh):
+    live migrations then go over it, libvirt to libvirt without TLS,
+    their memory and disks to this address.
+    """
     default = {'host': host, 'my_ip': my_ip, 'debug': 'True',
                'state_path': state_dir,
                'instances_path': os.path.join(state_dir, 'instances')}
     if log_file:
         default['log_file'] = log_file
+    # TCG: nested KVM does not work on the CI machines.
+    libvirt = {'virt_type': 'qemu', 'cpu_mode': 'none'}
+    if link_address:
+        libvirt.update(live_migration_scheme='tcp',
+                       live_migration_inbound_addr=link_address)
     return {
         'DEFAULT': default,
         'oslo_concurrency': {'lock_path': os.path.join(state_dir, 'locks')},
-        # TCG: nested KVM does not work on the CI machines.
-        'libvirt': {'virt_type': 'qemu', 'cpu_mode': 'none'},
+        'libvirt': libvirt,
         # No console proxy in the lab's cloud.
         'vnc': {'enabled': 'False'},
     }
@@ -262,8 +273,13 @@ class ComputeHost:
 
     def __init__(self, name, python=None, settings=None,
                  topology=topology_mod.TWO_NODES, link=None,
-                 start_timeout=START_TIMEOUT):
+                 start_timeout=START_TIMEOUT, state_disk_gb=None):
         self.name = name
+        # None: the state directory on the lab host's /tmp, a tmpfs of
+        # half its RAM, which nova reports as 0 GB of disk (DISK_GB):
+        # enough to start, none for a flavor with a disk. A number: a
+        # tmpfs of its own that size (a limit, not memory taken).
+        self.state_disk_gb = state_disk_gb
         self.python = python or sys.executable
         self.settings = settings or stand_in_settings()
         self.topology = topology
@@ -294,7 +310,8 @@ class ComputeHost:
             self.plugin_calls = write_nova_conf(
                 conf, self.settings,
                 lab_settings(self.name, self.my_ip,
-                             log_file=self._guest_log()),
+                             log_file=self._guest_log(),
+                             link_address=self.link and self.link.ip),
                 os.path.join(self.workdir, 'plugin'))
             self.lab = machine.LabHost(
                 self.topology, python=self.python, hostname=self.name,
@@ -321,6 +338,11 @@ class ComputeHost:
     def start(self):
         """Start nova-compute in the background; returns at once."""
         command = os.path.join(os.path.dirname(self.python), 'nova-compute')
+        if self.state_disk_gb:
+            self.lab.run(f'mkdir -p {STATE_DIR} && (mountpoint -q '
+                         f'{STATE_DIR} || mount -t tmpfs -o '
+                         f'size={int(self.state_disk_gb)}g tmpfs '
+                         f'{STATE_DIR})')
         self.lab.run(
             f'mkdir -p {STATE_DIR}/instances {STATE_DIR}/locks && cd / && '
             f'setsid '

@@ -1,0 +1,375 @@
+"""The lab's whole cloud: the control plane and two linked compute lab hosts.
+
+:class:`Cloud` starts, in this order and each stage timed:
+
+1. the control plane on this machine's 127.0.0.1
+   (tests/cloud/control.py);
+2. ``lab-compute-1`` then ``lab-compute-2`` (tests/cloud/compute.py),
+   one after the other, on one link (192.168.77.0/24) with libvirtd
+   listening on it for migrations; in each, nova-compute with our
+   driver and our agent as a long-running daemon (below);
+3. both computes registered with nova and mapped into cell1
+   (``nova-manage cell_v2 discover_hosts``);
+4. both agents' reports stored by our collector.
+
+The agent runs as a compute node runs it: ``numa-policy-agent`` as the
+user ``nova``, linked into ``/usr/bin`` with its privileged helper,
+which it starts through sudo with the rule of ``etc/sudoers.d``
+(tests/labhost/deploy.py), reading ``/etc/nova/nova.conf`` and
+``/etc/nova/numa-policy-agent.conf``. The latter is the file
+devstack/plugin.sh wrote for the compute (its ``stack:post-config``
+phase, run when compute.py writes nova.conf), with one change: the
+broker's URL, which devstack's ``get_transport_url`` gives as the
+controller's and the stubbed helper as a documentation address, is the
+control plane's as the lab host reaches it. Like the plugin on a
+compute node of several nodes, the lab host's ``kernel.numa_balancing``
+is turned on: the agent's locality signal.
+
+Everything runs in the thread that calls :meth:`Cloud.start`; it must
+live as long as the cloud (the services and QEMU die with it).
+"""
+
+import atexit
+import configparser
+import functools
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from tests.cloud import compute as compute_mod
+from tests.cloud import control
+from tests.cloud import endpoints
+from tests.cloud import layout as lay
+from tests.cloud import resources
+from tests.labhost import deploy
+from tests.labhost import network
+from tests.labhost import topology as topology_mod
+
+# Two nodes each: the smallest lab host with a NUMA choice to make, the
+# one the host tier checks most, and the same shape on both ends of a
+# migration. Four CPUs each either way: a four-node host would cost the
+# same to emulate and make no policy decision the six values need.
+COMPUTES = (('lab-compute-1', topology_mod.TWO_NODES),
+            ('lab-compute-2', topology_mod.TWO_NODES))
+COMPUTE_MICROVERSION = '2.86'
+GET_RETRIES = 3
+REGISTER_TIMEOUT = 900
+# nova's state and instances directory in each lab host: a tmpfs this
+# large, so that flavors of a 1 GB disk fit (three on a host, and one
+# more coming in by migration); the tiny image takes a few MB of it.
+STATE_DISK_GB = 4
+REPORT_TIMEOUT = 300
+AGENT_LOG = '/tmp/numa-policy-agent.log'
+
+
+class CloudError(Exception):
+    """The cloud did not come up; the message says where it stopped."""
+
+
+def agent_config(plugin_conf, transport_url):
+    """The agent's file: the plugin's, with the broker the lab reaches."""
+    parser = configparser.RawConfigParser(interpolation=None)
+    parser.optionxform = str
+    parser.read(plugin_conf)
+    if not parser.has_section('numa_policy_agent'):
+        raise CloudError(f'devstack/plugin.sh wrote no [numa_policy_agent] '
+                         f'in {plugin_conf}: is the agent enabled on a '
+                         f'compute?')
+    parser['DEFAULT']['transport_url'] = transport_url
+    out = io.StringIO()
+    parser.write(out)
+    return out.getvalue()
+
+
+def without_log_file(nova_conf):
+    """nova.conf less its log file: the agent keeps its own log."""
+    return '\n'.join(line for line in nova_conf.splitlines()
+                     if not line.startswith('log_file ='))
+
+
+class Nova:
+    """nova's API at the microversion the tests ask for."""
+
+    def __init__(self, session, microversion=COMPUTE_MICROVERSION):
+        self.session = session
+        self.base = endpoints.url('nova') + '/v2.1'
+        self.headers = {'OpenStack-API-Version':
+                        f'compute {microversion}'}
+
+    def get(self, path, **kwargs):
+        # Retried: gunicorn closes an idle keep-alive connection after 2 s,
+        # and a poll may send on one it is closing (RemoteDisconnected).
+        return self.session.get(self.base + path, headers=self.headers,
+                                connect_retries=GET_RETRIES,
+                                **kwargs).json()
+
+    def post(self, path, body, **kwargs):
+        return self.session.post(self.base + path, json=body,
+                                 headers=self.headers, **kwargs)
+
+    def delete(self, path, **kwargs):
+        return self.session.delete(self.base + path, headers=self.headers,
+                                   **kwargs)
+
+    def hypervisors(self):
+        return self.get('/os-hypervisors/detail')['hypervisors']
+
+    def compute_services(self):
+        return self.get('/os-services?binary=nova-compute')['services']
+
+    def create_flavor(self, name, vcpus, ram, disk, extra_specs):
+        flavor = self.post('/flavors', {'flavor': {
+            'name': name, 'vcpus': vcpus, 'ram': ram,
+            'disk': disk}}).json()['flavor']
+        self.post(f'/flavors/{flavor["id"]}/os-extra_specs',
+                  {'extra_specs': dict(extra_specs)})
+        return flavor
+
+    def create_server(self, name, flavor_id, image_id, networks):
+        return self.post('/servers', {'server': {
+            'name': name, 'flavorRef': flavor_id, 'imageRef': image_id,
+            'networks': networks}}).json()['server']
+
+    def server(self, server_id):
+        return self.get(f'/servers/{server_id}')['server']
+
+    def wait_server(self, server_id, statuses, timeout=600):
+        """The server once its status is one of ``statuses`` (or ERROR)."""
+        wanted = set(statuses) | {'ERROR'}
+        return resources.wait_for(
+            lambda: self.server(server_id),
+            lambda s: s['status'] in wanted and
+            not s.get('OS-EXT-STS:task_state'),
+            f'server {server_id} {"/".join(statuses)}', timeout, interval=3)
+
+    def action(self, server_id, body):
+        return self.post(f'/servers/{server_id}/action', body)
+
+    def delete_server(self, server_id):
+        self.delete(f'/servers/{server_id}')
+
+
+class Cloud:
+    """The control plane and two compute lab hosts; start() and stop()."""
+
+    def __init__(self, workdir=None, python=None, computes=COMPUTES):
+        self.workdir = workdir or tempfile.mkdtemp(prefix='numa-cloud-')
+        self.python = python or os.environ.get('NUMA_CLOUD_PYTHON') or \
+            sys.executable
+        self.computes_wanted = computes
+        self.control = control.ControlPlane(self.workdir)
+        self.computes = {}
+        self.link_dir = None
+        self.stages = {}
+
+    # -- start -------------------------------------------------------------
+
+    def start(self):
+        try:
+            self._stage('control plane', self.control.start)
+            self.link_dir = tempfile.mkdtemp(prefix='numa-cloud-link-')
+            ends = network.link_ends(os.path.join(self.link_dir,
+                                                  'link.sock'))
+            settings = self.control.compute_config()
+            for (name, topology), end in zip(self.computes_wanted, ends):
+                self._stage(f'{name}: boot, libvirtd, nova-compute and '
+                            f'agent started',
+                            functools.partial(self._start_compute, name,
+                                              topology, end, settings))
+            self._stage('computes registered and mapped into cell1',
+                        self._register)
+            self._stage('agents reporting to the collector',
+                        self._wait_for_reports)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _stage(self, name, function):
+        began = time.monotonic()
+        try:
+            return function()
+        finally:
+            self.stages[name] = time.monotonic() - began
+            print(f'cloud stage: {name}: {self.stages[name]:.1f} s',
+                  flush=True)
+
+    def _start_compute(self, name, topology, end, settings):
+        host = compute_mod.ComputeHost(
+            name, python=self.python, settings=settings, topology=topology,
+            link=end, start_timeout=REGISTER_TIMEOUT,
+            state_disk_gb=STATE_DISK_GB)
+        self.computes[name] = host
+        host.boot()
+        host.start()
+        self._start_agent(host)
+        return host
+
+    def _start_agent(self, host):
+        lab = host.lab
+        deploy.install(lab, os.path.dirname(self.python))
+        plugin_conf = os.path.join(host.workdir, 'plugin', 'etc',
+                                   'nova-numa-policy.conf')
+        deploy.write_config(
+            lab, agent_config(plugin_conf,
+                              host.settings['DEFAULT']['transport_url']),
+            without_log_file(host.nova_conf))
+        # nova's state directory, nova's as a package makes it: the
+        # agent writes the uplinks file there for nova-compute (root
+        # here). The agent's own state_dir (under /var/lib/nova, read-only
+        # in a lab host) is written only when it steers interrupts, which
+        # the plugin leaves off.
+        lab.run(f'mkdir -p {compute_mod.STATE_DIR} && '
+                f'chown nova:nova {compute_mod.STATE_DIR} && '
+                f'echo 1 > /proc/sys/kernel/numa_balancing')
+        config = ' '.join(f'--config-file {path}'
+                          for path in deploy.CONFIG_FILES)
+        lab.run(f'cd / && setsid /usr/bin/numa-policy-agent {config} '
+                f'> {AGENT_LOG} 2>&1 < /dev/null &', user='nova')
+
+    def _register(self):
+        nova = self.nova()
+        names = set(self.computes)
+
+        def seen():
+            services = {s['host']: s for s in nova.compute_services()}
+            return {n for n in names
+                    if services.get(n, {}).get('state') == 'up'}
+
+        deadline = time.monotonic() + REGISTER_TIMEOUT
+        while seen() != names:
+            for host in self.computes.values():
+                if not host.running():
+                    raise CloudError(f'nova-compute in {host.name} '
+                                     f'stopped:\n{self.compute_log(host)}')
+            if time.monotonic() > deadline:
+                raise CloudError(
+                    f'nova-compute up in {sorted(seen())} only, not '
+                    f'{sorted(names)}, after {REGISTER_TIMEOUT} s\n'
+                    + self.diagnostics())
+            time.sleep(3)
+        # The resource providers exist once the compute nodes do.
+        resources.wait_for(
+            lambda: {h['hypervisor_hostname'] for h in nova.hypervisors()},
+            lambda found: names <= found, 'both hypervisors listed',
+            REGISTER_TIMEOUT, interval=3)
+        self.discover_hosts()
+
+    def discover_hosts(self):
+        """``nova-manage cell_v2 discover_hosts`` against the cloud."""
+        result = subprocess.run(
+            [lay.bin_path('nova-manage'), '--config-file',
+             self.control.layout.conf('nova'), 'cell_v2', 'discover_hosts',
+             '--verbose'], capture_output=True, text=True, timeout=300)
+        if result.returncode:
+            raise CloudError(f'discover_hosts failed: {result.stdout}'
+                             f'{result.stderr}')
+        return result.stdout
+
+    def _wait_for_reports(self):
+        names = set(self.computes)
+
+        def hosts():
+            answer = self.control.admin_session().get(
+                endpoints.url('numa-policy') + '/v1/hosts',
+                raise_exc=False)
+            if answer.status_code != 200:
+                return set()
+            return {h['host'] for h in answer.json()['hosts']}
+
+        try:
+            resources.wait_for(hosts, lambda found: names <= found,
+                               'a report of each agent in the collector',
+                               REPORT_TIMEOUT, interval=3)
+        except resources.ResourceError as exc:
+            raise CloudError(f'{exc}\n{self.diagnostics()}') from None
+
+    # -- use ---------------------------------------------------------------
+
+    def session(self):
+        return self.control.admin_session()
+
+    def nova(self, microversion=COMPUTE_MICROVERSION):
+        return Nova(self.session(), microversion)
+
+    def numa_api(self, path):
+        """GET of our REST API with a keystone token: (status, body)."""
+        answer = self.session().get(endpoints.url('numa-policy') + path,
+                                    raise_exc=False,
+                                    connect_retries=GET_RETRIES)
+        try:
+            body = answer.json()
+        except ValueError:
+            body = answer.text
+        return answer.status_code, body
+
+    def agent_log(self, host):
+        if host.lab is None:
+            return ''
+        return host.lab.run(f'cat {AGENT_LOG}', check=False).stdout
+
+    def compute_log(self, host, lines=60):
+        return '\n'.join(host.log().splitlines()[-lines:])
+
+    def diagnostics(self, lines=40):
+        parts = []
+        for host in self.computes.values():
+            if host.lab is None:
+                continue
+            parts.append(f'--- nova-compute in {host.name} (end) ---\n'
+                         + self.compute_log(host, lines))
+            agent = self.agent_log(host).splitlines()[-lines:]
+            parts.append(f'--- numa-policy-agent in {host.name} (end) ---\n'
+                         + '\n'.join(agent))
+        return '\n'.join(parts)
+
+    def stage_summary(self):
+        return '\n'.join(f'{name}: {seconds:.1f} s'
+                         for name, seconds in self.stages.items())
+
+    # -- stop --------------------------------------------------------------
+
+    def stop(self):
+        """Kill the lab hosts, stop the control plane; safe to repeat."""
+        for host in self.computes.values():
+            host.shutdown()
+        self.computes = {}
+        if self.link_dir is not None:
+            shutil.rmtree(self.link_dir, ignore_errors=True)
+            self.link_dir = None
+        self.control.stop()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc_info):
+        self.stop()
+
+
+_shared = {}
+
+
+def shared():
+    """One cloud for every module of a test process, stopped at its exit.
+
+    Started by the first module that asks (its setUpModule), in that
+    thread, which must be the process's main thread; a start that
+    failed fails every later module at once instead of starting again.
+    """
+    if 'error' in _shared:
+        raise CloudError(f'the cloud did not start: {_shared["error"]}')
+    if 'cloud' not in _shared:
+        cloud = Cloud(os.environ.get('NUMA_CLOUD_WORKDIR'))
+        try:
+            cloud.start()
+        except BaseException as exc:
+            _shared['error'] = repr(exc)[:2000]
+            raise
+        atexit.register(cloud.stop)
+        _shared['cloud'] = cloud
+        print('cloud up:\n' + cloud.stage_summary(), flush=True)
+    return _shared['cloud']

@@ -1,0 +1,309 @@
+"""Servers of each ``hw:numa_policy`` value, booted through nova's API.
+
+One cloud for the test process (tests/cloud/cloud.py, ``shared``): the
+control plane and two compute lab hosts, each with nova-compute, our
+driver and our agent. For each of the six values a flavor, and a
+server booted from the tiny raw image; once it is ACTIVE, in the lab
+host nova placed it on:
+
+* the domain XML our driver wrote (libvirt's live XML) carries the
+  memory mode and CPUs the value asks for;
+* the kernel's view of its QEMU process (numa_maps, the threads'
+  Cpus_allowed_list, the cgroups' cpuset.mems) follows that XML,
+  checked as the host tier checks it (tests/host/base.py);
+* our REST API, with a keystone token, shows the server where nova put
+  it, the policy applied, and the scheduler's explanation of the host.
+"""
+
+import json
+import os
+import urllib.parse
+import uuid as uuid_mod
+from xml.etree import ElementTree
+
+import testtools
+from testtools import content
+
+from nova_numa_policy.contracts import policy
+from nova_numa_policy.decisions import enforcement
+from tests.cloud import cloud as cloud_mod
+from tests.cloud import resources
+from tests.host import base
+from tests.labhost import initramfs
+from tests.labhost import kernel
+from tests.labhost import machine
+
+# One vCPU: our NumaNodeLoadFilter counts a guest's vCPUs as load on a
+# single node, and a lab host's node has two CPUs; two vCPUs would make
+# every node 100 % loaded, over the 0.8 threshold, on every host.
+VCPUS = 1
+MEMORY_MB = 64
+DISK_GB = 1
+BOOT_TIMEOUT = 900
+REPORT_TIMEOUT = 180
+# What each value's boot-time XML holds on a two-node host with nothing
+# else on it: the memory modes allowed (None: no <numatune>, the
+# kernel's first-touch).
+BOOT_MODES = {
+    'first-touch': (None, 'restrictive'),
+    'first-touch+carrefour': (None, 'restrictive'),
+    'interleave': ('interleave',),
+    'interleave+carrefour': ('interleave',),
+    'home': ('strict',),
+    'auto': (None,),
+}
+# What the agent reports applied for each value once the guest runs.
+APPLIED = {
+    'first-touch': {'first-touch'},
+    'first-touch+carrefour': {'first-touch', 'first-touch+carrefour'},
+    'interleave': {'interleave'},
+    'interleave+carrefour': {'interleave', 'interleave+carrefour'},
+    'home': {'home'},
+    'auto': None,
+}
+
+CLOUD = None
+
+
+def setUpModule():
+    global CLOUD
+    try:
+        machine.check_available()
+    except initramfs.LabUnavailable as exc:
+        if machine.required():
+            raise
+        raise testtools.TestCase.skipException(str(exc))
+    CLOUD = cloud_mod.shared()
+
+
+def _nodeset(text):
+    return kernel.cpulist(text or '')
+
+
+def domain_tune(xml):
+    """The MemoryTune a domain's XML holds, as the driver writes one.
+
+    ``<numatune><memory>`` (mode, nodeset), ``<vcpu cpuset>`` (vCPUs and,
+    without ``<emulatorpin>``, the emulator) and ``<cputune><vcpupin>``.
+    """
+    root = ElementTree.fromstring(xml)
+    memory = root.find('./numatune/memory')
+    mode = nodes = None
+    if memory is not None:
+        mode = memory.get('mode', 'strict')
+        nodes = _nodeset(memory.get('nodeset'))
+    vcpu = root.find('./vcpu')
+    cpus = _nodeset(vcpu.get('cpuset')) if vcpu is not None else frozenset()
+    pins = sorted((int(pin.get('vcpu')), _nodeset(pin.get('cpuset')))
+                  for pin in root.findall('./cputune/vcpupin'))
+    return enforcement.MemoryTune(mode, nodes or frozenset(), cpus,
+                                  tuple(cpus for _, cpus in pins))
+
+
+class Placed:
+    """A server as nova placed it, and its QEMU domain there."""
+
+    def __init__(self, server, compute, domain):
+        self.server = server
+        self.uuid = server['id']
+        self.host = server['OS-EXT-SRV-ATTR:host']
+        self.name = server['OS-EXT-SRV-ATTR:instance_name']
+        self.compute = compute
+        self.lab = compute.lab
+        self.xml = domain['xml']
+        self.pid = domain['pid']
+
+
+class ServersTest(testtools.TestCase):
+    """Each value on a server booted through nova's API."""
+
+    # The host tier's checks of a QEMU process against a tune.
+    TOPOLOGY = cloud_mod.COMPUTES[0][1]
+    assert_kernel_follows = base.LabTestCase.assert_kernel_follows
+    node_cpus = base.LabTestCase.node_cpus
+    eventually = base.LabTestCase.eventually
+    settled_view = base.LabTestCase.settled_view
+
+    servers = {}
+    network_note = ''
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        if CLOUD is None:
+            raise cls.skipException('no cloud')
+        cls.nova = CLOUD.nova()
+        session = CLOUD.session()
+        cls.workdir = CLOUD.workdir
+        image_path = resources.make_raw_image(
+            os.path.join(cls.workdir, 'raw.img'))
+        cls.image = resources.upload_image(session, image_path)
+        cls.network, _ = resources.create_provider_network(session)
+        cls.flavors = {
+            value: cls.nova.create_flavor(
+                f'numa-{value.replace("+", "-")}-{uuid_mod.uuid4().hex[:6]}',
+                VCPUS, MEMORY_MB, DISK_GB, {policy.POLICY_KEY: value})
+            for value in policy.POLICY_VALUES}
+        cls.networks = cls._networks()
+        created = {}
+        for value in policy.POLICY_VALUES:
+            if value in cls.servers:
+                continue
+            created[value] = cls.nova.create_server(
+                f'numa-{value.replace("+", "-")}',
+                cls.flavors[value]['id'], cls.image['id'], cls.networks)
+        for value, server in created.items():
+            cls.servers[value] = cls.nova.wait_server(
+                server['id'], ['ACTIVE'], BOOT_TIMEOUT)
+
+    @classmethod
+    def _networks(cls):
+        """A port on physnet1 if neutron binds one; else no network.
+
+        The first server tries the provider network. With no L2 agent on
+        the computes, ML2's Open vSwitch mechanism may bind no port
+        there: the server then fails, and the reason is kept for the
+        report (``network_note``).
+        """
+        value = policy.POLICY_VALUES[0]
+        server = cls.nova.create_server(
+            f'numa-{value}-port', cls.flavors[value]['id'], cls.image['id'],
+            [{'uuid': cls.network['id']}])
+        server = cls.nova.wait_server(server['id'], ['ACTIVE'],
+                                      BOOT_TIMEOUT)
+        if server['status'] == 'ACTIVE':
+            cls.servers[value] = server
+            cls.network_note = f'a port on physnet1 bound: {server["id"]}'
+            return [{'uuid': cls.network['id']}]
+        cls.network_note = (
+            f'a port on physnet1 did not bind; server {server["id"]} '
+            f'{server["status"]}: {json.dumps(server.get("fault"))}')
+        cls.nova.delete_server(server['id'])
+        return 'none'
+
+    @classmethod
+    def tearDownClass(cls):
+        if CLOUD is not None and CLOUD.computes:
+            for server in cls.servers.values():
+                cls.nova.delete_server(server['id'])
+            for server in cls.servers.values():
+                resources.wait_for(
+                    lambda: cls.nova.session.get(
+                        f'{cls.nova.base}/servers/{server["id"]}',
+                        headers=cls.nova.headers, raise_exc=False,
+                        connect_retries=cloud_mod.GET_RETRIES).status_code,
+                    lambda status: status == 404,
+                    f'server {server["id"]} deleted', 300, interval=3)
+        super().tearDownClass()
+
+    # -- reading -----------------------------------------------------------
+
+    def placed(self, value):
+        server = self.servers[value]
+        self.addDetail('server', content.text_content(
+            json.dumps(server, indent=1, sort_keys=True)))
+        self.assertEqual('ACTIVE', server['status'], server.get('fault'))
+        compute = CLOUD.computes[server['OS-EXT-SRV-ATTR:host']]
+        domain = compute.lab.call('tests.cloud.inlab:domain',
+                                  server['OS-EXT-SRV-ATTR:instance_name'])
+        self.assertIsNotNone(domain, 'no libvirt domain for the server')
+        self.assertTrue(domain['active'])
+        self.assertEqual(server['id'], domain['uuid'])
+        placed = Placed(server, compute, domain)
+        self.addDetail('domain-xml', content.text_content(placed.xml))
+        return placed
+
+    def view(self, guest):
+        return kernel.guest_view(guest.lab.call(
+            'tests.labhost.inside:kernel_view', guest.pid))
+
+    def collector_instance(self, guest):
+        """Our REST API's record of the server, once the agent sent it."""
+        def read():
+            return CLOUD.numa_api(f'/v1/instances/{guest.uuid}')
+
+        status, body = resources.wait_for(
+            read, lambda answer: answer[0] == 200,
+            f'instance {guest.uuid} in the collector', REPORT_TIMEOUT,
+            interval=3)
+        return body['instance']
+
+    def explanation(self, value):
+        query = urllib.parse.urlencode({
+            'vcpus': VCPUS, 'memory_mb': MEMORY_MB,
+            'extra_specs': json.dumps({policy.POLICY_KEY: value})})
+        status, body = CLOUD.numa_api(f'/v1/explain?{query}')
+        self.assertEqual(200, status, body)
+        return body
+
+    # -- the check ---------------------------------------------------------
+
+    def check(self, value):
+        guest = self.placed(value)
+        tune = domain_tune(guest.xml)
+        self.addDetail('tune', content.text_content(repr(tune)))
+        # What the value asks for, in the XML our driver wrote.
+        self.assertIn(tune.mode, BOOT_MODES[value])
+        if tune.mode == 'interleave':
+            self.assertEqual(frozenset(range(self.TOPOLOGY.nodes)),
+                             tune.nodes)
+        if tune.mode == 'strict':
+            # home: the fewest nodes holding the vCPUs, its CPUs theirs.
+            self.assertEqual(1, len(tune.nodes))
+            self.assertEqual(self.node_cpus(*tune.nodes), tune.cpus)
+        # What the kernel does with it.
+        view = self.settled_view(guest)
+        self.addDetail('kernel-view', content.text_content(
+            describe(view)))
+        self.assert_kernel_follows(view, tune)
+        # Where the collector says it went, and why.
+        record = self.collector_instance(guest)
+        self.addDetail('collector-instance', content.text_content(
+            json.dumps(record, indent=1, sort_keys=True)))
+        self.assertEqual(guest.host, record['host'])
+        self.assertEqual(value, record['requested_policy'])
+        if APPLIED[value] is not None:
+            self.assertIn(record['applied_policy'], APPLIED[value])
+        if value == 'auto' or record['applied_policy'] == value:
+            self.assertTrue(record['policy_applied'], record)
+        explained = self.explanation(value)
+        self.addDetail('explain', content.text_content(
+            json.dumps(explained, indent=1, sort_keys=True)))
+        hosts = {h['host']: h for h in explained['hosts']}
+        self.assertTrue(hosts[guest.host]['passed'], hosts[guest.host])
+        return guest, view, record
+
+    def test_network_of_the_servers(self):
+        self.addDetail('network', content.text_content(self.network_note))
+        if self.networks == 'none':
+            self.skipTest(self.network_note)
+
+    def test_first_touch(self):
+        self.check('first-touch')
+
+    def test_home(self):
+        self.check('home')
+
+    def test_interleave(self):
+        self.check('interleave')
+
+    def test_first_touch_with_carrefour(self):
+        self.check('first-touch+carrefour')
+
+    def test_interleave_with_carrefour(self):
+        self.check('interleave+carrefour')
+
+    def test_auto(self):
+        self.check('auto')
+
+
+def describe(view):
+    """The kernel's view in a few lines, for the test's details."""
+    lines = [f'pid {view.pid}; guest RAM: {view.ram.policy} '
+             f'pages per node {view.ram.pages}']
+    for thread in view.threads:
+        lines.append(f'  thread {thread.tid} {thread.name!r}: '
+                     f'Cpus_allowed_list {sorted(thread.cpus_allowed)}')
+    for group, mems in sorted(view.cpuset_mems.items()):
+        lines.append(f'  cgroup {group}: cpuset.mems {mems!r}')
+    return '\n'.join(lines)
