@@ -24,7 +24,9 @@ Its nova.conf is written here, before the boot, from three parts:
 nova-compute runs as root in the lab host: as ``nova`` it would need
 sudo rules and a rootwrap configuration in the lab host's /etc for
 nova's privsep daemons, which a compute node's packages install and
-this lab does not; root needs neither, and reaches libvirtd's socket.
+this lab does not; root reaches libvirtd's socket. (Building a server
+still starts nova's own privileged helpers through sudo, and in the lab
+host they fail today: doc/source/cloud.rst.)
 Its log is in the lab host's shared directory, readable here at once.
 """
 
