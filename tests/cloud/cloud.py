@@ -39,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import unittest
 
 from tests.cloud import compute as compute_mod
 from tests.cloud import control
@@ -46,6 +47,8 @@ from tests.cloud import endpoints
 from tests.cloud import layout as lay
 from tests.cloud import resources
 from tests.labhost import deploy
+from tests.labhost import initramfs
+from tests.labhost import machine
 from tests.labhost import network
 from tests.labhost import topology as topology_mod
 
@@ -373,3 +376,18 @@ def shared():
         _shared['cloud'] = cloud
         print('cloud up:\n' + cloud.stage_summary(), flush=True)
     return _shared['cloud']
+
+
+def for_test_module():
+    """The shared cloud for a test module's setUpModule.
+
+    Where this machine cannot boot a lab host the module is skipped with
+    the reason, or fails where a lab host must run (CI).
+    """
+    try:
+        machine.check_available()
+    except initramfs.LabUnavailable as exc:
+        if machine.required():
+            raise
+        raise unittest.SkipTest(str(exc))
+    return shared()

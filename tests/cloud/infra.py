@@ -38,28 +38,26 @@ def _checked(name):
     return name
 
 
-def recreate_databases(services=lay.DATABASES):
+def _databases(services, create):
     connection = _connect()
     try:
         with connection.cursor() as cursor:
             for service in services:
                 name = _checked(lay.db_name(service))
                 cursor.execute(f'DROP DATABASE IF EXISTS `{name}`')
-                cursor.execute(f'CREATE DATABASE `{name}` '
-                               'CHARACTER SET utf8mb4')
+                if create:
+                    cursor.execute(f'CREATE DATABASE `{name}` '
+                                   'CHARACTER SET utf8mb4')
     finally:
         connection.close()
+
+
+def recreate_databases(services=lay.DATABASES):
+    _databases(services, create=True)
 
 
 def drop_databases(services=lay.DATABASES):
-    connection = _connect()
-    try:
-        with connection.cursor() as cursor:
-            for service in services:
-                name = _checked(lay.db_name(service))
-                cursor.execute(f'DROP DATABASE IF EXISTS `{name}`')
-    finally:
-        connection.close()
+    _databases(services, create=False)
 
 
 def existing_databases():

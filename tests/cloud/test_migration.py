@@ -20,9 +20,7 @@ from nova_numa_policy.contracts import policy
 from tests.cloud import cloud as cloud_mod
 from tests.cloud import resources
 from tests.cloud import test_servers
-from tests.labhost import initramfs
 from tests.labhost import kernel
-from tests.labhost import machine
 
 MIGRATION_TIMEOUT = 900
 CLOUD = None
@@ -30,13 +28,7 @@ CLOUD = None
 
 def setUpModule():
     global CLOUD
-    try:
-        machine.check_available()
-    except initramfs.LabUnavailable as exc:
-        if machine.required():
-            raise
-        raise testtools.TestCase.skipException(str(exc))
-    CLOUD = cloud_mod.shared()
+    CLOUD = cloud_mod.for_test_module()
 
 
 class MigrationTest(testtools.TestCase):

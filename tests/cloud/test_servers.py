@@ -29,9 +29,7 @@ from nova_numa_policy.decisions import enforcement
 from tests.cloud import cloud as cloud_mod
 from tests.cloud import resources
 from tests.host import base
-from tests.labhost import initramfs
 from tests.labhost import kernel
-from tests.labhost import machine
 
 # One vCPU: our NumaNodeLoadFilter counts a guest's vCPUs as load on a
 # single node, and a lab host's node has two CPUs; two vCPUs would make
@@ -67,13 +65,7 @@ CLOUD = None
 
 def setUpModule():
     global CLOUD
-    try:
-        machine.check_available()
-    except initramfs.LabUnavailable as exc:
-        if machine.required():
-            raise
-        raise testtools.TestCase.skipException(str(exc))
-    CLOUD = cloud_mod.shared()
+    CLOUD = cloud_mod.for_test_module()
 
 
 def _nodeset(text):
