@@ -15,6 +15,7 @@ import subprocess
 
 from tests.cloud import endpoints
 from tests.cloud import layout as lay
+from tests.cloud import services
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -101,15 +102,7 @@ def run(layout, steps):
         raise PluginError(
             f'devstack plugin {" ".join(steps)} failed '
             f'({result.returncode}); end of {log_path}:\n'
-            f'{tail(log_path)}')
-
-
-def tail(path, lines=30):
-    try:
-        with open(path, errors='replace') as f:
-            return ''.join(f.readlines()[-lines:])
-    except OSError as exc:
-        return f'({exc})'
+            f'{services.tail(log_path)}')
 
 
 def read_calls(layout):

@@ -196,7 +196,7 @@ def plugin_test_config(layout, workspace, driver_extension):
                                 stderr=subprocess.STDOUT, timeout=120)
     if result.returncode:
         raise RunnerError(f'devstack plugin stack:test-config failed '
-                          f'({result.returncode}):\n{plugin.tail(log_path)}')
+                          f'({result.returncode}):\n{services.tail(log_path)}')
 
 
 # -- tempest ------------------------------------------------------------
