@@ -21,12 +21,12 @@ Its nova.conf is written here, before the boot, from three parts:
   its ``stack:post-config`` phase runs against devstack's stubbed
   helpers (tests/devstack/run_plugin.sh) on that very file.
 
-nova-compute runs as root in the lab host: as ``nova`` it would need
-sudo rules and a rootwrap configuration in the lab host's /etc for
-nova's privsep daemons, which a compute node's packages install and
-this lab does not; root reaches libvirtd's socket. (Building a server
-still starts nova's own privileged helpers through sudo, and in the lab
-host they fail today: doc/source/cloud.rst.)
+nova-compute runs as root in the lab host (root reaches libvirtd's
+socket, and needs no sudo rule of its own). It still starts nova's
+privileged helpers as a compute node does, through its root helper
+``sudo nova-rootwrap /etc/nova/rootwrap.conf``: :func:`install_rootwrap`
+puts nova's rootwrap in the lab host's /etc and /usr/bin, as nova's
+packages (or devstack) do on a compute node.
 Its log is in the lab host's shared directory, readable here at once.
 """
 
@@ -237,6 +237,42 @@ def prepare_environment(python):
                     purelib(python)], check=True, capture_output=True)
 
 
+def rootwrap_commands(python):
+    """Shell commands installing nova's rootwrap from ``python``'s venv.
+
+    What a compute node has from nova's packages, or devstack makes of
+    nova's own files: ``/usr/bin/nova-rootwrap``, and
+    ``/etc/nova/rootwrap.conf`` reading the filters in
+    ``/etc/nova/rootwrap.d``. nova-compute's root helper is
+    ``sudo nova-rootwrap /etc/nova/rootwrap.conf`` unless
+    ``[workarounds] disable_rootwrap``; without these files sudo
+    answered "nova-rootwrap: command not found", exit 1, and nova raised
+    FailedToDropPrivileges at a server's first privileged call.
+
+    The virtualenv's bin directory comes first in ``exec_dirs`` (devstack
+    appends nova's): rootwrap runs the first ``privsep-helper`` it finds
+    there, and /usr/bin's may be linked from another virtualenv
+    (tests/labhost/deploy.py links the agent's) that cannot import nova.
+    """
+    bin_dir = os.path.dirname(python)
+    etc = os.path.join(os.path.dirname(bin_dir), 'etc', 'nova')
+    q = shlex.quote
+    return (
+        f'set -e\nmkdir -p /etc/nova/rootwrap.d\n'
+        f'cp {q(etc)}/rootwrap.d/*.filters /etc/nova/rootwrap.d/\n'
+        f'sed -e "s|^filters_path=.*|filters_path=/etc/nova/rootwrap.d|" '
+        f'-e "s|^exec_dirs=|exec_dirs={bin_dir},|" '
+        f'{q(os.path.join(etc, "rootwrap.conf"))} > /etc/nova/rootwrap.conf\n'
+        f'chmod 0644 /etc/nova/rootwrap.conf /etc/nova/rootwrap.d/*\n'
+        f'ln -sf {q(os.path.join(bin_dir, "nova-rootwrap"))} '
+        f'/usr/bin/nova-rootwrap\n')
+
+
+def install_rootwrap(lab, python):
+    """nova's rootwrap in the lab host (its /etc and /usr/bin overlays)."""
+    lab.run(rootwrap_commands(python))
+
+
 # -- run inside a lab host (LabHost.call) -------------------------------------
 
 def http_get(url, timeout=60):
@@ -257,6 +293,37 @@ def amqp_handshake(url, timeout=60):
                 'version': properties.get('version')}
     finally:
         connection.release()
+
+
+# nova-compute's start up to its first privileged call, in a fresh
+# interpreter: the same monkey patching, its configuration, its root
+# helper given to privsep, then nova.privsep.path.utime, which builds a
+# server's image cache entry.
+_PRIVSEP_UTIME = """
+from nova import monkey_patch; monkey_patch.patch(backend='threading')
+import logging, shlex, sys
+logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+from oslo_privsep import priv_context
+import nova.conf
+from nova import utils
+import nova.privsep.path
+nova.conf.CONF(['--config-file', sys.argv[1]], project='nova')
+priv_context.init(root_helper=shlex.split(utils.get_root_helper()))
+nova.privsep.path.utime(sys.argv[2])
+"""
+
+
+def privsep_utime(nova_conf, path, timeout=600):
+    """``nova.privsep.path.utime(path)`` as nova-compute calls it.
+
+    Its daemon for ``nova.privsep.sys_admin_pctxt`` is started through
+    the root helper ``nova_conf`` gives. Returns the exit status and
+    stderr, where privsep logs what its helper printed.
+    """
+    result = subprocess.run(
+        [sys.executable, '-c', _PRIVSEP_UTIME, nova_conf, path], cwd='/',
+        capture_output=True, text=True, timeout=timeout)
+    return {'rc': result.returncode, 'stderr': result.stderr[-4000:]}
 
 
 def import_seconds(modules=('nova.compute.manager',
@@ -320,6 +387,7 @@ class ComputeHost:
                 network=network.cloud_network(endpoints.PORTS.values(),
                                               link=self.link))
             self.lab.boot()
+            install_rootwrap(self.lab, self.python)
             os.makedirs(self._here())
             shutil.copy(conf, self._here('nova.conf'))
             self.lab.start_libvirtd()

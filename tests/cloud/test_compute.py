@@ -276,3 +276,55 @@ class NovaComputeTest(testtools.TestCase):
         self.assertIsNone(re.search(r'AMQP server .* is unreachable', log))
         self.assertRegex(
             log, r'compute_driver\s+= numa_policy\.NumaPolicyLibvirtDriver')
+
+
+class NovaPrivsepTest(testtools.TestCase):
+    """nova's privileged helper starts in a compute lab host and works.
+
+    nova-compute's root helper is nova's rootwrap through sudo
+    (compute.install_rootwrap); its sys_admin daemon then touches a file
+    of the lab host, as it does an image cache entry for a new server.
+    No control plane: nothing here speaks RPC.
+    """
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.compute = compute.ComputeHost(
+            'lab-compute-privsep',
+            python=os.environ.get('NUMA_CLOUD_PYTHON'))
+        try:
+            _boot(cls.compute)
+        except BaseException:
+            cls.compute.shutdown()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.compute.shutdown()
+        super().tearDownClass()
+
+    def test_the_root_helper_finds_rootwrap_and_the_helper(self):
+        lab = self.compute.lab
+        conf = lab.read('/etc/nova/rootwrap.conf')
+        bin_dir = os.path.dirname(self.compute.python)
+        self.assertRegex(conf, r'(?m)^filters_path=/etc/nova/rootwrap\.d$')
+        self.assertRegex(conf, rf'(?m)^exec_dirs={re.escape(bin_dir)},')
+        self.assertEqual(
+            os.path.join(bin_dir, 'nova-rootwrap'),
+            lab.run('readlink /usr/bin/nova-rootwrap').stdout.strip())
+
+    def test_utime_through_novas_privsep_daemon(self):
+        lab = self.compute.lab
+        path = '/tmp/nova/privsep-utime'
+        lab.run(f'mkdir -p /tmp/nova && touch -d 2001-01-01 {path}')
+        before = int(lab.run(f'stat -c %Y {path}').stdout)
+        answer = lab.call('tests.cloud.compute:privsep_utime',
+                          compute.GUEST_SHARE + '/' + compute.SHARE_DIR
+                          + '/nova.conf', path, timeout=900)
+        self.addDetail('stderr', content.text_content(answer['stderr']))
+        self.assertEqual(0, answer['rc'], answer['stderr'])
+        self.assertIn('Spawned new privsep daemon via rootwrap',
+                      answer['stderr'])
+        after = int(lab.run(f'stat -c %Y {path}').stdout)
+        self.assertGreater(after, before)
