@@ -395,6 +395,10 @@ class ComputeHost:
             # (QEMU: "Could not open '/dev/urandom'"), and nova gives
             # every guest a virtio RNG backed by it.
             self.lab.run("echo 'namespaces = []' >> /etc/libvirt/qemu.conf")
+            # nova gives every guest a serial console on a PTY: the lab
+            # host mounts no devpts of its own otherwise.
+            self.lab.run('mountpoint -q /dev/pts || { mkdir -p /dev/pts && '
+                         'mount -t devpts -o ptmxmode=0666 devpts /dev/pts; }')
             self.lab.start_libvirtd()
         except BaseException:
             self.shutdown()
