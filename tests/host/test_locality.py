@@ -19,6 +19,7 @@ The lab host's nodes are emulated and equally fast: these tests prove
 what the kernel samples and what the agent does with it, not any gain.
 """
 
+import re
 import time
 
 from nova_numa_policy.contracts import policy
@@ -106,6 +107,14 @@ class _MemoryWriterTest(base.LabTestCase):
         (thread,) = (view or self.view(guest)).vcpu_threads()
         return thread
 
+    def assert_carrefour_saw_remote_accesses(self, log):
+        # Nearly every sample is remote: 0 % local on a quiet machine,
+        # 1 % seen once in a CI run with other jobs beside it. Well under
+        # Carrefour's 80 % threshold either way.
+        local = re.search(r'carrefour migrate: local accesses (\d+) %', log)
+        self.assertIsNotNone(local, log)
+        self.assertLess(int(local.group(1)), 10, local.group(0))
+
     def wait_for(self, guest, done, what, timeout=SAMPLING_TIMEOUT):
         """Read the kernel until ``done(vCPU thread, view)``; the view."""
         def read():
@@ -155,7 +164,7 @@ class HintingFaultSignalTest(_MemoryWriterTest):
         moves = [a for a in actions if a[:3] == ['carrefour', 'MovePages',
                                                  guest.uuid]]
         self.assertTrue(moves, actions)
-        self.assertIn('carrefour migrate: local accesses 0 %', log)
+        self.assert_carrefour_saw_remote_accesses(log)
         self.assertEqual({1}, {n for n, p in self.view(guest).ram.pages.items()
                                if p})
 
@@ -325,7 +334,7 @@ class CarrefourOnHintingFaultsTest(_MemoryWriterTest):
             page_migration=True, loops=('carrefour',))
         self.assertIn(['carrefour', 'MovePages', guest.uuid],
                       [a[:3] for a in actions])
-        self.assertIn('carrefour migrate: local accesses 0 %', log)
+        self.assert_carrefour_saw_remote_accesses(log)
         # The plan was carried out: the kernel refused none of it.
         self.assertEqual('applied',
                          self.reported(report, guest).enforcement)
