@@ -35,6 +35,7 @@ PROBE_VHOST = 'numa-cloud-compute-probe'
 
 
 def _boot(lab):
+    # boot() shuts the lab host down itself when it fails.
     try:
         return lab.boot()
     except initramfs.LabUnavailable as exc:
@@ -88,11 +89,7 @@ class CloudNicTest(testtools.TestCase):
         cls.lab = machine.LabHost(
             network=network.cloud_network(endpoints.PORTS.values()),
             hostname='lab-cloud-nic')
-        try:
-            _boot(cls.lab)
-        except BaseException:
-            cls.lab.shutdown()
-            raise
+        _boot(cls.lab)
 
     @classmethod
     def tearDownClass(cls):
@@ -293,11 +290,7 @@ class NovaPrivsepTest(testtools.TestCase):
         cls.compute = compute.ComputeHost(
             'lab-compute-privsep',
             python=os.environ.get('NUMA_CLOUD_PYTHON'))
-        try:
-            _boot(cls.compute)
-        except BaseException:
-            cls.compute.shutdown()
-            raise
+        _boot(cls.compute)
 
     @classmethod
     def tearDownClass(cls):
