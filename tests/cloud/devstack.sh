@@ -1,21 +1,14 @@
-#!/bin/bash
-# shellcheck source-path=SCRIPTDIR
-# Run devstack phases of the plugin for the cloud tier's control plane,
-# the way tests/devstack/run_plugin.sh does: the stubs' ini helpers write
-# real files, and what would start or register something is recorded in
-# $NUMA_POLICY_TEST_CALL_LOG for tests/cloud/plugin.py to carry out.
+# shellcheck shell=bash
+# devstack's helpers as this cloud answers them, sourced over the stubs
+# by tests/devstack/run_plugin.sh (NUMA_POLICY_TEST_HELPERS): the stubs'
+# ini helpers write real files, and what would start or register
+# something is recorded in $NUMA_POLICY_TEST_CALL_LOG for
+# tests/cloud/plugin.py to carry out.
 #
 # The stubs answer the helpers that name the broker, a database and
 # keystone with a documentation address and made-up passwords; here they
 # answer with this cloud's, from the environment plugin.py sets (devstack's
 # own variable names where devstack has one), so the files work as written.
-set -o errexit -o nounset -o pipefail
-
-HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-PLUGIN_DIR=$HERE/../../devstack
-
-# shellcheck source=../devstack/stubs.sh
-source "$HERE/../devstack/stubs.sh"
 
 # The plugin runs numa-policy-db-sync from here: the real one.
 function get_python_exec_prefix { echo "$NUMA_CLOUD_BIN_DIR"; }
@@ -39,14 +32,3 @@ function configure_keystone_authtoken_middleware {
     iniset "$conf" "$section" www_authenticate_uri "$KEYSTONE_SERVICE_URI"
     _record configure_keystone_authtoken_middleware "$@"
 }
-
-# shellcheck source=../../devstack/settings
-source "$PLUGIN_DIR/settings"
-
-for step in "$@"; do
-    mode=${step%%:*}
-    phase=${step#*:}
-    [[ "$phase" == "$step" ]] && phase=""
-    # shellcheck source=../../devstack/plugin.sh
-    source "$PLUGIN_DIR/plugin.sh" "$mode" "$phase"
-done

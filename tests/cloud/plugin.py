@@ -1,7 +1,8 @@
 """Our pieces' settings, written by devstack/plugin.sh itself.
 
-tests/cloud/devstack.sh runs the plugin's phases against devstack's
-stubbed helpers, as the unit tests do, with ``NOVA_CONF`` at this
+tests/devstack/run_plugin.sh runs the plugin's phases against devstack's
+stubbed helpers, as the unit tests do, with tests/cloud/devstack.sh's
+answering for this cloud, ``NOVA_CONF`` at this
 cloud's nova.conf and ``NUMA_POLICY_CONF`` at ours: the plugin appends
 our filters and weighers to nova.conf, writes our file, and runs the
 collector's schema sync. What it would start (``run_process``) or
@@ -19,8 +20,9 @@ from tests.cloud import services
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
-RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                      'devstack.sh')
+HERE = os.path.dirname(os.path.abspath(__file__))
+RUNNER = os.path.join(os.path.dirname(HERE), 'devstack', 'run_plugin.sh')
+HELPERS = os.path.join(HERE, 'devstack.sh')
 # The controller of a devstack cloud: no nova-compute, so no agent (the
 # lab hosts run it); the settings enable the collector and the API.
 SERVICES = 'key,mysql,rabbit,n-api,n-cond,n-sch,placement-api,g-api,' \
@@ -64,6 +66,7 @@ def environment(layout, base_env=None):
         'NUMA_POLICY_API_PORT': str(endpoints.PORTS['numa-policy']),
         'NUMA_POLICY_BIN_DIR': os.path.dirname(lay.bin_path('python')),
         'NUMA_POLICY_TEST_CALL_LOG': call_log(layout),
+        'NUMA_POLICY_TEST_HELPERS': HELPERS,
         'NUMA_POLICY_TEST_BIN_DIR': os.path.join(layout.workdir, 'opt',
                                                  'bin'),
         # No kernel of a compute is configured here.

@@ -13,6 +13,12 @@ PLUGIN_DIR=$HERE/../../devstack
 
 source "$HERE/stubs.sh"
 make_fake_console_scripts
+# A caller whose helpers must answer for a real cloud (tests/cloud) names
+# a file of its own definitions, sourced over the stubs.
+if [[ -n "${NUMA_POLICY_TEST_HELPERS:-}" ]]; then
+    # shellcheck source=/dev/null
+    source "$NUMA_POLICY_TEST_HELPERS"
+fi
 # shellcheck source=../../devstack/settings
 source "$PLUGIN_DIR/settings"
 
