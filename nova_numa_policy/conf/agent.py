@@ -110,10 +110,16 @@ Related options:
 '''),
     cfg.StrOpt(
         'ovs_db',
-        default='unix:/run/openvswitch/db.sock',
+        default='tcp:127.0.0.1:6640',
         help='''
 The Open vSwitch database the agent asks which interfaces carry each
 physnet.
+
+The default is the loopback remote that neutron's ML2/OVS agent connects
+to (its own ``[ovs] ovsdb_connection`` default) and makes OVSDB listen
+on. The unix socket, ``unix:/run/openvswitch/db.sock``, is root's alone
+on Open vSwitch's packages: the agent, running as nova, cannot read it
+unless its group is given access.
 
 Read only (``ovs-vsctl`` queries), each time the agent reads the host's
 topology: OVN's ``ovn-bridge-mappings`` (in this database) and, when
