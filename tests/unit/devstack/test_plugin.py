@@ -517,6 +517,28 @@ class ServicesTest(PluginTestCase):
         self.assertEqual(['numa-policy-agent'], list(node.started()))
         self.assertEqual([], node.calls('numa-policy-db-sync'))
 
+    def test_agent_reads_the_ovs_agents_bridge_mappings_where_it_runs(self):
+        ml2_conf = os.path.join(tempfile.mkdtemp(prefix='ml2-'),
+                                'ml2_conf.ini')
+        self.addCleanup(shutil.rmtree, os.path.dirname(ml2_conf), True)
+        with open(ml2_conf, 'w') as f:
+            f.write('[ovs]\nbridge_mappings = physnet1:br-physnet1\n')
+        # devstack's Q_PLUGIN_CONF_FILE has no leading slash.
+        node = self.node(COMPUTE_ONLY + ',q-agt',
+                         Q_PLUGIN_CONF_FILE=ml2_conf.lstrip('/'))
+        node.run(*STACK)
+        (command, _group) = node.started()['numa-policy-agent']
+        self.assertEqual(
+            f'{node.bin_dir}/numa-policy-agent --config-file '
+            f'{node.env["NOVA_CPU_CONF"]} --config-file {ml2_conf} '
+            f'--config-file {node.conf}', command)
+
+    def test_agent_reads_no_neutron_file_without_the_ovs_agent(self):
+        node = self.node(COMPUTE_ONLY, Q_PLUGIN_CONF_FILE='etc/absent.ini')
+        node.run(*STACK)
+        (command, _group) = node.started()['numa-policy-agent']
+        self.assertNotIn('absent', command)
+
     def test_controller_without_nova_compute_runs_no_agent(self):
         node = self.node(CONTROLLER_ONLY)
         node.run(*STACK)
