@@ -44,12 +44,14 @@ import unittest
 from tests.cloud import compute as compute_mod
 from tests.cloud import control
 from tests.cloud import endpoints
+from tests.cloud import l2agent
 from tests.cloud import layout as lay
 from tests.cloud import resources
 from tests.labhost import deploy
 from tests.labhost import initramfs
 from tests.labhost import machine
 from tests.labhost import network
+from tests.labhost import ssh as ssh_mod
 from tests.labhost import topology as topology_mod
 
 # Two nodes each: the smallest lab host with a NUMA choice to make, the
@@ -168,6 +170,10 @@ class Cloud:
         self.computes = {}
         self.link_dir = None
         self.stages = {}
+        # One key pair for the run: root's login to each compute's sshd,
+        # as our tempest plugin's domain XML check uses it.
+        self.ssh_key = None
+        self.ssh_accesses = {}
 
     # -- start -------------------------------------------------------------
 
@@ -178,6 +184,10 @@ class Cloud:
             ends = network.link_ends(os.path.join(self.link_dir,
                                                   'link.sock'))
             settings = self.control.compute_config()
+            self.ssh_key, public = ssh_mod.make_key_pair(self.link_dir)
+            self.ssh_accesses = {
+                name: ssh_mod.access(index, public)
+                for index, (name, _) in enumerate(self.computes_wanted)}
             for (name, topology), end in zip(self.computes_wanted, ends):
                 self._stage(f'{name}: boot, libvirtd, nova-compute and '
                             f'agent started',
@@ -185,6 +195,8 @@ class Cloud:
                                               topology, end, settings))
             self._stage('computes registered and mapped into cell1',
                         self._register)
+            self._stage("neutron's Open vSwitch agents alive",
+                        self._wait_for_l2_agents)
             self._stage('agents reporting to the collector',
                         self._wait_for_reports)
         except BaseException:
@@ -205,10 +217,11 @@ class Cloud:
         host = compute_mod.ComputeHost(
             name, python=self.python, settings=settings, topology=topology,
             link=end, start_timeout=REGISTER_TIMEOUT,
-            state_disk_gb=STATE_DISK_GB)
+            state_disk_gb=STATE_DISK_GB, ssh=self.ssh_accesses[name])
         self.computes[name] = host
         host.boot()
         host.start()
+        host.start_l2_agent()
         self._start_agent(host)
         return host
 
@@ -229,8 +242,10 @@ class Cloud:
         lab.run(f'mkdir -p {compute_mod.STATE_DIR} && '
                 f'chown nova:nova {compute_mod.STATE_DIR} && '
                 f'echo 1 > /proc/sys/kernel/numa_balancing')
-        config = ' '.join(f'--config-file {path}'
-                          for path in deploy.CONFIG_FILES)
+        # As devstack/plugin.sh starts it where neutron's OVS agent runs:
+        # nova's file, the OVS agent's (its bridge mappings), ours.
+        files = (deploy.NOVA_CONF, l2agent.CONF, deploy.AGENT_CONF)
+        config = ' '.join(f'--config-file {path}' for path in files)
         lab.run(f'cd / && setsid /usr/bin/numa-policy-agent {config} '
                 f'> {AGENT_LOG} 2>&1 < /dev/null &', user='nova')
 
@@ -273,6 +288,31 @@ class Cloud:
                              f'{result.stderr}')
         return result.stdout
 
+    def _wait_for_l2_agents(self):
+        """Each compute's OVS agent reported to neutron: ports bind there."""
+        names = set(self.computes)
+        url = endpoints.url('neutron') + '/v2.0/agents'
+
+        def alive():
+            answer = self.session().get(
+                url, params={'binary': 'neutron-openvswitch-agent'},
+                raise_exc=False)
+            if answer.status_code != 200:
+                return set()
+            return {a['host'] for a in answer.json()['agents']
+                    if a['alive']}
+
+        try:
+            resources.wait_for(alive, lambda found: names <= found,
+                               "each compute's Open vSwitch agent alive "
+                               'in neutron', REGISTER_TIMEOUT, interval=3)
+        except resources.ResourceError as exc:
+            logs = '\n'.join(
+                f'--- neutron-openvswitch-agent in {h.name} (end) ---\n'
+                + '\n'.join(h.l2_agent_log().splitlines()[-30:])
+                for h in self.computes.values())
+            raise CloudError(f'{exc}\n{logs}') from None
+
     def _wait_for_reports(self):
         names = set(self.computes)
 
@@ -310,6 +350,10 @@ class Cloud:
             body = answer.text
         return answer.status_code, body
 
+    def tempest_ssh_settings(self):
+        """Our tempest plugin's ``ssh_*`` options for these computes."""
+        return ssh_mod.tempest_settings(self.ssh_accesses, self.ssh_key)
+
     def agent_log(self, host):
         if host.lab is None:
             return ''
@@ -328,6 +372,9 @@ class Cloud:
             agent = self.agent_log(host).splitlines()[-lines:]
             parts.append(f'--- numa-policy-agent in {host.name} (end) ---\n'
                          + '\n'.join(agent))
+            l2 = host.l2_agent_log().splitlines()[-lines:]
+            parts.append(f'--- neutron-openvswitch-agent in {host.name} '
+                         f'(end) ---\n' + '\n'.join(l2))
         return '\n'.join(parts)
 
     def stage_summary(self):

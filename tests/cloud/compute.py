@@ -40,6 +40,7 @@ import tempfile
 import time
 
 from tests.cloud import endpoints
+from tests.cloud import l2agent
 from tests.labhost import machine
 from tests.labhost import network
 from tests.labhost import topology as topology_mod
@@ -56,6 +57,7 @@ STATE_DIR = '/tmp/nova'
 # here): nova.conf, written here, and nova-compute's log and output.
 SHARE_DIR = 'nova-compute'
 GUEST_SHARE = '/run/lab'
+L2_AGENT_LOG = 'neutron-openvswitch-agent.log'
 START_TIMEOUT = 600.0
 # The stand-in's service account, as devstack names it.
 SERVICE_PASSWORD = 'numa-cloud-service'
@@ -342,8 +344,11 @@ class ComputeHost:
 
     def __init__(self, name, python=None, settings=None,
                  topology=topology_mod.TWO_NODES, link=None,
-                 start_timeout=START_TIMEOUT, state_disk_gb=None):
+                 start_timeout=START_TIMEOUT, state_disk_gb=None, ssh=None):
         self.name = name
+        # A network.SshAccess: sshd in the lab host, for tempest's
+        # domain XML check (tests/labhost/ssh.py); None: no sshd.
+        self.ssh = ssh
         # None: the state directory on the lab host's /tmp, a tmpfs of
         # half its RAM, which nova reports as 0 GB of disk (DISK_GB):
         # enough to start, none for a flavor with a disk. A number: a
@@ -385,7 +390,7 @@ class ComputeHost:
             self.lab = machine.LabHost(
                 self.topology, python=self.python, hostname=self.name,
                 network=network.cloud_network(endpoints.PORTS.values(),
-                                              link=self.link))
+                                              link=self.link, ssh=self.ssh))
             self.lab.boot()
             install_rootwrap(self.lab, self.python)
             os.makedirs(self._here())
@@ -430,16 +435,29 @@ class ComputeHost:
             f'> {shlex.quote(self._guest("output"))} 2>&1 < /dev/null &')
         self.started_at = time.monotonic()
 
-    def log(self):
-        """nova-compute's log so far (and what it printed)."""
+    def start_l2_agent(self):
+        """Open vSwitch and neutron's agent for physnet1 (l2agent.py)."""
+        l2agent.start(self.lab, self.python, self.name,
+                      self.settings['DEFAULT']['transport_url'],
+                      self._guest(L2_AGENT_LOG))
+
+    def l2_agent_log(self):
+        """neutron's agent's log so far (and what it printed)."""
+        return self._read_shared(L2_AGENT_LOG, 'l2-agent.out')
+
+    def _read_shared(self, *names):
         text = ''
-        for name in ('nova-compute.log', 'output'):
+        for name in names:
             try:
                 with open(self._here(name), errors='replace') as f:
                     text += f.read()
             except FileNotFoundError:
                 pass
         return text
+
+    def log(self):
+        """nova-compute's log so far (and what it printed)."""
+        return self._read_shared('nova-compute.log', 'output')
 
     def wait_for_log(self, pattern, timeout=None):
         """Seconds since start() until ``pattern`` (a regex) is logged."""

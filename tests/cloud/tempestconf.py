@@ -23,6 +23,8 @@ import dataclasses
 import os
 import re
 
+# Our tempest plugin's group (nova_numa_policy/tempest_plugin/config.py).
+PLUGIN_GROUP = 'numa_policy'
 # Catalog service type -> tempest's [service_available] option.
 SERVICE_TYPES = {
     'compute': 'nova',

@@ -7,7 +7,10 @@ the lab hosts (``[libvirt] live_migration_scheme = tcp``,
 block migration: each lab host keeps its instances on its own tmpfs.
 After each move, the destination's kernel shows the guest where the
 domain XML there says, and that XML is a valid ``home`` placement for
-the destination.
+the destination. When the node the source chose on the destination (blind
+to its load) is busy, the destination's agent re-homes the guest on
+arrival, and the kernel there shows it moved. A resize that is reverted
+brings the guest back to a valid placement on its first host.
 """
 
 import json
@@ -20,9 +23,14 @@ from nova_numa_policy.contracts import policy
 from tests.cloud import cloud as cloud_mod
 from tests.cloud import resources
 from tests.cloud import test_servers
+from tests.host import base
 from tests.labhost import kernel
 
 MIGRATION_TIMEOUT = 900
+# How long the destination's agent may take to re-home an arrival: a
+# few of its 5 s periods (two samples of the guest's own vCPU load
+# first), and the page migration under emulation.
+REHOME_TIMEOUT = 300
 CLOUD = None
 
 
@@ -80,38 +88,21 @@ class MigrationTest(testtools.TestCase):
         (other,) = set(CLOUD.computes) - {host}
         return other
 
-    def _migrations(self):
-        return self.nova.get(
-            f'/os-migrations?instance_uuid={self.server["id"]}')['migrations']
-
-    def check_placed_on(self, server, host):
-        """The guest runs on ``host`` as the XML there says, only there."""
-        self.assertEqual(host, self._host(server))
-        name = server['OS-EXT-SRV-ATTR:instance_name']
-        source = CLOUD.computes[self._other(host)].lab
-        self.assertNotIn(name, source.call('tests.cloud.inlab:domain_names'))
+    def _busy(self, host, node):
+        """Keep ``node``'s CPUs of ``host``'s lab host busy until the end."""
         lab = CLOUD.computes[host].lab
-        domain = lab.call('tests.cloud.inlab:domain', name)
-        self.assertIsNotNone(domain)
-        self.assertTrue(domain['active'])
-        self.addDetail(f'domain-xml-{host}', content.text_content(
-            domain['xml']))
-        tune = test_servers.domain_tune(domain['xml'])
-        # home on the destination: strict on one of its nodes, the
-        # threads on that node's CPUs.
-        self.assertEqual('strict', tune.mode)
-        self.assertEqual(1, len(tune.nodes))
-        self.assertEqual(self.node_cpus(*tune.nodes), tune.cpus)
-        guest = test_servers.Placed(server, CLOUD.computes[host], domain)
-        view = self.settled_view(guest)
-        self.addDetail(f'kernel-view-{host}', content.text_content(
-            test_servers.describe(view)))
-        self.assert_kernel_follows(view, tune)
-        self.assertEqual(1.0, kernel.share_on(view.ram.pages, tune.nodes))
+        for cpu in sorted(self.node_cpus(node)):
+            lab.run(f'taskset -c {cpu} /usr/bin/python3 -S {base.BUSY} '
+                    f'lab-busy >/dev/null 2>&1 &')
+        self.addCleanup(lab.run, "pkill -f '[l]ab-busy' || true")
 
-    def test_live_migration(self):
-        source = self._host(self.server)
-        destination = self._other(source)
+    def _domain(self, server):
+        host = self._host(server)
+        return CLOUD.computes[host].lab.call(
+            'tests.cloud.inlab:domain',
+            server['OS-EXT-SRV-ATTR:instance_name'])
+
+    def _live_migrate(self):
         answer = self.nova.action(self.server['id'], {'os-migrateLive': {
             'host': None, 'block_migration': 'auto'}})
         self.assertEqual(202, answer.status_code, answer.text)
@@ -126,7 +117,85 @@ class MigrationTest(testtools.TestCase):
         self.assertEqual(
             ['completed'], [m['status'] for m in self._migrations()],
             CLOUD.diagnostics())
+        return server
+
+    def _migrations(self):
+        return self.nova.get(
+            f'/os-migrations?instance_uuid={self.server["id"]}')['migrations']
+
+    def check_placed_on(self, server, host):
+        """The guest runs on ``host`` as the XML there says, only there.
+
+        ``home`` there: bound to one node (``strict`` as booted, or
+        ``restrictive`` as a live migration's source writes it so that
+        the destination may re-home it), its threads on that node's
+        CPUs, all of its memory on it.
+        """
+        self.assertEqual(host, self._host(server))
+        name = server['OS-EXT-SRV-ATTR:instance_name']
+        source = CLOUD.computes[self._other(host)].lab
+        self.assertNotIn(name, source.call('tests.cloud.inlab:domain_names'))
+        lab = CLOUD.computes[host].lab
+        domain = lab.call('tests.cloud.inlab:domain', name)
+        self.assertIsNotNone(domain)
+        self.assertTrue(domain['active'])
+        self.addDetail(f'domain-xml-{host}', content.text_content(
+            domain['xml']))
+        tune = test_servers.domain_tune(domain['xml'])
+        # home on the destination: strict on one of its nodes, the
+        # threads on that node's CPUs.
+        self.assertIn(tune.mode, ('strict', 'restrictive'))
+        self.assertEqual(1, len(tune.nodes))
+        self.assertEqual(self.node_cpus(*tune.nodes), tune.cpus)
+        guest = test_servers.Placed(server, CLOUD.computes[host], domain)
+        view = self.settled_view(guest)
+        self.addDetail(f'kernel-view-{host}', content.text_content(
+            test_servers.describe(view)))
+        self.assert_kernel_follows(
+            view, tune, test_servers.domain_iothreads(domain['xml']))
+        self.assertEqual(1.0, kernel.share_on(view.ram.pages, tune.nodes))
+
+    def test_live_migration(self):
+        source = self._host(self.server)
+        destination = self._other(source)
+        server = self._live_migrate()
         self.check_placed_on(server, destination)
+
+    def test_live_migration_to_a_busy_node_is_rehomed_on_arrival(self):
+        """The source's blind choice, busy on arrival, is re-taken there.
+
+        The source chooses the destination's home node as if the host
+        were empty: the lowest-numbered node that holds the guest, node
+        0. Node 0 of the destination is kept busy from before the
+        migration, so the destination's agent must move the guest to
+        node 1, memory and threads, within a few periods.
+        """
+        destination = self._other(self._host(self.server))
+        self._busy(destination, 0)
+        server = self._live_migrate()
+        self.assertEqual(destination, self._host(server))
+        arrived = test_servers.domain_tune(self._domain(server)['xml'])
+        self.addDetail('arrived-tune', content.text_content(repr(arrived)))
+        self.assertEqual(frozenset({0}), arrived.nodes,
+                         "the source's blind choice on the destination")
+
+        def moved():
+            return test_servers.domain_tune(self._domain(server)['xml'])
+
+        tune = self.eventually(moved, lambda t: t.nodes == {1},
+                               'the guest re-homed to node 1 on arrival',
+                               REHOME_TIMEOUT)
+        self.assertEqual(self.node_cpus(1), tune.cpus)
+        self.check_placed_on(server, destination)
+        status, body = CLOUD.numa_api(
+            f'/v1/actions?instance_uuid={self.server["id"]}')
+        self.addDetail('actions', content.text_content(
+            json.dumps(body, indent=1, sort_keys=True)))
+        self.assertEqual(200, status, body)
+        self.assertTrue(
+            [a for a in body['actions']
+             if a['host'] == destination and a['outcome'] == 'applied'
+             and 'arriv' in a['reason']], body)
 
     def test_cold_migration(self):
         source = self._host(self.server)
@@ -145,3 +214,32 @@ class MigrationTest(testtools.TestCase):
                                        MIGRATION_TIMEOUT)
         self.assertEqual('ACTIVE', server['status'], server.get('fault'))
         self.check_placed_on(server, destination)
+
+    def test_resize_revert(self):
+        """Resized to the other host, then reverted: home again where it was.
+
+        nova does not resize onto the same host by default: the resize
+        moves the guest, and its revert gives it back its first host and
+        flavor, where its placement must still be a valid home.
+        """
+        source = self._host(self.server)
+        bigger = self.nova.create_flavor(
+            f'numa-home-bigger-{uuid_mod.uuid4().hex[:6]}',
+            test_servers.VCPUS, test_servers.MEMORY_MB * 2,
+            test_servers.DISK_GB, {policy.POLICY_KEY: 'home'})
+        answer = self.nova.action(self.server['id'], {
+            'resize': {'flavorRef': bigger['id']}})
+        self.assertEqual(202, answer.status_code, answer.text)
+        server = self.nova.wait_server(self.server['id'], ['VERIFY_RESIZE'],
+                                       MIGRATION_TIMEOUT)
+        self.assertEqual('VERIFY_RESIZE', server['status'],
+                         f'{server.get("fault")}\n{CLOUD.diagnostics()}')
+        self.check_placed_on(server, self._other(source))
+        answer = self.nova.action(self.server['id'], {'revertResize': None})
+        self.assertEqual(202, answer.status_code, answer.text)
+        server = self.nova.wait_server(self.server['id'], ['ACTIVE'],
+                                       MIGRATION_TIMEOUT)
+        self.assertEqual('ACTIVE', server['status'], server.get('fault'))
+        self.assertEqual(self.flavor['name'],
+                         server['flavor']['original_name'])
+        self.check_placed_on(server, source)

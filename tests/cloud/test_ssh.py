@@ -1,7 +1,7 @@
 """SSH into a lab host through this machine's loopback, as tempest would.
 
 One lab host with sshd (tests/labhost/ssh.py) and the forward from
-127.0.0.2 to it; paramiko (tempest's SSH client) logs in with the
+127.0.0.7 to it; paramiko (tempest's SSH client) logs in with the
 settings tempest's ``[numa_policy]`` group would be given. Skipped
 where a lab host cannot boot or no sshd was fetched
 (``python -m tests.labhost.emulator fetch``), failed instead with
@@ -21,6 +21,9 @@ from tests.labhost import network
 from tests.labhost import ssh
 
 HOSTNAME = 'lab-ssh'
+# Its loopback address's index (127.0.0.7): clear of the whole cloud's
+# computes (127.0.0.2 and .3), which may be up in the same test process.
+SSH_INDEX = 5
 # Key exchange and sshd's re-execution per connection, under TCG on a
 # busy machine.
 CONNECT_TIMEOUT = 120
@@ -54,7 +57,7 @@ def _exec(client, command):
 
 
 class SshTest(testtools.TestCase):
-    """Root by the run's key at 127.0.0.2, never by password."""
+    """Root by the run's key at 127.0.0.7, never by password."""
 
     @classmethod
     def setUpClass(cls):
@@ -63,7 +66,7 @@ class SshTest(testtools.TestCase):
         cls.lab = None
         try:
             cls.key_path, public = ssh.make_key_pair(cls.dir)
-            cls.access = ssh.access(0, public)
+            cls.access = ssh.access(SSH_INDEX, public)
             cls.settings = ssh.tempest_settings({HOSTNAME: cls.access},
                                                 cls.key_path)
             # Booted from this (the test runner's main) thread, which
@@ -100,7 +103,7 @@ class SshTest(testtools.TestCase):
         self.assertEqual(
             {'ssh_user': 'root', 'ssh_private_key_path': self.key_path,
              'ssh_port': str(network.SSH_PORT),
-             'ssh_hosts': f'{HOSTNAME}:127.0.0.2',
+             'ssh_hosts': f'{HOSTNAME}:127.0.0.7',
              'virsh_command': 'virsh'}, self.settings)
 
     def test_root_by_key_runs_virsh_on_the_lab_hosts_libvirt(self):
@@ -127,14 +130,14 @@ class SshTest(testtools.TestCase):
                           self.settings, pkey=stranger)
 
     def test_the_forward_listens_on_its_loopback_address_only(self):
-        # QEMU binds 127.0.0.2:port, not the wildcard: the same port of
+        # QEMU binds 127.0.0.7:port, not the wildcard: the same port of
         # 127.0.0.1 (and of every other address) is not the lab host's.
         with socket.socket() as s:
             s.settimeout(5)
             self.assertNotEqual(0, s.connect_ex(('127.0.0.1',
                                                  self.access.port)))
-        self.assertFalse(ssh.port_free('127.0.0.2', self.access.port))
-        self.assertTrue(ssh.port_free('127.0.0.3', self.access.port))
+        self.assertFalse(ssh.port_free('127.0.0.7', self.access.port))
+        self.assertTrue(ssh.port_free('127.0.0.8', self.access.port))
 
     def test_sshd_listens_on_the_cloud_nic_only(self):
         listening = self.lab.run('ss -ltnH').stdout

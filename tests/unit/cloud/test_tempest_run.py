@@ -9,6 +9,7 @@ from oslo_config import cfg
 import testtools
 
 from tests.cloud import layout as lay
+from tests.cloud import tempest_results
 from tests.cloud import tempest_run
 from tests.cloud import tempestconf
 
@@ -57,6 +58,39 @@ class WorkspaceTest(testtools.TestCase):
         tempest_run.plugin_test_config(self.layout, self.workspace, 'False')
         self.assertEqual(['False'], read_ini(self.workspace.conf)[
             'numa_policy']['driver_extension'])
+
+
+class PluginSettingsTest(testtools.TestCase):
+
+    def test_the_clouds_settings_stay_under_the_plugins_own(self):
+        root = self.useFixture(fixtures.TempDir()).path
+        layout = lay.Layout(os.path.join(root, 'cloud'))
+        os.makedirs(layout.data)
+        workspace = tempestconf.Workspace(os.path.join(root, 'ws'))
+        tempest_run.write_workspace(workspace, tempestconf.CloudFacts(
+            auth_url='http://127.0.0.1:5000/v3', region='RegionOne',
+            admin_username='admin', admin_password='pw',
+            admin_project='admin', admin_domain='Default', image_ref='i1',
+            image_ref_alt='i2', flavor_ref='f1', flavor_ref_alt='f2',
+            network_name='net', catalog_types=frozenset({'compute'})),
+            {'ssh_user': 'root', 'ssh_port': '2222',
+             'ssh_hosts': 'lab-compute-1:127.0.0.2'})
+        tempest_run.plugin_test_config(layout, workspace, 'True')
+        group = read_ini(workspace.conf)['numa_policy']
+        self.assertEqual(['root'], group['ssh_user'])
+        self.assertEqual(['lab-compute-1:127.0.0.2'], group['ssh_hosts'])
+        self.assertEqual(['numa-policy'], group['catalog_type'])
+
+
+class SummaryTest(testtools.TestCase):
+
+    def test_a_run_with_a_skip_is_not_passed(self):
+        outcome = [tempest_results.Result('a.test_one', 'success'),
+                   tempest_results.Result('a.test_two', 'skip', 'no ssh')]
+        ok, text = tempest_run.summary(outcome, 0, 'Totals\n Passed: 1\n')
+        self.assertFalse(ok)
+        self.assertIn('cloud tier tempest: FAILED', text)
+        self.assertIn('no ssh', text)
 
 
 class CommandTest(testtools.TestCase):

@@ -1,0 +1,120 @@
+"""neutron's Open vSwitch agent on a compute lab host, for physnet1's ports.
+
+ML2 binds a port on a provider network only for a host whose L2 agent
+says it reaches the physnet. Of the two mechanisms the cloud could run,
+Open vSwitch is the one a lab host can carry whole: Debian's
+``openvswitch-switch`` (already on this machine for the agent's OVS
+uplink tests) with the kernel's ``openvswitch`` module, and neutron's
+``neutron-openvswitch-agent`` from the cloud's virtualenv. SR-IOV would
+need a VF handed to a guest through VFIO and an emulated IOMMU under
+TCG, for no more proof of where a guest lands.
+
+In the lab host (:func:`start`):
+
+* ``ovsdb-server`` on a fresh database in the lab host's tmpfs, on its
+  own socket and on the lab host's loopback port 6640 (the ovsdb remote
+  neutron's agent and nova's os-vif use by default), and
+  ``ovs-vswitchd`` on the kernel datapath;
+* ``br-physnet1`` with the lab host's NUMA NIC (``eth0``, on the node
+  the topology gives it) as its port: the bridge mapping of physnet1,
+  and the uplink our agent finds through it;
+* the agent as root (as a compute node runs it, its root helper sudo),
+  with two files as devstack writes them on a compute: neutron.conf
+  (:func:`neutron_settings`: its host name, the broker at the control
+  plane's gateway address, its log) and ``ml2_conf.ini``
+  (:func:`ml2_settings`: the bridge mapping, no tunnels, no firewall of
+  its own, ``noop``, since the cloud's guests talk to no one). Our agent
+  reads the second one too, as the devstack plugin starts it.
+
+Pure: :func:`neutron_settings`, :func:`ml2_settings`, :func:`ovs_script`.
+At the edges: :func:`start`.
+"""
+
+import os
+import shlex
+
+from tests.cloud import configs
+from tests.cloud import layout as lay
+
+BRIDGE = f'br-{lay.PHYSNET}'
+# In the lab host: where devstack keeps the ML2/OVS agent's options, so
+# that our devstack plugin finds them there (devstack/lib/services).
+CONF = '/etc/neutron/plugins/ml2/ml2_conf.ini'
+NEUTRON_CONF = '/etc/neutron/neutron.conf'
+STATE_DIR = '/tmp/neutron'
+OVS_DIR = '/tmp/ovs'
+OVS_RUN = '/run/openvswitch'
+OVSDB_PORT = 6640
+SCHEMA = '/usr/share/openvswitch/vswitch.ovsschema'
+
+
+def neutron_settings(host, transport_url, log_file):
+    """neutron.conf of the compute: {section: {option: value}}."""
+    return {
+        'DEFAULT': {
+            'host': host,
+            'transport_url': transport_url,
+            'debug': 'True',
+            'log_file': log_file,
+            'state_path': STATE_DIR,
+        },
+        'oslo_concurrency': {'lock_path': os.path.join(STATE_DIR, 'lock')},
+    }
+
+
+def ml2_settings():
+    """The ML2/OVS agent's options (``ml2_conf.ini``)."""
+    return {
+        'agent': {'tunnel_types': ''},
+        'ovs': {
+            'bridge_mappings': f'{lay.PHYSNET}:{BRIDGE}',
+            'integration_bridge': 'br-int',
+            'datapath_type': 'system',
+            'ovsdb_connection': f'tcp:127.0.0.1:{OVSDB_PORT}',
+        },
+        'securitygroup': {'firewall_driver': 'noop'},
+    }
+
+
+def ovs_script(nic):
+    """Shell: Open vSwitch up, ``nic`` the uplink of physnet1's bridge."""
+    db = os.path.join(OVS_DIR, 'conf.db')
+    sock = os.path.join(OVS_RUN, 'db.sock')
+    return '\n'.join([
+        'set -e',
+        'modprobe openvswitch',
+        f'mkdir -p {OVS_RUN} {OVS_DIR} {STATE_DIR}',
+        f'ovsdb-tool create {db} {SCHEMA}',
+        f'ovsdb-server {db} --remote=punix:{sock} '
+        f'--remote=ptcp:{OVSDB_PORT}:127.0.0.1 '
+        f'--pidfile={OVS_RUN}/ovsdb-server.pid --detach '
+        f'--log-file={OVS_DIR}/ovsdb-server.log',
+        'ovs-vsctl --no-wait init',
+        f'ovs-vswitchd unix:{sock} --pidfile={OVS_RUN}/ovs-vswitchd.pid '
+        f'--detach --log-file={OVS_DIR}/ovs-vswitchd.log',
+        'ovs-vsctl --may-exist add-br br-int',
+        f'ovs-vsctl --may-exist add-br {BRIDGE}',
+        f'ovs-vsctl --may-exist add-port {BRIDGE} {shlex.quote(nic)}',
+        f'ip link set {shlex.quote(nic)} up',
+        f'ip link set {BRIDGE} up',
+    ])
+
+
+def start(lab, python, host, transport_url, log_file, nic='eth0'):
+    """Open vSwitch and the agent in ``lab``; returns once it is started.
+
+    ``log_file``: the agent's log as the lab host names it (in its
+    shared directory, readable here at once).
+    """
+    files = ((NEUTRON_CONF, neutron_settings(host, transport_url, log_file)),
+             (CONF, ml2_settings()))
+    lab.run('\n'.join([ovs_script(nic), f'mkdir -p {os.path.dirname(CONF)}']
+                      + [f'cat > {path} <<"LAB_EOF"\n'
+                         f'{configs.render(sections)}\nLAB_EOF\n'
+                         f'chmod 0644 {path}' for path, sections in files]))
+    command = os.path.join(os.path.dirname(python),
+                           'neutron-openvswitch-agent')
+    output = os.path.join(os.path.dirname(log_file), 'l2-agent.out')
+    lab.run(f'cd / && setsid {shlex.quote(command)} --config-file '
+            f'{NEUTRON_CONF} --config-file {CONF} '
+            f'> {shlex.quote(output)} 2>&1 < /dev/null &')

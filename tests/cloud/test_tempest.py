@@ -1,0 +1,62 @@
+"""tempest against the whole cloud: our plugin's tests and a few of nova's.
+
+The cloud is tests/cloud/cloud.py's, shared by the modules of the test
+process: two compute lab hosts with nova-compute, our driver and our
+agent, each with an sshd that our plugin's domain XML check logs in to
+(root, the run's key, through 127.0.0.N:2222 only). The workspace and
+tempest.conf are written as ``python -m tests.cloud.tempest_run`` writes
+them (tests/cloud/tempest_run.py), with the computes' SSH settings in
+our plugin's group under what the devstack plugin writes there. Every
+selected test must pass: a skip fails the run, as a test of ours that
+skips proved nothing.
+
+tempest's output goes to the tier's output as it runs, and its summary
+(tempest's closing lines, each test, the verdict) after it; the summary
+is also kept in ``.artifacts/cloud/tempest-summary.txt``.
+"""
+
+import argparse
+import os
+
+import testtools
+from testtools import content
+
+from tests.cloud import cloud as cloud_mod
+from tests.cloud import tempest_run
+from tests.cloud import tempestconf
+
+ARTIFACTS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), '.artifacts', 'cloud')
+SUMMARY = os.path.join(ARTIFACTS, 'tempest-summary.txt')
+# Each boot is a TCG guest in a TCG lab host, scheduled through a busy
+# control plane.
+BUILD_TIMEOUT = 600
+CLOUD = None
+
+
+def setUpModule():
+    global CLOUD
+    CLOUD = cloud_mod.for_test_module()
+
+
+class TempestTest(testtools.TestCase):
+
+    def test_our_plugin_and_nova_server_tests_pass(self):
+        layout = CLOUD.control.layout
+        workspace = tempestconf.Workspace(os.path.join(
+            CLOUD.workdir, tempest_run.WORKSPACE))
+        args = argparse.Namespace(
+            min_compute_nodes=len(CLOUD.computes),
+            build_timeout=BUILD_TIMEOUT, driver_extension='True')
+        tempest_run.prepare(layout, workspace, args,
+                            CLOUD.tempest_ssh_settings())
+        with open(workspace.conf) as f:
+            self.addDetail('tempest.conf', content.text_content(f.read()))
+        ok, text = tempest_run.run_selected(
+            workspace, tempestconf.test_regex(), concurrency=1)
+        os.makedirs(ARTIFACTS, exist_ok=True)
+        with open(SUMMARY, 'w') as f:
+            f.write(text + '\n')
+        print(text, flush=True)
+        self.addDetail('tempest-summary', content.text_content(text))
+        self.assertTrue(ok, text)
