@@ -28,6 +28,10 @@ DB_PREFIX = 'numa_cloud_'
 DATABASES = ('keystone', 'placement', 'nova_api', 'nova_cell0',
              'nova_cell1', 'glance', 'neutron', 'numa_policy')
 PHYSNET = 'physnet1'
+# What the cloud tier keeps after a run (tempest's summary, Horizon's
+# screenshots), at the top of the source tree.
+ARTIFACTS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), '.artifacts', 'cloud')
 # nova-scheduler maps computes that lab hosts start later on its own:
 # short, so a test waits seconds, not nova's default of never.
 DISCOVER_HOSTS_INTERVAL = 10

@@ -29,6 +29,8 @@ from testtools import content
 from nova_numa_policy.contracts import policy
 from nova_numa_policy.decisions import enforcement
 from tests.cloud import cloud as cloud_mod
+from tests.cloud import horizon
+from tests.cloud import layout as lay
 from tests.cloud import resources
 from tests.host import base
 from tests.labhost import kernel
@@ -343,6 +345,34 @@ class ServersTest(testtools.TestCase):
         self.assertIn(('eth0', nic_node, 'physnet1'),
                       [(nic['name'], nic['numa_node'], nic['physnet'])
                        for nic in body['host']['nics']], body)
+
+
+class HorizonTest(testtools.TestCase):
+    """Our panel in Horizon, logged in through keystone, shows the servers.
+
+    Run after :class:`ServersTest` (its servers stay up until the test
+    process ends). Screenshots: ``.artifacts/cloud/horizon-cloud-*.png``.
+    """
+
+    def test_panel_shows_where_each_server_went(self):
+        servers = ServersTest.servers
+        self.assertTrue(servers, 'no server booted before this test')
+        served = horizon.Horizon(CLOUD.workdir, horizon.venv()).start()
+        self.addCleanup(served.stop)
+        seen = served.browse('admin', lay.ADMIN_PASSWORD, lay.ARTIFACTS)
+        index = seen['pages']['index']['text']
+        self.addDetail('panel-index', content.text_content(index))
+        for name in CLOUD.computes:
+            self.assertIn(name, index)
+        for value, server in servers.items():
+            # Each server's row: its uuid, host and the policy it asked.
+            row = [line for line in index.splitlines()
+                   if server['id'] in line]
+            self.assertTrue(row, f'{value}: {server["id"]} not listed')
+            self.assertIn(server['OS-EXT-SRV-ATTR:host'], row[0])
+        self.assertEqual(len(CLOUD.computes), len(seen.get('host_urls', ())))
+        for page in seen['pages'].values():
+            self.assertTrue(os.path.getsize(page['png']) > 0, page['png'])
 
 
 def describe(view):

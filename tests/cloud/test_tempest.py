@@ -22,12 +22,11 @@ import testtools
 from testtools import content
 
 from tests.cloud import cloud as cloud_mod
+from tests.cloud import layout as lay
 from tests.cloud import tempest_run
 from tests.cloud import tempestconf
 
-ARTIFACTS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), '.artifacts', 'cloud')
-SUMMARY = os.path.join(ARTIFACTS, 'tempest-summary.txt')
+SUMMARY = os.path.join(lay.ARTIFACTS, 'tempest-summary.txt')
 # Each boot is a TCG guest in a TCG lab host, scheduled through a busy
 # control plane.
 BUILD_TIMEOUT = 600
@@ -54,7 +53,7 @@ class TempestTest(testtools.TestCase):
             self.addDetail('tempest.conf', content.text_content(f.read()))
         ok, text = tempest_run.run_selected(
             workspace, tempestconf.test_regex(), concurrency=1)
-        os.makedirs(ARTIFACTS, exist_ok=True)
+        os.makedirs(lay.ARTIFACTS, exist_ok=True)
         with open(SUMMARY, 'w') as f:
             f.write(text + '\n')
         print(text, flush=True)

@@ -6,6 +6,8 @@
 # pins its own Django and xstatic packages. Usage:
 #
 #   tests/horizon/run.sh [django test labels...]
+#   tests/horizon/run.sh --prepare    (make the virtualenv, run nothing: the
+#                                      cloud tier serves Horizon from it)
 #
 # HORIZON_VENV     virtualenv to create or reuse (default /tmp/hvenv; tox
 #                  sets it to its own env dir and installs the deps itself).
@@ -21,10 +23,18 @@ CONSTRAINTS=$ROOT/constraints-horizon.txt
 if [[ ! -x "$VENV/bin/python" ]]; then
     python3 -m venv "$VENV"
 fi
-if ! "$VENV/bin/python" -c 'import horizon, selenium' 2>/dev/null; then
-    "$VENV/bin/pip" install -c "$CONSTRAINTS" horizon selenium \
+# The cloud tier serves Horizon from the virtualenv under gunicorn.
+wanted=(horizon selenium)
+if [[ "${1:-}" == --prepare ]]; then
+    wanted+=(gunicorn)
+fi
+if ! "$VENV/bin/python" -c "import $(IFS=,; echo "${wanted[*]}")" 2>/dev/null; then
+    "$VENV/bin/pip" install -c "$CONSTRAINTS" "${wanted[@]}" \
         -r "$ROOT/requirements.txt" oslo.db alembic wsgi-intercept
     "$VENV/bin/pip" install -c "$CONSTRAINTS" --no-deps -e "$ROOT"
+fi
+if [[ "${1:-}" == --prepare ]]; then
+    exit 0
 fi
 
 cd "$ROOT"
