@@ -217,7 +217,8 @@ class Cloud:
         host = compute_mod.ComputeHost(
             name, python=self.python, settings=settings, topology=topology,
             link=end, start_timeout=REGISTER_TIMEOUT,
-            state_disk_gb=STATE_DISK_GB, ssh=self.ssh_accesses[name])
+            state_disk_gb=STATE_DISK_GB, ssh=self.ssh_accesses[name],
+            ssh_key=self.ssh_key)
         self.computes[name] = host
         host.boot()
         host.start()

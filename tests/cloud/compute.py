@@ -30,6 +30,7 @@ packages (or devstack) do on a compute node.
 Its log is in the lab host's shared directory, readable here at once.
 """
 
+import ipaddress
 import os
 import re
 import shlex
@@ -58,6 +59,9 @@ STATE_DIR = '/tmp/nova'
 SHARE_DIR = 'nova-compute'
 GUEST_SHARE = '/run/lab'
 L2_AGENT_LOG = 'neutron-openvswitch-agent.log'
+# In the lab host: nova's key and client settings for the other compute.
+MIGRATION_KEY = '/etc/nova/ssh/id_ed25519'
+SSH_CLIENT_CONFIG = '/etc/ssh/ssh_config.d/nova-migration.conf'
 START_TIMEOUT = 600.0
 # The stand-in's service account, as devstack names it.
 SERVICE_PASSWORD = 'numa-cloud-service'
@@ -270,6 +274,35 @@ def rootwrap_commands(python):
         f'/usr/bin/nova-rootwrap\n')
 
 
+def migration_ssh_commands(key_path, link_address):
+    """Shell: root's ssh in the lab host reaches the link's other end.
+
+    nova-compute (root here) runs ``ssh -o BatchMode=yes <address> ...``
+    and ``scp`` to the destination's address for a cold migration or a
+    resize, as compute nodes whose nova user shares a key do. root's
+    home is this machine's, read-only: the key is copied into the lab
+    host's /etc, and a client configuration for the link's addresses
+    names it. Host keys are made at each boot: none is pinned.
+    """
+    network = ipaddress.ip_interface(link_address).network
+    if network.prefixlen % 8:
+        raise ValueError(f'link {network}: not on an octet boundary')
+    octets = str(network.network_address).split('.')[:network.prefixlen // 8]
+    q = shlex.quote
+    config = '\n'.join((
+        f'Host {".".join(octets + ["*"])}',
+        '    User root',
+        f'    IdentityFile {MIGRATION_KEY}',
+        '    IdentitiesOnly yes',
+        '    StrictHostKeyChecking no',
+        '    UserKnownHostsFile /dev/null',
+        '    LogLevel ERROR', ''))
+    return (f'set -e\nmkdir -p {os.path.dirname(MIGRATION_KEY)} '
+            f'/etc/ssh/ssh_config.d\n'
+            f'install -m 0600 {q(key_path)} {MIGRATION_KEY}\n'
+            f'cat > {SSH_CLIENT_CONFIG} <<"LAB_EOF"\n{config}LAB_EOF\n')
+
+
 def install_rootwrap(lab, python):
     """nova's rootwrap in the lab host (its /etc and /usr/bin overlays)."""
     lab.run(rootwrap_commands(python))
@@ -344,11 +377,16 @@ class ComputeHost:
 
     def __init__(self, name, python=None, settings=None,
                  topology=topology_mod.TWO_NODES, link=None,
-                 start_timeout=START_TIMEOUT, state_disk_gb=None, ssh=None):
+                 start_timeout=START_TIMEOUT, state_disk_gb=None, ssh=None,
+                 ssh_key=None):
         self.name = name
         # A network.SshAccess: sshd in the lab host, for tempest's
-        # domain XML check (tests/labhost/ssh.py); None: no sshd.
+        # domain XML check (tests/labhost/ssh.py) and, on the link, for
+        # the other compute's nova; None: no sshd. ``ssh_key``: the
+        # private key of the run, which nova-compute here uses to reach
+        # the other compute over the link (cold migration, resize).
         self.ssh = ssh
+        self.ssh_key = ssh_key
         # None: the state directory on the lab host's /tmp, a tmpfs of
         # half its RAM, which nova reports as 0 GB of disk (DISK_GB):
         # enough to start, none for a flavor with a disk. A number: a
@@ -404,6 +442,9 @@ class ComputeHost:
             # host mounts no devpts of its own otherwise.
             self.lab.run('mountpoint -q /dev/pts || { mkdir -p /dev/pts && '
                          'mount -t devpts -o ptmxmode=0666 devpts /dev/pts; }')
+            if self.link is not None and self.ssh_key is not None:
+                self.lab.run(migration_ssh_commands(self.ssh_key,
+                                                    self.link.address))
             self.lab.start_libvirtd()
         except BaseException:
             self.shutdown()

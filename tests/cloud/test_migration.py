@@ -31,6 +31,8 @@ MIGRATION_TIMEOUT = 900
 # few of its 5 s periods (two samples of the guest's own vCPU load
 # first), and the page migration under emulation.
 REHOME_TIMEOUT = 300
+# A migration's states once it failed (nova/objects/migration.py).
+FAILED = ('error', 'failed', 'cancelled')
 CLOUD = None
 
 
@@ -102,21 +104,33 @@ class MigrationTest(testtools.TestCase):
             'tests.cloud.inlab:domain',
             server['OS-EXT-SRV-ATTR:instance_name'])
 
+    def _moved(self, done_status):
+        """The server once its migration ended, and that migration.
+
+        Done or failed, whichever: a failed move leaves the server ACTIVE
+        where it was, which a wait for the done state alone would take to
+        its timeout to see.
+        """
+        migration = resources.wait_for(
+            lambda: (self._migrations() or [{}])[0],
+            lambda m: m.get('status') in (done_status,) + FAILED,
+            f'migration {done_status} or failed', MIGRATION_TIMEOUT,
+            interval=3)
+        self.addDetail('migrations', content.text_content(
+            json.dumps(self._migrations(), indent=1)))
+        self.assertEqual(done_status, migration['status'],
+                         CLOUD.diagnostics())
+        return self.nova.wait_server(
+            self.server['id'],
+            ['ACTIVE'] if done_status == 'completed' else ['VERIFY_RESIZE'],
+            MIGRATION_TIMEOUT)
+
     def _live_migrate(self):
         answer = self.nova.action(self.server['id'], {'os-migrateLive': {
             'host': None, 'block_migration': 'auto'}})
         self.assertEqual(202, answer.status_code, answer.text)
-        server = resources.wait_for(
-            lambda: self.nova.server(self.server['id']),
-            lambda s: (s['status'] in ('ACTIVE', 'ERROR')
-                       and not s.get('OS-EXT-STS:task_state')),
-            'live migration done', MIGRATION_TIMEOUT, interval=3)
-        self.addDetail('migrations', content.text_content(
-            json.dumps(self._migrations(), indent=1)))
+        server = self._moved('completed')
         self.assertEqual('ACTIVE', server['status'], server.get('fault'))
-        self.assertEqual(
-            ['completed'], [m['status'] for m in self._migrations()],
-            CLOUD.diagnostics())
         return server
 
     def _migrations(self):
@@ -202,10 +216,7 @@ class MigrationTest(testtools.TestCase):
         destination = self._other(source)
         answer = self.nova.action(self.server['id'], {'migrate': None})
         self.assertEqual(202, answer.status_code, answer.text)
-        server = self.nova.wait_server(self.server['id'], ['VERIFY_RESIZE'],
-                                       MIGRATION_TIMEOUT)
-        self.addDetail('migrations', content.text_content(
-            json.dumps(self._migrations(), indent=1)))
+        server = self._moved('finished')
         self.assertEqual('VERIFY_RESIZE', server['status'],
                          f'{server.get("fault")}\n{CLOUD.diagnostics()}')
         answer = self.nova.action(self.server['id'], {'confirmResize': None})
@@ -230,8 +241,7 @@ class MigrationTest(testtools.TestCase):
         answer = self.nova.action(self.server['id'], {
             'resize': {'flavorRef': bigger['id']}})
         self.assertEqual(202, answer.status_code, answer.text)
-        server = self.nova.wait_server(self.server['id'], ['VERIFY_RESIZE'],
-                                       MIGRATION_TIMEOUT)
+        server = self._moved('finished')
         self.assertEqual('VERIFY_RESIZE', server['status'],
                          f'{server.get("fault")}\n{CLOUD.diagnostics()}')
         self.check_placed_on(server, self._other(source))

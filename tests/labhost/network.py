@@ -243,12 +243,16 @@ def guest_settings(network):
         values.update(LAB_LINK_MAC=network.link.mac, LAB_LINK_NIC=LINK_NIC,
                       LAB_LINK_ADDRESS=network.link.address)
     if network.ssh is not None:
-        values.update(ssh_settings(network.ssh))
+        values.update(ssh_settings(network.ssh, link=network.link))
     return values
 
 
-def sshd_config(guest=CLOUD_ADDRESS, directory=GUEST_SSH_DIR):
+def sshd_config(guest=CLOUD_ADDRESS, directory=GUEST_SSH_DIR, link=None):
     """The lab host's sshd_config: root, by the one key, on the cloud NIC.
+
+    And on the link's address, port 22, when the lab host has a link:
+    nova-compute's cold migration and resize reach the other compute by
+    ``ssh <its address>`` (``mkdir``, ``touch``, ``scp`` of the disks).
 
     No PAM: the lab host has no PAM stack of its own to trust, and a
     key is the only way in (no password, no keyboard-interactive).
@@ -256,8 +260,9 @@ def sshd_config(guest=CLOUD_ADDRESS, directory=GUEST_SSH_DIR):
     emulation, and tempest's client (paramiko) accepts ed25519.
     """
     inside = ipaddress.ip_interface(guest).ip
+    on_link = () if link is None else (f'ListenAddress {link.ip}:22',)
     return '\n'.join((
-        f'ListenAddress {inside}:{GUEST_SSH_PORT}',
+        f'ListenAddress {inside}:{GUEST_SSH_PORT}', *on_link,
         f'HostKey {directory}/ssh_host_ed25519_key',
         f'PidFile {directory}/sshd.pid',
         f'AuthorizedKeysFile {directory}/authorized_keys',
@@ -276,11 +281,11 @@ def sshd_config(guest=CLOUD_ADDRESS, directory=GUEST_SSH_DIR):
         '')) + '\n'
 
 
-def ssh_settings(ssh, directory=GUEST_SSH_DIR):
+def ssh_settings(ssh, directory=GUEST_SSH_DIR, link=None):
     """config.sh values that have guest.sh start sshd for ``ssh``."""
     return {'LAB_SSH_DIR': directory,
             'LAB_SSH_SSHD': ssh.sshd,
             'LAB_SSH_KEYGEN': ssh.keygen,
             'LAB_SSH_LIBRARY_PATH': ssh.library_path,
             'LAB_SSH_AUTHORIZED_KEY': ssh.authorized_key.strip(),
-            'LAB_SSH_CONFIG': sshd_config(directory=directory)}
+            'LAB_SSH_CONFIG': sshd_config(directory=directory, link=link)}

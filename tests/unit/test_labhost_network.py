@@ -256,3 +256,14 @@ class SshForwardTest(testtools.TestCase):
                      'HostKey /run/lab-ssh/ssh_host_ed25519_key'):
             self.assertIn(line, lines)
         self.assertEqual(1, sum(line.startswith('HostKey') for line in lines))
+        self.assertEqual(1, sum(line.startswith('ListenAddress')
+                                for line in lines))
+
+    def test_sshd_also_listens_on_the_link_for_nova_between_computes(self):
+        (first, _) = network.link_ends('/tmp/l.sock')
+        settings = network.guest_settings(network.LabNetwork(
+            ssh=_access(), link=first))
+        listening = [line for line in settings['LAB_SSH_CONFIG'].splitlines()
+                     if line.startswith('ListenAddress')]
+        self.assertEqual(['ListenAddress 10.0.2.15:22',
+                          f'ListenAddress {first.ip}:22'], listening)

@@ -1,0 +1,22 @@
+"""A compute lab host's settings that need no lab host (pure)."""
+
+import testtools
+
+from tests.cloud import compute
+
+
+class MigrationSshTest(testtools.TestCase):
+
+    def test_root_reaches_the_links_addresses_by_the_runs_key(self):
+        script = compute.migration_ssh_commands('/tmp/run/id_ed25519',
+                                                '192.168.77.2/24')
+        self.assertIn('install -m 0600 /tmp/run/id_ed25519 '
+                      f'{compute.MIGRATION_KEY}', script)
+        config = script.split('<<"LAB_EOF"\n')[1].split('LAB_EOF')[0]
+        self.assertEqual('Host 192.168.77.*', config.splitlines()[0])
+        self.assertIn(f'IdentityFile {compute.MIGRATION_KEY}', config)
+        self.assertIn('IdentitiesOnly yes', config)
+
+    def test_a_link_off_an_octet_boundary_is_refused(self):
+        self.assertRaises(ValueError, compute.migration_ssh_commands,
+                          '/k', '10.1.2.3/20')
