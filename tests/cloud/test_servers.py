@@ -19,6 +19,7 @@ host nova placed it on:
 
 import json
 import os
+import types
 import urllib.parse
 import uuid as uuid_mod
 from xml.etree import ElementTree
@@ -305,6 +306,32 @@ class ServersTest(testtools.TestCase):
     def test_auto(self):
         self.check('auto')
 
+    def test_horizon_panel_shows_where_each_server_went(self):
+        """Our panel in Horizon, logged in through keystone, lists them.
+
+        Each server of setUpClass in the instances table, with the host
+        nova chose and the policy it asked; both computes in the hosts
+        table. Screenshots: ``.artifacts/cloud/horizon-cloud-*.png``.
+        """
+        for server in self.servers.values():
+            # In the collector first: the panel shows what it stored.
+            self.collector_instance(types.SimpleNamespace(uuid=server['id']))
+        served = horizon.Horizon(CLOUD.workdir, horizon.venv()).start()
+        self.addCleanup(served.stop)
+        seen = served.browse('admin', lay.ADMIN_PASSWORD, lay.ARTIFACTS)
+        index = seen['pages']['index']['text']
+        self.addDetail('panel-index', content.text_content(index))
+        for name in CLOUD.computes:
+            self.assertIn(name, index)
+        for value, server in self.servers.items():
+            row = [line for line in index.splitlines()
+                   if server['id'] in line]
+            self.assertTrue(row, f'{value}: {server["id"]} not listed')
+            self.assertIn(server['OS-EXT-SRV-ATTR:host'], row[0])
+        self.assertEqual(len(CLOUD.computes), len(seen.get('host_urls', ())))
+        for page in seen['pages'].values():
+            self.assertTrue(os.path.getsize(page['png']) > 0, page['png'])
+
     def test_nic_locality_required_lands_on_the_nics_node(self):
         """``home`` with ``hw:numa_nic_locality=required`` on physnet1.
 
@@ -345,34 +372,6 @@ class ServersTest(testtools.TestCase):
         self.assertIn(('eth0', nic_node, 'physnet1'),
                       [(nic['name'], nic['numa_node'], nic['physnet'])
                        for nic in body['host']['nics']], body)
-
-
-class HorizonTest(testtools.TestCase):
-    """Our panel in Horizon, logged in through keystone, shows the servers.
-
-    Run after :class:`ServersTest` (its servers stay up until the test
-    process ends). Screenshots: ``.artifacts/cloud/horizon-cloud-*.png``.
-    """
-
-    def test_panel_shows_where_each_server_went(self):
-        servers = ServersTest.servers
-        self.assertTrue(servers, 'no server booted before this test')
-        served = horizon.Horizon(CLOUD.workdir, horizon.venv()).start()
-        self.addCleanup(served.stop)
-        seen = served.browse('admin', lay.ADMIN_PASSWORD, lay.ARTIFACTS)
-        index = seen['pages']['index']['text']
-        self.addDetail('panel-index', content.text_content(index))
-        for name in CLOUD.computes:
-            self.assertIn(name, index)
-        for value, server in servers.items():
-            # Each server's row: its uuid, host and the policy it asked.
-            row = [line for line in index.splitlines()
-                   if server['id'] in line]
-            self.assertTrue(row, f'{value}: {server["id"]} not listed')
-            self.assertIn(server['OS-EXT-SRV-ATTR:host'], row[0])
-        self.assertEqual(len(CLOUD.computes), len(seen.get('host_urls', ())))
-        for page in seen['pages'].values():
-            self.assertTrue(os.path.getsize(page['png']) > 0, page['png'])
 
 
 def describe(view):
