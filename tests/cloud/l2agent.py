@@ -83,6 +83,12 @@ def ovs_script(nic):
     return '\n'.join([
         'set -e',
         'modprobe openvswitch',
+        # os-vif creates each guest's tap device through /dev/net/tun
+        # (nova-compute then hands it to QEMU): without it, "No such
+        # file or directory" from netlink.
+        'modprobe tun',
+        '[ -e /dev/net/tun ] || { mkdir -p /dev/net && '
+        'mknod /dev/net/tun c 10 200; }',
         f'mkdir -p {OVS_RUN} {OVS_DIR} {STATE_DIR}',
         f'ovsdb-tool create {db} {SCHEMA}',
         f'ovsdb-server {db} --remote=punix:{sock} '
