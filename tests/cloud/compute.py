@@ -443,8 +443,11 @@ class ComputeHost:
             self.lab.run('mountpoint -q /dev/pts || { mkdir -p /dev/pts && '
                          'mount -t devpts -o ptmxmode=0666 devpts /dev/pts; }')
             if self.link is not None and self.ssh_key is not None:
-                self.lab.run(migration_ssh_commands(self.ssh_key,
-                                                    self.link.address))
+                # Through the shared directory: the lab host's /tmp is
+                # its own tmpfs, not this machine's.
+                shutil.copy(self.ssh_key, self._here('migration_key'))
+                self.lab.run(migration_ssh_commands(
+                    self._guest('migration_key'), self.link.address))
             self.lab.start_libvirtd()
         except BaseException:
             self.shutdown()
