@@ -161,6 +161,8 @@ class MigrationTest(testtools.TestCase):
         self.assertIn(tune.mode, ('strict', 'restrictive'))
         self.assertEqual(1, len(tune.nodes))
         self.assertEqual(self.node_cpus(*tune.nodes), tune.cpus)
+        for pinned in tune.vcpu_pins:
+            self.assertEqual(self.node_cpus(*tune.nodes), pinned)
         guest = test_servers.Placed(server, CLOUD.computes[host], domain)
         view = self.settled_view(guest)
         self.addDetail(f'kernel-view-{host}', content.text_content(

@@ -84,10 +84,13 @@ def domain_iothreads(xml):
 
 
 def domain_tune(xml):
-    """The MemoryTune a domain's XML holds, as the driver writes one.
+    """The MemoryTune a domain's XML holds now.
 
-    ``<numatune><memory>`` (mode, nodeset), ``<vcpu cpuset>`` (vCPUs and,
-    without ``<emulatorpin>``, the emulator) and ``<cputune><vcpupin>``.
+    ``<numatune><memory>`` (mode, nodeset); the emulator's CPUs,
+    ``<cputune><emulatorpin>`` where the agent pinned it, else ``<vcpu
+    cpuset>`` (the driver's, at boot, for vCPUs and emulator alike); and
+    ``<cputune><vcpupin>``. Live XML: after the agent moved a guest, its
+    pins hold where ``<vcpu cpuset>`` still says where it booted.
     """
     root = ElementTree.fromstring(xml)
     memory = root.find('./numatune/memory')
@@ -96,7 +99,12 @@ def domain_tune(xml):
         mode = memory.get('mode', 'strict')
         nodes = _nodeset(memory.get('nodeset'))
     vcpu = root.find('./vcpu')
-    cpus = _nodeset(vcpu.get('cpuset')) if vcpu is not None else frozenset()
+    emulator = root.find('./cputune/emulatorpin')
+    if emulator is not None:
+        cpus = _nodeset(emulator.get('cpuset'))
+    else:
+        cpus = (_nodeset(vcpu.get('cpuset')) if vcpu is not None
+                else frozenset())
     pins = sorted((int(pin.get('vcpu')), _nodeset(pin.get('cpuset')))
                   for pin in root.findall('./cputune/vcpupin'))
     return enforcement.MemoryTune(mode, nodes or frozenset(), cpus,

@@ -260,7 +260,9 @@ def sshd_config(guest=CLOUD_ADDRESS, directory=GUEST_SSH_DIR, link=None):
     emulation, and tempest's client (paramiko) accepts ed25519.
     """
     inside = ipaddress.ip_interface(guest).ip
-    on_link = () if link is None else (f'ListenAddress {link.ip}:22',)
+    # scp speaks SFTP: sshd's own, with no sftp-server program to find.
+    on_link = () if link is None else (f'ListenAddress {link.ip}:22',
+                                       'Subsystem sftp internal-sftp')
     return '\n'.join((
         f'ListenAddress {inside}:{GUEST_SSH_PORT}', *on_link,
         f'HostKey {directory}/ssh_host_ed25519_key',

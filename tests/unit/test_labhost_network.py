@@ -267,3 +267,6 @@ class SshForwardTest(testtools.TestCase):
                      if line.startswith('ListenAddress')]
         self.assertEqual(['ListenAddress 10.0.2.15:22',
                           f'ListenAddress {first.ip}:22'], listening)
+        # nova's scp of the disks speaks SFTP.
+        self.assertIn('Subsystem sftp internal-sftp',
+                      settings['LAB_SSH_CONFIG'].splitlines())
