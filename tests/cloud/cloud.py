@@ -69,14 +69,23 @@ REGISTER_TIMEOUT = 900
 STATE_DISK_GB = 4
 REPORT_TIMEOUT = 300
 AGENT_LOG = '/tmp/numa-policy-agent.log'
+# The agent's own state (handled arrivals, interrupts' affinity as
+# found), on the lab host's tmpfs, the agent's to write.
+AGENT_STATE_DIR = '/tmp/nova/numa-policy'
 
 
 class CloudError(Exception):
     """The cloud did not come up; the message says where it stopped."""
 
 
-def agent_config(plugin_conf, transport_url):
-    """The agent's file: the plugin's, with the broker the lab reaches."""
+def agent_config(plugin_conf, transport_url, state_dir=AGENT_STATE_DIR):
+    """The agent's file: the plugin's, with two lab host's differences.
+
+    The broker's URL as the lab host reaches it, and the agent's
+    ``state_dir`` on the lab host's tmpfs: its default, under
+    /var/lib/nova, is this machine's read-only /var/lib there (seen: the
+    record of handled arrivals could not be kept).
+    """
     parser = configparser.RawConfigParser(interpolation=None)
     parser.optionxform = str
     parser.read(plugin_conf)
@@ -85,6 +94,7 @@ def agent_config(plugin_conf, transport_url):
                          f'in {plugin_conf}: is the agent enabled on a '
                          f'compute?')
     parser['DEFAULT']['transport_url'] = transport_url
+    parser['numa_policy_agent']['state_dir'] = state_dir
     out = io.StringIO()
     parser.write(out)
     return out.getvalue()
@@ -237,12 +247,10 @@ class Cloud:
             without_log_file(host.nova_conf))
         # nova's state directory, nova's as a package makes it: the
         # agent writes the uplinks file there for nova-compute (root
-        # here). The agent's own state_dir (under /var/lib/nova, read-only
-        # in a lab host) is written only when it steers interrupts, which
-        # the plugin leaves off.
-        lab.run(f'mkdir -p {compute_mod.STATE_DIR} && '
-                f'chown nova:nova {compute_mod.STATE_DIR} && '
-                f'echo 1 > /proc/sys/kernel/numa_balancing')
+        # here), and keeps its own state beside it.
+        lab.run(f'mkdir -p {compute_mod.STATE_DIR} {AGENT_STATE_DIR} && '
+                f'chown nova:nova {compute_mod.STATE_DIR} {AGENT_STATE_DIR} '
+                f'&& echo 1 > /proc/sys/kernel/numa_balancing')
         # As devstack/plugin.sh starts it where neutron's OVS agent runs:
         # nova's file, the OVS agent's (its bridge mappings), ours.
         files = (deploy.NOVA_CONF, l2agent.CONF, deploy.AGENT_CONF)

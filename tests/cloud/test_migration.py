@@ -19,7 +19,10 @@ import uuid as uuid_mod
 import testtools
 from testtools import content
 
+from lxml import etree
+
 from nova_numa_policy.contracts import policy
+from nova_numa_policy.virt import metadata
 from tests.cloud import cloud as cloud_mod
 from tests.cloud import resources
 from tests.cloud import test_servers
@@ -182,26 +185,30 @@ class MigrationTest(testtools.TestCase):
 
         The source chooses the destination's home node as if the host
         were empty: the lowest-numbered node that holds the guest, node
-        0. Node 0 of the destination is kept busy from before the
-        migration, so the destination's agent must move the guest to
-        node 1, memory and threads, within a few periods.
+        0, and says so in our record (``chosen-by="migration-source"``).
+        Node 0 of the destination is kept busy from before the migration,
+        so the destination's agent must move the guest to node 1, memory
+        and threads, within a few periods (it may be done by the time
+        the migration is: the record keeps the source's choice).
         """
         destination = self._other(self._host(self.server))
         self._busy(destination, 0)
         server = self._live_migrate()
         self.assertEqual(destination, self._host(server))
-        arrived = test_servers.domain_tune(self._domain(server)['xml'])
-        self.addDetail('arrived-tune', content.text_content(repr(arrived)))
-        self.assertEqual(frozenset({0}), arrived.nodes,
+        arrived = self._domain(server)['xml']
+        record = metadata.find_record(etree.fromstring(arrived.encode()))
+        self.addDetail('arrived-record', content.text_content(repr(record)))
+        self.assertTrue(record.chosen_by_source, record)
+        self.assertEqual(frozenset({0}), record.nodes,
                          "the source's blind choice on the destination")
 
-        def moved():
+        def now():
             return test_servers.domain_tune(self._domain(server)['xml'])
 
-        tune = self.eventually(moved, lambda t: t.nodes == {1},
+        tune = self.eventually(now, lambda t: t.nodes == {1},
                                'the guest re-homed to node 1 on arrival',
-                               REHOME_TIMEOUT)
-        self.assertEqual(self.node_cpus(1), tune.cpus)
+                               REHOME_TIMEOUT, describe=repr)
+        self.addDetail('rehomed-tune', content.text_content(repr(tune)))
         self.check_placed_on(server, destination)
         status, body = CLOUD.numa_api(
             f'/v1/actions?instance_uuid={self.server["id"]}')
@@ -211,7 +218,8 @@ class MigrationTest(testtools.TestCase):
         self.assertTrue(
             [a for a in body['actions']
              if a['host'] == destination and a['outcome'] == 'applied'
-             and 'arriv' in a['reason']], body)
+             and a['reason'].startswith('arrival: home moves to nodes [1]')],
+            body)
 
     def test_cold_migration(self):
         source = self._host(self.server)
