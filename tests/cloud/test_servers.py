@@ -77,6 +77,13 @@ def _nodeset(text):
     return kernel.cpulist(text or '')
 
 
+def domain_memory_mb(xml):
+    """The domain's ``<memory>`` in MiB."""
+    found = ElementTree.fromstring(xml).find('./memory')
+    scale = {'KiB': 1 / 1024, 'MiB': 1, 'GiB': 1024}
+    return int(int(found.text) * scale[found.get('unit', 'KiB')])
+
+
 def domain_iothreads(xml):
     """The domain's ``<iothreads>`` count (nova 34 gives each guest one)."""
     found = ElementTree.fromstring(xml).find('./iothreads')
@@ -123,6 +130,7 @@ class Placed:
         self.lab = compute.lab
         self.xml = domain['xml']
         self.pid = domain['pid']
+        self.memory_mb = domain_memory_mb(self.xml)
 
 
 class ServersTest(testtools.TestCase):
@@ -229,8 +237,10 @@ class ServersTest(testtools.TestCase):
         return placed
 
     def view(self, guest):
+        # The guest's RAM told by its size (the flavor's, or a resize's).
         return kernel.guest_view(guest.lab.call(
-            'tests.labhost.inside:kernel_view', guest.pid))
+            'tests.labhost.inside:kernel_view', guest.pid,
+            ram_bytes=guest.memory_mb * 1024 * 1024))
 
     def collector_instance(self, guest):
         """Our REST API's record of the server, once the agent sent it."""

@@ -37,11 +37,14 @@ def _cgroup_dir(pid):
     return None
 
 
-def kernel_view(pid):
+def kernel_view(pid, ram_bytes=None):
     """numa_maps, each thread's texts, the cgroups' cpuset.mems.
 
     A thread's texts are its name, status and sched (its NUMA hinting
-    faults).
+    faults). ``ram_bytes``: the guest's memory; the start address of
+    each mapping of exactly that size is returned too, so that the
+    guest's RAM is told from QEMU's other memory by what it is, not by
+    how much of it was touched.
     """
     threads = {}
     for task in glob.glob(f'/proc/{pid}/task/*'):
@@ -61,9 +64,15 @@ def kernel_view(pid):
                 mems[name] = value
                 effective[name] = _read(
                     os.path.join(directory, 'cpuset.mems.effective')) or ''
+    ram_starts = []
+    if ram_bytes:
+        for line in (_read(f'/proc/{pid}/maps') or '').splitlines():
+            start, _, end = line.split(' ', 1)[0].partition('-')
+            if int(end, 16) - int(start, 16) == ram_bytes:
+                ram_starts.append(int(start, 16))
     return {'pid': pid, 'numa_maps': _read(f'/proc/{pid}/numa_maps') or '',
             'threads': threads, 'cpuset_mems': mems,
-            'cpuset_mems_effective': effective}
+            'cpuset_mems_effective': effective, 'ram_starts': ram_starts}
 
 
 def vmstat():

@@ -53,9 +53,19 @@ def mappings(numa_maps):
     return result
 
 
-def guest_ram(numa_maps):
-    """The mapping holding the guest's RAM: by far the most pages."""
-    return max(mappings(numa_maps), key=lambda m: m.total)
+def guest_ram(numa_maps, ram_starts=()):
+    """The mapping holding the guest's RAM.
+
+    The one starting at one of ``ram_starts`` (mappings of the guest's
+    memory size) where they are known; else the one with by far the
+    most pages. The second can mistake QEMU's other memory for the RAM
+    of a guest that touched little of it: TCG's translated code grew
+    past the RAM a tiny guest with a NIC's boot ROM touched (seen in the
+    lab's cloud).
+    """
+    found = mappings(numa_maps)
+    sized = [m for m in found if m.address in set(ram_starts)]
+    return max(sized or found, key=lambda m: m.total)
 
 
 def hinting_faults(sched):
@@ -99,10 +109,13 @@ class GuestView:
     # (the configured value; '' where the cgroup sets none).
     cpuset_mems: dict
     cpuset_mems_effective: dict
+    # Start addresses of the mappings of the guest's memory size, where
+    # the caller gave it.
+    ram_starts: tuple = ()
 
     @property
     def ram(self):
-        return guest_ram(self.numa_maps)
+        return guest_ram(self.numa_maps, self.ram_starts)
 
     def vcpu_threads(self):
         return sorted((t for t in self.threads if t.vcpu is not None),
@@ -137,7 +150,8 @@ def guest_view(raw):
                                   raw['cpuset_mems'].items()},
                      cpuset_mems_effective={
                          k: v.strip() for k, v in
-                         raw['cpuset_mems_effective'].items()})
+                         raw['cpuset_mems_effective'].items()},
+                     ram_starts=tuple(raw.get('ram_starts', ())))
 
 
 def memory_policy(text):

@@ -1,0 +1,27 @@
+"""Reading a QEMU process's numa_maps back for the lab's tests (pure)."""
+
+import testtools
+
+from tests.labhost import kernel
+
+# A tiny TCG guest with a NIC: its translated code (default policy)
+# touched more pages than its RAM (bound to node 0) did.
+NUMA_MAPS = """\
+7f0000000000 default anon=4745 dirty=4745 N0=4745 kernelpagesize_kB=4
+7f1000000000 bind:0 anon=3000 dirty=3000 N0=3000 kernelpagesize_kB=4
+7f2000000000 default file=/usr/lib/x.so mapped=10 N1=10 kernelpagesize_kB=4
+"""
+
+
+class GuestRamTest(testtools.TestCase):
+
+    def test_the_mapping_of_the_guests_size_is_its_ram(self):
+        ram = kernel.guest_ram(NUMA_MAPS, ram_starts=(0x7f1000000000,))
+        self.assertEqual(('bind:0', {0: 3000}), (ram.policy, ram.pages))
+
+    def test_without_the_size_the_most_touched_mapping_is_taken(self):
+        self.assertEqual('default', kernel.guest_ram(NUMA_MAPS).policy)
+
+    def test_a_size_matching_no_mapping_falls_back(self):
+        self.assertEqual(4745, kernel.guest_ram(
+            NUMA_MAPS, ram_starts=(0x1234,)).total)
