@@ -115,6 +115,9 @@ class ControlPlane:
             os.makedirs(layout.data_dir(service), exist_ok=True)
         # The plugin edits nova.conf and writes ours before anything runs.
         plugin.run(layout, plugin.CONFIGURE)
+        # Then the lab's threshold in ours too (a later section wins).
+        with open(layout.numa_policy_conf, 'a') as f:
+            f.write('\n' + configs.render(configs.scheduler_overrides()))
 
     def _service_specs(self):
         # Read when first needed: the collector's command is recorded by
