@@ -15,24 +15,10 @@ import os
 
 from openstack_dashboard.settings import *  # noqa: F403,H303
 
-import openstack_dashboard.enabled  # noqa: E402
-from openstack_dashboard.utils import settings as settings_utils  # noqa
+from nova_numa_policy.dashboard import plugging  # noqa: E402
 
-from nova_numa_policy.dashboard import enabled as numa_enabled  # noqa
-
-# openstack_dashboard.settings ran update_dashboards on its own enabled
-# files: again with ours, its results reset first and de-duplicated
-# after (a repeated app label is an error for Django).
-HORIZON_CONFIG.pop('dashboards', None)  # noqa: F405
-HORIZON_CONFIG.pop('default_dashboard', None)  # noqa: F405
-INSTALLED_APPS = list(INSTALLED_APPS)  # noqa: F405
-settings_utils.update_dashboards(
-    [openstack_dashboard.enabled, numa_enabled], HORIZON_CONFIG,  # noqa
-    INSTALLED_APPS)
-INSTALLED_APPS = list(dict.fromkeys(INSTALLED_APPS))
-for _key in ('angular_modules', 'js_files', 'js_spec_files', 'scss_files',
-             'xstatic_modules', 'plugins'):
-    HORIZON_CONFIG[_key] = list(dict.fromkeys(HORIZON_CONFIG[_key]))  # noqa
+INSTALLED_APPS = plugging.add_our_panel(HORIZON_CONFIG,  # noqa: F405
+                                        INSTALLED_APPS)  # noqa: F405
 
 DEBUG = False
 ALLOWED_HOSTS = ['127.0.0.1']
