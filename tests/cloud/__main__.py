@@ -34,8 +34,8 @@ DOWN_TIMEOUT = 60
 def parse_args(argv):
     parser = argparse.ArgumentParser(prog='python -m tests.cloud')
     commands = parser.add_subparsers(dest='command', required=True)
-    for name, text in (('up', 'start the control plane'),
-                       ('down', 'stop the control plane of WORKDIR')):
+    for name, text in (('up', 'start the control plane, and what is asked'),
+                       ('down', 'stop the cloud of WORKDIR')):
         command = commands.add_parser(name, help=text)
         command.add_argument('--workdir', default=control.DEFAULT_WORKDIR)
     up = commands.choices['up']
