@@ -42,6 +42,7 @@ import time
 
 from tests.cloud import endpoints
 from tests.cloud import l2agent
+from tests.labhost import deploy
 from tests.labhost import machine
 from tests.labhost import network
 from tests.labhost import topology as topology_mod
@@ -296,11 +297,10 @@ def migration_ssh_commands(key_path, link_address):
         '    IdentitiesOnly yes',
         '    StrictHostKeyChecking no',
         '    UserKnownHostsFile /dev/null',
-        '    LogLevel ERROR', ''))
-    return (f'set -e\nmkdir -p {os.path.dirname(MIGRATION_KEY)} '
-            f'/etc/ssh/ssh_config.d\n'
+        '    LogLevel ERROR'))
+    return (f'set -e\nmkdir -p {os.path.dirname(MIGRATION_KEY)}\n'
             f'install -m 0600 {q(key_path)} {MIGRATION_KEY}\n'
-            f'cat > {SSH_CLIENT_CONFIG} <<"LAB_EOF"\n{config}LAB_EOF\n')
+            + deploy.files_script(((SSH_CLIENT_CONFIG, config),)))
 
 
 def install_rootwrap(lab, python):
@@ -487,7 +487,7 @@ class ComputeHost:
 
     def l2_agent_log(self):
         """neutron's agent's log so far (and what it printed)."""
-        return self._read_shared(L2_AGENT_LOG, 'l2-agent.out')
+        return self._read_shared(L2_AGENT_LOG, l2agent.OUTPUT)
 
     def _read_shared(self, *names):
         text = ''

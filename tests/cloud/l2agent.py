@@ -35,6 +35,7 @@ import shlex
 
 from tests.cloud import configs
 from tests.cloud import layout as lay
+from tests.labhost import deploy
 
 BRIDGE = f'br-{lay.PHYSNET}'
 # In the lab host: where devstack keeps the ML2/OVS agent's options, so
@@ -46,6 +47,8 @@ OVS_DIR = '/tmp/ovs'
 OVS_RUN = '/run/openvswitch'
 OVSDB_PORT = 6640
 SCHEMA = '/usr/share/openvswitch/vswitch.ovsschema'
+# What the agent prints, beside its log.
+OUTPUT = 'l2-agent.out'
 
 
 def neutron_settings(host, transport_url, log_file):
@@ -114,13 +117,11 @@ def start(lab, python, host, transport_url, log_file, nic='eth0'):
     """
     files = ((NEUTRON_CONF, neutron_settings(host, transport_url, log_file)),
              (CONF, ml2_settings()))
-    lab.run('\n'.join([ovs_script(nic), f'mkdir -p {os.path.dirname(CONF)}']
-                      + [f'cat > {path} <<"LAB_EOF"\n'
-                         f'{configs.render(sections)}\nLAB_EOF\n'
-                         f'chmod 0644 {path}' for path, sections in files]))
+    lab.run(ovs_script(nic) + '\n' + deploy.files_script(
+        (path, configs.render(sections)) for path, sections in files))
     command = os.path.join(os.path.dirname(python),
                            'neutron-openvswitch-agent')
-    output = os.path.join(os.path.dirname(log_file), 'l2-agent.out')
+    output = os.path.join(os.path.dirname(log_file), OUTPUT)
     lab.run(f'cd / && setsid {shlex.quote(command)} --config-file '
             f'{NEUTRON_CONF} --config-file {CONF} '
             f'> {shlex.quote(output)} 2>&1 < /dev/null &')

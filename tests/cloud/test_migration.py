@@ -96,10 +96,8 @@ class MigrationTest(testtools.TestCase):
     def _busy(self, host, node):
         """Keep ``node``'s CPUs of ``host``'s lab host busy until the end."""
         lab = CLOUD.computes[host].lab
-        for cpu in sorted(self.node_cpus(node)):
-            lab.run(f'taskset -c {cpu} /usr/bin/python3 -S {base.BUSY} '
-                    f'lab-busy >/dev/null 2>&1 &')
-        self.addCleanup(lab.run, "pkill -f '[l]ab-busy' || true")
+        base.keep_busy(lab, self.node_cpus(node))
+        self.addCleanup(lab.run, base.STOP_BUSY)
 
     def _domain(self, server):
         host = self._host(server)

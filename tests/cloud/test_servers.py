@@ -303,7 +303,10 @@ class ServersTest(testtools.TestCase):
         view = self.settled_view(guest)
         self.addDetail('kernel-view', content.text_content(
             describe(view)))
-        self.assert_kernel_follows(view, tune, domain_iothreads(guest.xml))
+        # A tiny guest's RAM: a few transparent huge pages, interleaved
+        # one at a time.
+        self.assert_kernel_follows(view, tune, domain_iothreads(guest.xml),
+                                   interleave_step=base.HUGE_PAGE_PAGES)
         # Where the collector says it went, and why.
         record = self.collector_instance(guest)
         self.addDetail('collector-instance', content.text_content(

@@ -50,6 +50,8 @@ enabled_loops = {loops}
 UPLINKS_FILE = '/tmp/numa-policy-uplinks.json'
 # A CPU spinner that leaves emulation to the other vCPUs.
 BUSY = os.path.join(machine.PROJECT, 'tests', 'labhost', 'busy.py')
+# Ends every spinner :func:`keep_busy` started.
+STOP_BUSY = "pkill -f '[l]ab-busy' || true"
 # Where it keeps the interrupts' affinity as found (lab tmpfs).
 STATE_DIR = '/tmp/numa-policy-state'
 
@@ -85,16 +87,26 @@ def text(value):
     return testtools.content.text_content(value)
 
 
-def interleaved_least_pages(total, nodes):
+def interleaved_least_pages(total, nodes, step=1):
     """The fewest of ``total`` interleaved pages a node may hold.
 
-    Close to an even share (INTERLEAVE_MIN_SHARE of it, per node), or
-    one huge page under it when the guest touched so little that the
-    huge page is the coarser step; never none.
+    INTERLEAVE_MIN_SHARE of an even share, per node. ``step``: the pages
+    the kernel places at a time (HUGE_PAGE_PAGES where transparent huge
+    pages back a guest that touched only a few of them): then one step
+    under an even share where that is lower, and never none.
     """
     even = total / nodes
-    return max(1, min(2 * INTERLEAVE_MIN_SHARE * even,
-                      even - HUGE_PAGE_PAGES))
+    close = 2 * INTERLEAVE_MIN_SHARE * even
+    if step <= 1:
+        return close
+    return max(1, min(close, even - step))
+
+
+def keep_busy(lab, cpus):
+    """Start a spinner on each of ``cpus`` of ``lab``; STOP_BUSY ends them."""
+    for cpu in sorted(cpus):
+        lab.run(f'taskset -c {cpu} /usr/bin/python3 -S {BUSY} '
+                f'lab-busy >/dev/null 2>&1 &')
 
 
 class Guest:
@@ -199,20 +211,20 @@ class LabTestCase(testtools.TestCase):
         the other vCPUs keep QEMU's emulation thread: see
         :mod:`tests.labhost.busy`.
         """
-        for cpu in sorted(cpus):
-            self.lab.run(f'taskset -c {cpu} /usr/bin/python3 -S {BUSY} '
-                         f'lab-busy >/dev/null 2>&1 &')
-        self.addCleanup(self.lab.run, "pkill -f '[l]ab-busy' || true")
+        keep_busy(self.lab, cpus)
+        self.addCleanup(self.lab.run, STOP_BUSY)
 
     def node_cpus(self, *nodes):
         return frozenset(cpu for node in nodes
                          for cpu in self.TOPOLOGY.node_cpus(node))
 
-    def assert_kernel_follows(self, view, tune, iothreads=0):
+    def assert_kernel_follows(self, view, tune, iothreads=0,
+                              interleave_step=1):
         """The QEMU process's memory and threads are where ``tune`` says.
 
         ``iothreads``: the domain's ``<iothreads>``, each in a cgroup of
-        its own beside the emulator's and the vCPUs'.
+        its own beside the emulator's and the vCPUs'. ``interleave_step``:
+        see :func:`interleaved_least_pages`.
         """
         everything = self.node_cpus(*range(self.TOPOLOGY.nodes))
         mode, nodes = kernel.memory_policy(view.ram.policy)
@@ -234,7 +246,8 @@ class LabTestCase(testtools.TestCase):
                                  len(bound_mems), view.cpuset_mems)
             if tune.mode == 'interleave':
                 least = interleaved_least_pages(
-                    sum(view.ram.pages.values()), len(tune.nodes))
+                    sum(view.ram.pages.values()), len(tune.nodes),
+                    interleave_step)
                 for node in tune.nodes:
                     self.assertGreaterEqual(view.ram.pages.get(node, 0),
                                             least, view.ram.pages)

@@ -43,7 +43,16 @@ def write_config(lab, agent_conf, nova_conf=''):
 
     One request for both: each is a shell the emulated lab host starts.
     """
-    files = ((NOVA_CONF, nova_conf), (AGENT_CONF, agent_conf))
-    lab.run('set -e\n' + ''.join(
+    lab.run(files_script(((NOVA_CONF, nova_conf), (AGENT_CONF, agent_conf))))
+
+
+def files_script(files):
+    """Shell writing each ``(path, text)`` in the lab host, 0644.
+
+    Their directories are made first; the lab host's /etc is a writable
+    overlay (tests/labhost/guest.sh).
+    """
+    return 'set -e\n' + ''.join(
+        f'mkdir -p {os.path.dirname(path)}\n'
         f'cat > {path} <<"LAB_EOF"\n{text}\nLAB_EOF\nchmod 0644 {path}\n'
-        for path, text in files))
+        for path, text in files)

@@ -2,6 +2,7 @@
 
 import testtools
 
+from tests.host import base
 from tests.labhost import kernel
 
 # A tiny TCG guest with a NIC: its translated code (default policy)
@@ -25,3 +26,19 @@ class GuestRamTest(testtools.TestCase):
     def test_a_size_matching_no_mapping_falls_back(self):
         self.assertEqual(4745, kernel.guest_ram(
             NUMA_MAPS, ram_starts=(0x1234,)).total)
+
+
+class InterleaveStepTest(testtools.TestCase):
+
+    def test_base_pages_ask_for_nine_tenths_of_an_even_share(self):
+        self.assertEqual(900, base.interleaved_least_pages(2000, 2))
+
+    def test_huge_pages_allow_one_step_under_an_even_share(self):
+        # Three 2 MiB pages over two nodes: 512 and 1024 base pages.
+        least = base.interleaved_least_pages(1536, 2, base.HUGE_PAGE_PAGES)
+        self.assertEqual(256, least)
+        self.assertEqual(1, base.interleaved_least_pages(
+            1024, 2, base.HUGE_PAGE_PAGES))
+        # Many huge pages: the base-page rule again.
+        self.assertEqual(9000, base.interleaved_least_pages(
+            20000, 2, base.HUGE_PAGE_PAGES))

@@ -3,6 +3,7 @@
 import testtools
 
 from tests.cloud import compute
+from tests.labhost import deploy
 
 
 class MigrationSshTest(testtools.TestCase):
@@ -20,3 +21,12 @@ class MigrationSshTest(testtools.TestCase):
     def test_a_link_off_an_octet_boundary_is_refused(self):
         self.assertRaises(ValueError, compute.migration_ssh_commands,
                           '/k', '10.1.2.3/20')
+
+
+class FilesScriptTest(testtools.TestCase):
+
+    def test_each_file_in_its_directory_readable_by_all(self):
+        script = deploy.files_script((('/etc/a/b.conf', '[x]\ny = 1'),))
+        self.assertIn('mkdir -p /etc/a\n', script)
+        self.assertIn('cat > /etc/a/b.conf <<"LAB_EOF"\n[x]\ny = 1\nLAB_EOF\n'
+                      'chmod 0644 /etc/a/b.conf', script)
