@@ -40,3 +40,24 @@ def cpumap(cpus, size):
 
 def cpus_from_map(bits):
     return frozenset(i for i, on in enumerate(bits) if on)
+
+
+def io_thread_ids(dom):
+    """The ids of the running guest's QEMU I/O threads (``<iothreads>``)."""
+    return [iothread for iothread, _ in
+            dom.ioThreadInfo(libvirt.VIR_DOMAIN_AFFECT_LIVE) or ()]
+
+
+def emulator_affinity(dom):
+    """The CPUs the running guest's emulator threads may run on.
+
+    QEMU's I/O threads count among them, as nova counts them (it pins
+    ``<iothreadpin>`` with ``<emulatorpin>``): an I/O thread left on
+    other CPUs than the emulator's makes the union differ from any one
+    pin, and the agent pins both again.
+    """
+    cpus = cpus_from_map(dom.emulatorPinInfo(
+        libvirt.VIR_DOMAIN_AFFECT_LIVE) or ())
+    for _, bits in dom.ioThreadInfo(libvirt.VIR_DOMAIN_AFFECT_LIVE) or ():
+        cpus |= cpus_from_map(bits)
+    return cpus

@@ -379,8 +379,7 @@ class LibvirtBackend(backend.Backend):
     def _instance(self, dom, host_cpus, topology, signal):
         facts = self._domain_facts(dom)
         infos, maps = dom.vcpus()
-        emulator = calls.cpus_from_map(dom.emulatorPinInfo(
-            libvirt.VIR_DOMAIN_AFFECT_LIVE) or ())
+        emulator = calls.emulator_affinity(dom)
         pid = self._pid(dom, facts.uuid)
         memory = self._memory_per_node(pid, facts.uuid)
         vcpu_cpus = tuple(info[3] for info in infos)
@@ -514,10 +513,21 @@ class LibvirtBackend(backend.Backend):
                   vcpu, calls.cpumap(cpus, self._cpumap_size()))
 
     def pin_emulator(self, instance_uuid, cpus):
+        """Pin the emulator's threads, QEMU's I/O threads among them.
+
+        nova pins a guest's ``<iothreadpin>`` with its ``<emulatorpin>``
+        where it pins at all; a guest whose emulator moved while its I/O
+        thread stayed would run part of its emulation on the old node.
+        """
         dom = self._domain(instance_uuid)
+        cpumap = calls.cpumap(cpus, self._cpumap_size())
         self._act(dom, f'pin emulator of {instance_uuid}', dom.pinEmulator,
-                  calls.cpumap(cpus, self._cpumap_size()),
-                  libvirt.VIR_DOMAIN_AFFECT_LIVE)
+                  cpumap, libvirt.VIR_DOMAIN_AFFECT_LIVE)
+        for iothread in self._act(dom, f'I/O threads of {instance_uuid}',
+                                  calls.io_thread_ids, dom):
+            self._act(dom, f'pin I/O thread {iothread} of {instance_uuid}',
+                      dom.pinIOThread, iothread, cpumap,
+                      libvirt.VIR_DOMAIN_AFFECT_LIVE)
 
     def set_nodeset(self, instance_uuid, nodes):
         dom = self._domain(instance_uuid)

@@ -53,12 +53,15 @@ def _write_cpus(root, tune, allowed):
             vcpu.set('cpuset', metadata.format_ids(cpus))
         else:
             vcpu.attrib.pop('cpuset', None)
-    # Pins are the driver's (at boot) or the agent's (since): the source's
-    # CPUs, which mean nothing on the destination.
+    # Pins are the driver's (at boot) or the agent's (since, the I/O
+    # threads' with the emulator's): the source's CPUs, which mean nothing
+    # on the destination. Without them the emulator and its I/O threads
+    # start on <vcpu cpuset> there.
     cputune = root.find('./cputune')
     if cputune is not None:
         _drop(cputune, './vcpupin')
         _drop(cputune, './emulatorpin')
+        _drop(cputune, './iothreadpin')
     pins = tune.vcpu_pins if tune is not None else ()
     if pins:
         cputune = _child(root, 'cputune')

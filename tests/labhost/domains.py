@@ -54,8 +54,12 @@ def _nova_metadata(name, vcpus, memory_mb, extra_specs):
     return meta
 
 
-def nova_guest(name, vcpus, memory_mb, extra_specs, uuid=None):
-    """nova's guest config for a flavor, before the driver extension."""
+def nova_guest(name, vcpus, memory_mb, extra_specs, uuid=None,
+               iothreads=0):
+    """nova's guest config for a flavor, before the driver extension.
+
+    ``iothreads``: QEMU I/O threads (nova 34 gives every guest one).
+    """
     guest = vconfig.LibvirtConfigGuest()
     guest.virt_type = 'qemu'
     guest.name = name
@@ -68,6 +72,8 @@ def nova_guest(name, vcpus, memory_mb, extra_specs, uuid=None):
                       vconfig.LibvirtConfigGuestFeatureAPIC()]
     guest.membacking = vconfig.LibvirtConfigGuestMemoryBacking()
     guest.membacking.allocateimmediate = True
+    if iothreads:
+        guest.iothreads = iothreads
     guest.metadata.append(_nova_metadata(name, vcpus, memory_mb,
                                          extra_specs))
     return guest

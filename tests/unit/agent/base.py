@@ -35,7 +35,7 @@ def domains():
         host_fixtures.domain_xml(
             1, INTERLEAVED, policy=record('interleave', 'interleave', {0, 1}),
             numatune=('interleave', '0-1')),
-        host_fixtures.domain_xml(2, HOME_FROM_NOVA,
+        host_fixtures.domain_xml(2, HOME_FROM_NOVA, iothreads=1,
                                  nova_specs={policy.POLICY_KEY: 'home'}),
         host_fixtures.domain_xml(
             3, NOVA_TOPOLOGY, nova_topology=True,

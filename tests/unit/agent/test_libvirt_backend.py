@@ -13,6 +13,7 @@ from nova_numa_policy.contracts import errors
 from nova_numa_policy.contracts import scope
 from nova_numa_policy.decisions import execution
 
+from agent.backend import calls
 from agent.backend import connection
 from agent.backend import libvirt_backend
 from tests import fixtures as host_fixtures
@@ -155,6 +156,24 @@ class ActTest(base.TestDriverHostTest):
             libvirt.VIR_DOMAIN_AFFECT_LIVE)
         self.assertEqual(frozenset({4, 5}),
                          frozenset(i for i, on in enumerate(emulator) if on))
+        # QEMU's I/O thread with the emulator, as nova pins it.
+        [(_, iothread)] = self.dom(base.HOME_FROM_NOVA).ioThreadInfo(
+            libvirt.VIR_DOMAIN_AFFECT_LIVE)
+        self.assertEqual(frozenset({4, 5}), calls.cpus_from_map(iothread))
+
+    def test_an_io_thread_apart_from_the_emulator_widens_its_affinity(self):
+        # After a live migration, say: the emulator on node 1's CPUs and
+        # the I/O thread still on node 0's. The guest's emulator then runs
+        # on both, and the report must not say node 1 only.
+        dom = self.dom(base.HOME_FROM_NOVA)
+        size = 8
+        dom.pinEmulator(calls.cpumap({4, 5}, size),
+                        libvirt.VIR_DOMAIN_AFFECT_LIVE)
+        dom.pinIOThread(1, calls.cpumap({0}, size),
+                        libvirt.VIR_DOMAIN_AFFECT_LIVE)
+        home = [i for i in self.backend.observe().instances
+                if i.uuid == base.HOME_FROM_NOVA][0]
+        self.assertEqual(frozenset({0, 4, 5}), home.emulator_affinity)
 
     def test_set_nodeset_on_a_guest_without_numatune(self):
         self.backend.set_nodeset(base.HOME_FROM_NOVA, frozenset({1}))

@@ -44,7 +44,8 @@ INTERLEAVED_ON_FOUR = source_xml(
     numatune='<numatune><memory mode="interleave" nodeset="0-3"/>'
              '</numatune>',
     cputune='<vcpupin vcpu="0" cpuset="6-7"/><vcpupin vcpu="1" cpuset="6"/>'
-            '<emulatorpin cpuset="6-7"/>')
+            '<emulatorpin cpuset="6-7"/>'
+            '<iothreadpin iothread="1" cpuset="6-7"/>')
 
 
 class RetargetTest(testtools.TestCase):
@@ -68,6 +69,8 @@ class RetargetTest(testtools.TestCase):
                          [(p.get('vcpu'), p.get('cpuset'))
                           for p in root.findall('./cputune/vcpupin')])
         self.assertIsNone(root.find('./cputune/emulatorpin'))
+        # The agent pins QEMU's I/O threads with the emulator.
+        self.assertIsNone(root.find('./cputune/iothreadpin'))
         # nova's own tuning beside them is kept.
         self.assertEqual('2048', root.findtext('./cputune/shares'))
         self.assertEqual('2,3', root.find('./vcpu').get('cpuset'))
