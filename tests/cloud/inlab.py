@@ -46,3 +46,32 @@ def domain_names():
         return sorted(d.name() for d in conn.listAllDomains())
     finally:
         conn.close()
+
+
+def cells_memory_kib():
+    """{node: memory in KiB} of libvirt's host cells, as nova records them.
+
+    nova-compute takes each NUMA cell's memory from libvirt's
+    capabilities; a live migration's source ranks the destination's nodes
+    by it when it cannot see their free memory.
+    """
+    from xml.etree import ElementTree
+
+    conn = libvirt.open(SYSTEM_URI)
+    try:
+        caps = ElementTree.fromstring(conn.getCapabilities())
+    finally:
+        conn.close()
+    return {int(cell.get('id')): int(cell.findtext('memory'))
+            for cell in caps.findall('./host/topology/cells/cell')}
+
+
+def arrivals_handled(state_dir):
+    """The uuids whose live-migration arrival our agent here has handled."""
+    import json
+
+    try:
+        with open(os.path.join(state_dir, 'arrivals.json')) as f:
+            return sorted(json.load(f)['handled'])
+    except FileNotFoundError:
+        return []
