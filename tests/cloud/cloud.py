@@ -69,6 +69,8 @@ REGISTER_TIMEOUT = 900
 STATE_DISK_GB = 4
 REPORT_TIMEOUT = 300
 AGENT_LOG = '/tmp/numa-policy-agent.log'
+# What it prints (oslo.log writes its log to the file above only).
+AGENT_OUTPUT = '/tmp/numa-policy-agent.out'
 # The agent's own state (handled arrivals, interrupts' affinity as
 # found), on the lab host's tmpfs, the agent's to write.
 AGENT_STATE_DIR = '/tmp/nova/numa-policy'
@@ -79,12 +81,13 @@ class CloudError(Exception):
 
 
 def agent_config(plugin_conf, transport_url, state_dir=AGENT_STATE_DIR):
-    """The agent's file: the plugin's, with two lab host's differences.
+    """The agent's file: the plugin's, with the lab host's differences.
 
-    The broker's URL as the lab host reaches it, and the agent's
-    ``state_dir`` on the lab host's tmpfs: its default, under
-    /var/lib/nova, is this machine's read-only /var/lib there (seen: the
-    record of handled arrivals could not be kept).
+    The broker's URL as the lab host reaches it, the agent's
+    ``state_dir`` on the lab host's tmpfs (its default, under
+    /var/lib/nova, is this machine's read-only /var/lib there: seen, the
+    record of handled arrivals could not be kept), and a log file where
+    devstack has journald.
     """
     parser = configparser.RawConfigParser(interpolation=None)
     parser.optionxform = str
@@ -95,6 +98,7 @@ def agent_config(plugin_conf, transport_url, state_dir=AGENT_STATE_DIR):
                          f'compute?')
     parser['DEFAULT']['transport_url'] = transport_url
     parser['numa_policy_agent']['state_dir'] = state_dir
+    parser['DEFAULT']['log_file'] = AGENT_LOG
     out = io.StringIO()
     parser.write(out)
     return out.getvalue()
@@ -256,7 +260,7 @@ class Cloud:
         files = (deploy.NOVA_CONF, l2agent.CONF, deploy.AGENT_CONF)
         config = ' '.join(f'--config-file {path}' for path in files)
         lab.run(f'cd / && setsid /usr/bin/numa-policy-agent {config} '
-                f'> {AGENT_LOG} 2>&1 < /dev/null &', user='nova')
+                f'> {AGENT_OUTPUT} 2>&1 < /dev/null &', user='nova')
 
     def _register(self):
         nova = self.nova()
@@ -366,7 +370,8 @@ class Cloud:
     def agent_log(self, host):
         if host.lab is None:
             return ''
-        return host.lab.run(f'cat {AGENT_LOG}', check=False).stdout
+        return host.lab.run(f'cat {AGENT_OUTPUT} {AGENT_LOG}',
+                            check=False).stdout
 
     def compute_log(self, host, lines=60):
         return '\n'.join(host.log().splitlines()[-lines:])

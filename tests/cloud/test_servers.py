@@ -317,6 +317,14 @@ class ServersTest(testtools.TestCase):
             self.assertIn(record['applied_policy'], APPLIED[value])
         if value == 'auto' or record['applied_policy'] == value:
             self.assertTrue(record['policy_applied'], record)
+        # The guest's memory per node as our agent read it (numa_maps,
+        # through its privileged helper: QEMU's process is not nova's to
+        # read), on the nodes the kernel binds it to.
+        memory = {int(node): mb for node, mb
+                  in record['memory_mb_per_node'].items() if mb}
+        self.assertTrue(memory, record)
+        if tune.mode in ('strict', 'restrictive'):
+            self.assertLessEqual(set(memory), set(tune.nodes), record)
         explained = self.explained[value]
         self.addDetail('explain-before-boot', content.text_content(
             json.dumps(explained, indent=1, sort_keys=True)))

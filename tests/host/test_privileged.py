@@ -15,6 +15,10 @@ SOCKET = '/tmp/tmpabcd_123/privsep.sock'
 HELPER = ['/usr/bin/privsep-helper', '--config-file', deploy.NOVA_CONF,
           '--config-file', deploy.AGENT_CONF, '--privsep_context',
           'agent.privsep.pages', '--privsep_sock_path', SOCKET]
+# The same with neutron's ML2 file between nova's and ours, as devstack
+# starts the agent where neutron's ML2/OVS agent runs.
+ML2_CONF = '/etc/neutron/plugins/ml2/ml2_conf.ini'
+HELPER_WITH_ML2 = HELPER[:3] + ['--config-file', ML2_CONF] + HELPER[3:]
 EVIL_CONF = """\
 [numa_policy_privileged]
 user = root
@@ -115,9 +119,12 @@ class PrivilegedHelperTest(base.LabTestCase):
 
     def test_sudo_admits_the_agents_command_line_only(self):
         self.assertEqual(0, self.sudo(HELPER, listing=True).rc)
+        self.assertEqual(0, self.sudo(HELPER_WITH_ML2, listing=True).rc)
         self.write_evil_conf()
         for line in (
                 HELPER + ['--config-file', '/tmp/evil.conf'],
+                HELPER[:3] + ['--config-file', '/tmp/evil.conf'] + HELPER[3:],
+                HELPER_WITH_ML2 + ['--config-file', '/tmp/evil.conf'],
                 HELPER[:-1] + [SOCKET + ' --config-file /tmp/evil.conf'],
                 HELPER[:2] + ['/tmp/evil.conf'] + HELPER[3:],
                 HELPER[:6] + ['os_brick.privileged.default'] + HELPER[7:],
