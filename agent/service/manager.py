@@ -5,6 +5,7 @@ exceptions are caught only in :meth:`Agent.daemon_loop`. The loop sleeps on
 an Event, so SIGTERM and libvirt lifecycle events end the wait at once.
 """
 
+import datetime
 import logging
 import threading
 import time
@@ -13,6 +14,7 @@ import uuid as uuid_mod
 from nova_numa_policy.contracts import errors
 from nova_numa_policy.decisions import execution
 from nova_numa_policy.decisions import reporting
+from nova_numa_policy.objects import action as action_wire
 from nova_numa_policy.objects import signing
 from nova_numa_policy.objects import wire as report_wire
 
@@ -27,7 +29,7 @@ class Agent:
     def __init__(self, host_backend, host, period, sender=None,
                  dry_run=False, max_actions=64, report_version=None,
                  traits=None, clock=time.monotonic, runner=None,
-                 secret=None):
+                 secret=None, wall_clock=None):
         """An agent on ``host_backend``.
 
         ``runner``: what decides each period (see
@@ -47,6 +49,11 @@ class Agent:
         self.report_version = report_version
         self.traits = traits
         self._clock = clock
+        # When an action was carried out, as the collector stores it.
+        self._wall_clock = wall_clock or (
+            lambda: datetime.datetime.now(datetime.timezone.utc))
+        # Actions told to the collector by this process, numbered.
+        self.actions_told = 0
         self._stop = threading.Event()
         self._wake = threading.Event()
         # Reports of this process: seq counts within this boot.
@@ -129,7 +136,22 @@ class Agent:
         self.last_actions = outcome.actions
         for uuid, ending in outcome.endings.items():
             self._ended(uuid, ending, outcome.pending.get(uuid, ()))
+        self.tell(outcome.notices)
         return outcome.resync, outcome.applied
+
+    def tell(self, notices):
+        """Hand each carried-out action to the sender, for the collector.
+
+        ``notices``: :attr:`nova_numa_policy.decisions.execution.Outcome.
+        notices`. Never blocks: the sender queues them.
+        """
+        if self.sender is None:
+            return
+        for _name, action, outcome, error in notices:
+            self.actions_told += 1
+            self.sender.submit_action(action_wire.notification(
+                self.host, self.actions_told, self._wall_clock(), action,
+                outcome, error))
 
     def _ended(self, uuid, ending, pending=()):
         self.endings[uuid] = ending

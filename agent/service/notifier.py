@@ -1,20 +1,33 @@
-"""Send HostReports without ever holding up enforcement.
+"""Send HostReports and actions without ever holding up enforcement.
 
 The agent hands each report to :meth:`ReportSender.submit` and carries on;
 a daemon thread sends the newest one. While the broker is down the newest
 report waits (older ones are superseded, they would be stale anyway) and is
 sent as soon as the broker answers again.
+
+Each action the agent carries out is handed to
+:meth:`ReportSender.submit_action` (the ``numa_policy.action``
+notification, nova_numa_policy/objects/action.py). Actions are not
+superseded: they wait in order, before the report, up to
+:data:`MAX_WAITING_ACTIONS`; beyond that the oldest are dropped, counted
+and said.
 """
 
+import collections
 import logging
 import threading
 
 import oslo_messaging
 
+from nova_numa_policy.objects import action as action_wire
 from nova_numa_policy.objects import report as report_obj
 
 LOG = logging.getLogger(__name__)
 EVENT_TYPE = report_obj.EVENT_TYPE
+ACTION_EVENT_TYPE = action_wire.EVENT_TYPE
+# Actions kept while the broker is away: a few periods' worth at the
+# agent's default budget of 64 actions a period.
+MAX_WAITING_ACTIONS = 512
 
 
 def make_notifier(conf, host):
@@ -34,10 +47,26 @@ class ReportSender:
         self._retry_interval = retry_interval
         self._lock = threading.Lock()
         self._pending = None
+        self._actions = collections.deque()
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread = None
         self.sent = 0
+        self.actions_sent = 0
+        self.actions_dropped = 0
+
+    def submit_action(self, payload):
+        """Queue an action's payload; the oldest waiting goes when full."""
+        with self._lock:
+            if len(self._actions) >= MAX_WAITING_ACTIONS:
+                self._actions.popleft()
+                self.actions_dropped += 1
+                if self.actions_dropped == 1:
+                    LOG.warning('Actions are waiting for the broker beyond '
+                                '%d: the oldest are dropped (counted in '
+                                'actions_dropped)', MAX_WAITING_ACTIONS)
+            self._actions.append(payload)
+        self._wake.set()
 
     def submit(self, payload):
         with self._lock:
@@ -65,8 +94,31 @@ class ReportSender:
             if self._pending is None:
                 self._pending = payload
 
+    def _send_actions(self):
+        """Send the waiting actions in order; False if sending failed."""
+        while True:
+            with self._lock:
+                if not self._actions:
+                    return True
+                payload = self._actions[0]
+            try:
+                self._notifier.info({}, ACTION_EVENT_TYPE, payload)
+            except Exception as exc:
+                LOG.warning('Could not send an action, will retry: %s', exc)
+                return False
+            with self._lock:
+                # Still the first unless dropped for room meanwhile.
+                if self._actions and self._actions[0] is payload:
+                    self._actions.popleft()
+            self.actions_sent += 1
+
     def send_pending(self):
-        """Send the newest report, if any; return False if sending failed."""
+        """Send the waiting actions, then the newest report, if any.
+
+        Returns False if sending failed.
+        """
+        if not self._send_actions():
+            return False
         payload = self._take()
         if payload is None:
             return True

@@ -36,17 +36,20 @@ import re
 import uuid
 
 from nova_numa_policy.contracts import exception
+from nova_numa_policy.objects import action as action_wire
 from nova_numa_policy.objects import report
 from nova_numa_policy.objects import validation as report_validation
 
-ACTION_EVENT_TYPE = 'numa_policy.action'
-VERSION = '1.0'
+ACTION_EVENT_TYPE = action_wire.EVENT_TYPE
+VERSION = action_wire.VERSION
 
+# What today's agents send (nova_numa_policy.objects.action.kind_of of
+# each backend action).
 KNOWN_KINDS = ('pin_vcpu', 'pin_emulator', 'set_nodeset', 'move_pages',
-               'apply_policy')
-OUTCOMES = ('applied', 'failed', 'dry_run')
+               'pin_io_threads', 'steer_irq')
+OUTCOMES = action_wire.OUTCOMES
 MAX_NAME_LENGTH = report.MAX_NAME_LENGTH
-MAX_REASON_LENGTH = 1024
+MAX_REASON_LENGTH = action_wire.MAX_REASON_LENGTH
 MAX_DETAILS = 32
 MAX_DETAIL_LIST = 4096
 # Matched whole (fullmatch): a ``$`` would let a final newline through.

@@ -33,6 +33,7 @@ import logging
 
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.decisions import enforcement
+from nova_numa_policy.objects import action as action_wire
 
 from nova_numa_policy.contracts import errors
 
@@ -61,6 +62,8 @@ class PlanOutcome:
     ending: str = APPLIED
     # Undo actions not carried out yet, in the order to carry them out.
     pending: tuple = ()
+    # The index of the action that failed, if one did.
+    failed_at: int | None = None
 
 
 def _log(action, dry_run):
@@ -164,7 +167,9 @@ def apply_plan(host, instance, topology, actions, dry_run=False):
                      action.instance_uuid)
             return PlanOutcome(applied=len(done), failed=GONE, ending=GONE)
         except Exception as exc:  # noqa: B902 - every failure rolls back
-            return _roll_back(host, instance, topology, done, action, exc)
+            return dataclasses.replace(
+                _roll_back(host, instance, topology, done, action, exc),
+                failed_at=len(done))
         _log(action, False)
         done.append(action)
     return PlanOutcome(applied=len(done))
@@ -261,6 +266,12 @@ class Outcome:
     # connection left, by instance uuid (or host subject, ``nic:eth0``).
     endings: dict = dataclasses.field(default_factory=dict)
     pending: dict = dataclasses.field(default_factory=dict)
+    # What the agent tells the collector, one per action decided:
+    # (strategy name, action with its reason tagged, outcome word of
+    # nova_numa_policy.objects.action, the error of a failed one or
+    # None). A failed plan's steps before the failure were rolled back:
+    # its one failed action says so.
+    notices: list = dataclasses.field(default_factory=list)
 
 
 def plans(snapshot, decisions):
@@ -305,7 +316,27 @@ def carry_out(host, snapshot, decisions, dry_run=False):
         if dry_run or (result.failed is None
                        and result.applied == len(actions)):
             outcome.actions.extend(steps)
+        outcome.notices.extend(_notices(steps, actions, result, dry_run))
     return outcome
+
+
+def _notices(steps, actions, result, dry_run):
+    """The :attr:`Outcome.notices` of one plan: pure.
+
+    Every step of a dry run or of a plan applied whole; of a failed plan,
+    the step that failed (a guest that went away meanwhile says nothing).
+    """
+    names = [name for name, _ in steps]
+    if dry_run:
+        return [(n, a, action_wire.DRY_RUN, None)
+                for n, a in zip(names, actions)]
+    if result.failed is None:
+        return [(n, a, action_wire.APPLIED, None)
+                for n, a in zip(names, actions)]
+    if result.failed_at is None:
+        return []
+    return [(names[result.failed_at], actions[result.failed_at],
+             action_wire.FAILED, result.failed)]
 
 
 def period(runner, host, waiting=frozenset()):

@@ -186,6 +186,43 @@ class MidPlanFaultTest(testtools.TestCase):
         self.assertEqual(before, _placement(host))
 
 
+class NoticesTest(testtools.TestCase):
+    """What the agent tells the collector of each plan it carried out."""
+
+    def carry_out(self, dry_run=False, **faults):
+        host = _host(**faults)
+        snapshot = host.observe()
+        _, _, plan = _home_on_node1(host)
+        return execution.carry_out(host, snapshot,
+                                   [('policy', a) for a in plan], dry_run)
+
+    def told(self, outcome):
+        return [(type(a).__name__, a.reason, word, error)
+                for _, a, word, error in outcome.notices]
+
+    def test_a_plan_applied_whole_tells_every_step(self):
+        self.assertEqual(
+            [('PinVcpu', 'policy: test', 'applied', None)] * 2
+            + [('PinEmulator', 'policy: test', 'applied', None),
+               ('SetNodeset', 'policy: test', 'applied', None)],
+            self.told(self.carry_out()))
+
+    def test_a_failed_plan_tells_the_step_that_failed(self):
+        # Steps 1-2 were rolled back: they are not in force to tell of.
+        self.assertEqual(
+            [('PinEmulator', 'policy: test', 'failed', 'EPERM')],
+            self.told(self.carry_out(
+                fail_at=3, fault=errors.NotEnforceable('EPERM'))))
+
+    def test_a_dry_run_tells_what_it_would_do(self):
+        self.assertEqual({'dry_run'},
+                         {n[2] for n in self.told(self.carry_out(True))})
+
+    def test_a_guest_gone_mid_plan_tells_nothing(self):
+        self.assertEqual([], self.told(self.carry_out(
+            fail_at=3, fault=errors.DomainGone('no domain'))))
+
+
 class PendingUndoTest(testtools.TestCase):
 
     def steps(self):

@@ -7,16 +7,13 @@ as ``numa-policy-agent`` builds them.
 """
 
 import dataclasses
-import itertools
 
 import fixtures
 import numpy as np
-from oslo_utils import timeutils
 
 from agent.service import manager
 from agent.service import notifier
 from agent.service import rebalance
-from nova_numa_policy.collector import actions as action_payload
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.lab import shape
 from nova_numa_policy.lab.sim import backend as sim_backend
@@ -34,8 +31,6 @@ BOOT_PLACEMENT = {'interleave': sim_state.INTERLEAVE,
 # The <numatune> memory mode that boot placement corresponds to.
 BOOT_MODE = {sim_state.INTERLEAVE: backend.MODE_INTERLEAVE,
              sim_state.HOME: backend.MODE_STRICT}
-KINDS = {backend.PinVcpu: 'pin_vcpu', backend.PinEmulator: 'pin_emulator',
-         backend.SetNodeset: 'set_nodeset', backend.MovePages: 'move_pages'}
 
 
 def sim_host(spec):
@@ -72,31 +67,6 @@ def boot_cpus(host, vms, rng, n_vcpus, one_node):
     return [order[i % len(order)] for i in range(n_vcpus)]
 
 
-def action_details(action):
-    """An action's arguments as the collector's flat ``details``."""
-    details = {}
-    for field in dataclasses.fields(action):
-        if field.name in ('instance_uuid', 'reason'):
-            continue
-        value = getattr(action, field.name)
-        details[field.name] = (sorted(int(v) for v in value)
-                               if isinstance(value, frozenset) else value)
-    return details
-
-
-def action_notification(host, seq, loop, action):
-    return {
-        'version': action_payload.VERSION, 'host': host, 'seq': seq,
-        'generated_at': timeutils.utcnow(with_timezone=True).isoformat(),
-        'instance_uuid': action.instance_uuid,
-        'kind': KINDS.get(type(action), 'other'),
-        'outcome': 'applied',
-        'reason': f'{loop}: {action.reason}'[
-            :action_payload.MAX_REASON_LENGTH],
-        'details': action_details(action),
-    }
-
-
 class ComputeRig(fixtures.Fixture):
     """A compute's simulated host, agent, report sender and loops."""
 
@@ -126,8 +96,6 @@ class ComputeRig(fixtures.Fixture):
                                    period=PERIOD_S, sender=self.sender,
                                    clock=lambda: self.host.now,
                                    runner=self.runner)
-        self._action_seq = itertools.count(1)
-        self.actions_sent = 0
         self.actions_by_vm = {}
 
     def add_guest(self, uuid, flavor):
@@ -166,17 +134,16 @@ class ComputeRig(fixtures.Fixture):
                                                    throughput)}
 
     def _run_agent(self):
+        # The agent tells the collector of each action itself; the
+        # loops' are counted here by guest and loop.
         self.agent.run_once()
-        for loop, action in self.agent.last_loop_actions:
-            self._publish(loop, action)
+        for name, action in self.agent.last_loop_actions:
+            by_vm = self.actions_by_vm.setdefault(action.instance_uuid, {})
+            by_vm[name] = by_vm.get(name, 0) + 1
 
-    def _publish(self, loop, action):
-        payload = action_notification(self.spec.name,
-                                      next(self._action_seq), loop, action)
-        by_vm = self.actions_by_vm.setdefault(action.instance_uuid, {})
-        by_vm[loop] = by_vm.get(loop, 0) + 1
-        self.notifier.info({}, action_payload.ACTION_EVENT_TYPE, payload)
-        self.actions_sent += 1
+    @property
+    def actions_sent(self):
+        return self.agent.actions_told
 
     def loop_names(self):
         return rebalance.active_loops(self.runner)

@@ -192,7 +192,7 @@ class Script:
             sent = sum(r.actions_sent for r in self.sb.rigs.values())
             mean = sum(s[-1] for s in self.series.values()) / max(
                 1, len(self.series))
-            self.sb.progress(f'period {p}/{periods}: {sent} rebalancing '
+            self.sb.progress(f'period {p}/{periods}: {sent} agent '
                              f'actions so far, mean throughput {mean:.3f}')
             fail_point('period')
             time.sleep(self.sb.plan.pause_s)

@@ -218,7 +218,7 @@ def format_text(summary):
         lines.append(f"{'':14} why: {s['why']}")
         lines.append(f"{'':14} measured: " + _measured_text(s))
     a = summary['actions']
-    lines += ['', f"Rebalancing actions (from the collector API): "
+    lines += ['', f"Agent actions (from the collector API): "
               f"{a['total']} " + _pairs(a['by_loop']) + ', '
               + _pairs(a['by_kind'])]
     t = summary['throughput']

@@ -10,6 +10,7 @@ import fixtures
 import libvirt
 import testtools
 
+from nova_numa_policy.collector import actions as collector_actions
 from nova_numa_policy.contracts import errors
 from nova_numa_policy.contracts import exception
 from nova_numa_policy.objects import signing
@@ -33,6 +34,10 @@ class RecordingNotifier:
             self.fail -= 1
             raise ConnectionError('broker unreachable')
         self.sent.append((event_type, payload))
+
+    def of(self, event_type):
+        return [payload for event, payload in self.sent
+                if event == event_type]
 
 
 class AgentPeriodTest(base.TestDriverHostTest):
@@ -79,7 +84,7 @@ class AgentPeriodTest(base.TestDriverHostTest):
                               sender=sender, secret='s3cret')
         agent.run_once()
         sender.send_pending()
-        (_, payload), = broker.sent
+        (payload,) = broker.of(notifier.EVENT_TYPE)
         signing.verify(payload, ('s3cret',))
         self.assertRaises(exception.BadSignature, signing.verify, payload,
                           ('other',))
@@ -119,10 +124,8 @@ class AgentPeriodTest(base.TestDriverHostTest):
         agent.run_once()                          # enforcement goes on
         self.assertFalse(sender.send_pending())
         self.assertTrue(sender.send_pending())    # broker back
-        self.assertEqual(1, len(broker.sent))
-        event, payload = broker.sent[0]
-        self.assertEqual(notifier.EVENT_TYPE, event)
         # Only the newest report is sent after the outage.
+        (payload,) = broker.of(notifier.EVENT_TYPE)
         self.assertEqual(2, report_wire.load_report(payload).seq)
 
     def test_a_lost_connection_does_not_end_the_loop(self):
@@ -143,11 +146,69 @@ class AgentPeriodTest(base.TestDriverHostTest):
         sender.send_pending()
         agent.run_once()
         sender.send_pending()
-        self.assertEqual(1, len(broker.sent))
+        self.assertEqual(1, len(broker.of(notifier.EVENT_TYPE)))
         self.dom(base.HOME_FROM_NOVA).destroy()  # a significant change
         agent.run_once()
         sender.send_pending()
-        self.assertEqual(2, len(broker.sent))
+        self.assertEqual(2, len(broker.of(notifier.EVENT_TYPE)))
+
+    def test_each_action_carried_out_is_told_before_the_report(self):
+        broker = RecordingNotifier()
+        sender = notifier.ReportSender(broker)
+        agent = self.agent(sender=sender)
+        agent.run_once()
+        self.assertTrue(sender.send_pending())
+        events = [event for event, _ in broker.sent]
+        self.assertEqual(notifier.EVENT_TYPE, events[-1])
+        told = [collector_actions.load_action(p)
+                for p in broker.of(notifier.ACTION_EVENT_TYPE)]
+        # home for the guest nova defined without a placement: its
+        # memory bound to node 0 and its vCPUs and emulator pinned there.
+        self.assertEqual(
+            ['set_nodeset', 'pin_vcpu', 'pin_vcpu', 'pin_emulator'],
+            [a['kind'] for a in told])
+        self.assertEqual({base.HOME_FROM_NOVA},
+                         {a['instance_uuid'] for a in told})
+        self.assertEqual({'applied'}, {a['outcome'] for a in told})
+        self.assertEqual(list(range(1, len(told) + 1)),
+                         [a['seq'] for a in told])
+        self.assertEqual({'nodes': [0]}, told[0]['details'])
+        self.assertTrue(told[0]['reason'].startswith('policy: home'),
+                        told[0])
+        self.assertEqual(len(told), sender.actions_sent)
+
+    def test_a_dry_run_tells_what_it_would_do(self):
+        broker = RecordingNotifier()
+        sender = notifier.ReportSender(broker)
+        agent = self.agent(sender=sender, dry_run=True)
+        agent.run_once()
+        sender.send_pending()
+        told = broker.of(notifier.ACTION_EVENT_TYPE)
+        self.assertTrue(told)
+        self.assertEqual({'dry_run'}, {a['outcome'] for a in told})
+
+    def test_actions_wait_for_the_broker_in_order(self):
+        broker = RecordingNotifier(fail=1)
+        sender = notifier.ReportSender(broker)
+        agent = self.agent(sender=sender)
+        agent.run_once()
+        self.assertFalse(sender.send_pending())  # broker down
+        self.assertTrue(sender.send_pending())
+        told = broker.of(notifier.ACTION_EVENT_TYPE)
+        self.assertEqual(list(range(1, agent.actions_told + 1)),
+                         [a['seq'] for a in told])
+
+    def test_actions_beyond_the_bound_drop_the_oldest(self):
+        broker = RecordingNotifier()
+        sender = notifier.ReportSender(broker)
+        self.useFixture(fixtures.MockPatchObject(
+            notifier, 'MAX_WAITING_ACTIONS', 2))
+        for seq in (1, 2, 3):
+            sender.submit_action({'seq': seq})
+        sender.send_pending()
+        self.assertEqual([{'seq': 2}, {'seq': 3}],
+                         broker.of(notifier.ACTION_EVENT_TYPE))
+        self.assertEqual(1, sender.actions_dropped)
 
     def test_stop_ends_the_loop_promptly(self):
         agent = self.agent()
