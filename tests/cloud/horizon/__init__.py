@@ -10,6 +10,7 @@ environment names it in ``NUMA_CLOUD_HORIZON_VENV``), under gunicorn on
 import json
 import os
 import secrets
+import signal
 import subprocess
 
 from tests.cloud import resources
@@ -61,14 +62,20 @@ class Horizon:
                     self.workdir, 'horizon-static')}
 
     def start(self):
+        if services.port_open(PORT):
+            # Another Horizon (or anything) there would be the one the
+            # browser photographs.
+            raise HorizonError(f'127.0.0.1:{PORT} is in use already: stop '
+                               f'what listens there first')
         log = open(self.log_path, 'w')
+        # A session of its own: stop() ends gunicorn's workers with it.
         self.process = subprocess.Popen(
             [os.path.join(self.venv, 'bin', 'gunicorn'),
              '--bind', f'127.0.0.1:{PORT}', '--workers', '1',
              '--threads', '4', '--timeout', '300',
              'tests.cloud.horizon.wsgi:application'],
             cwd=ROOT, env=self.environment(), stdout=log,
-            stderr=subprocess.STDOUT)
+            stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
         try:
             resources.wait_for(
@@ -95,10 +102,26 @@ class Horizon:
         return json.loads(result.stdout.strip().splitlines()[-1])
 
     def stop(self):
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
+        """End gunicorn and its workers, all of its process group.
+
+        Seen: each run's gunicorn worker outlived the run (its master
+        gone after the graceful shutdown's wait), still running hours
+        later.
+        """
+        if self.process is None:
+            return
+        _signal_group(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pass
+        _signal_group(self.process.pid, signal.SIGKILL)
+        self.process.wait()
         self.process = None
+
+
+def _signal_group(pgid, signum):
+    try:
+        os.killpg(pgid, signum)
+    except ProcessLookupError:
+        pass
