@@ -42,9 +42,9 @@ def cpus_from_map(bits):
     return frozenset(i for i, on in enumerate(bits) if on)
 
 
-def io_thread_ids(dom):
-    """The ids of the running guest's QEMU I/O threads (``<iothreads>``)."""
-    return [iothread for iothread, _ in
+def io_threads(dom):
+    """``[(id, CPUs)]`` of the running guest's QEMU I/O threads."""
+    return [(iothread, cpus_from_map(bits)) for iothread, bits in
             dom.ioThreadInfo(libvirt.VIR_DOMAIN_AFFECT_LIVE) or ()]
 
 
@@ -56,8 +56,6 @@ def emulator_affinity(dom):
     other CPUs than the emulator's makes the union differ from any one
     pin, and the agent pins both again.
     """
-    cpus = cpus_from_map(dom.emulatorPinInfo(
+    emulator = cpus_from_map(dom.emulatorPinInfo(
         libvirt.VIR_DOMAIN_AFFECT_LIVE) or ())
-    for _, bits in dom.ioThreadInfo(libvirt.VIR_DOMAIN_AFFECT_LIVE) or ():
-        cpus |= cpus_from_map(bits)
-    return cpus
+    return emulator.union(*(cpus for _, cpus in io_threads(dom)))

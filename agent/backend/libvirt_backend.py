@@ -523,8 +523,8 @@ class LibvirtBackend(backend.Backend):
         cpumap = calls.cpumap(cpus, self._cpumap_size())
         self._act(dom, f'pin emulator of {instance_uuid}', dom.pinEmulator,
                   cpumap, libvirt.VIR_DOMAIN_AFFECT_LIVE)
-        for iothread in self._act(dom, f'I/O threads of {instance_uuid}',
-                                  calls.io_thread_ids, dom):
+        for iothread, _ in self._act(dom, f'I/O threads of {instance_uuid}',
+                                     calls.io_threads, dom):
             self._act(dom, f'pin I/O thread {iothread} of {instance_uuid}',
                       dom.pinIOThread, iothread, cpumap,
                       libvirt.VIR_DOMAIN_AFFECT_LIVE)

@@ -147,7 +147,7 @@ class Agent:
         """
         if self.sender is None:
             return
-        for _name, action, outcome, error in notices:
+        for action, outcome, error in notices:
             self.actions_told += 1
             self.sender.submit_action(action_wire.notification(
                 self.host, self.actions_told, self._wall_clock(), action,

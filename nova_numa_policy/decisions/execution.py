@@ -267,7 +267,7 @@ class Outcome:
     endings: dict = dataclasses.field(default_factory=dict)
     pending: dict = dataclasses.field(default_factory=dict)
     # What the agent tells the collector, one per action decided:
-    # (strategy name, action with its reason tagged, outcome word of
+    # (action with its reason tagged by its strategy, outcome word of
     # nova_numa_policy.objects.action, the error of a failed one or
     # None). A failed plan's steps before the failure were rolled back:
     # its one failed action says so.
@@ -316,27 +316,23 @@ def carry_out(host, snapshot, decisions, dry_run=False):
         if dry_run or (result.failed is None
                        and result.applied == len(actions)):
             outcome.actions.extend(steps)
-        outcome.notices.extend(_notices(steps, actions, result, dry_run))
+        outcome.notices.extend(_notices(actions, result, dry_run))
     return outcome
 
 
-def _notices(steps, actions, result, dry_run):
+def _notices(actions, result, dry_run):
     """The :attr:`Outcome.notices` of one plan: pure.
 
     Every step of a dry run or of a plan applied whole; of a failed plan,
     the step that failed (a guest that went away meanwhile says nothing).
     """
-    names = [name for name, _ in steps]
     if dry_run:
-        return [(n, a, action_wire.DRY_RUN, None)
-                for n, a in zip(names, actions)]
+        return [(a, action_wire.DRY_RUN, None) for a in actions]
     if result.failed is None:
-        return [(n, a, action_wire.APPLIED, None)
-                for n, a in zip(names, actions)]
+        return [(a, action_wire.APPLIED, None) for a in actions]
     if result.failed_at is None:
         return []
-    return [(names[result.failed_at], actions[result.failed_at],
-             action_wire.FAILED, result.failed)]
+    return [(actions[result.failed_at], action_wire.FAILED, result.failed)]
 
 
 def period(runner, host, waiting=frozenset()):

@@ -39,15 +39,6 @@ def domain(name):
     return {'xml': xml, 'pid': pid, 'uuid': uuid, 'active': active}
 
 
-def domain_names():
-    """The names of every domain libvirt knows here."""
-    conn = libvirt.open(SYSTEM_URI)
-    try:
-        return sorted(d.name() for d in conn.listAllDomains())
-    finally:
-        conn.close()
-
-
 def cells_memory_kib():
     """{node: memory in KiB} of libvirt's host cells, as nova records them.
 

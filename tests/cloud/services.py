@@ -274,7 +274,7 @@ class Processes:
         running = [process for _spec, process in self._running.values()]
         self._running.clear()
         for process in running:
-            _kill_group(process.pid, signal.SIGTERM)
+            kill_group(process.pid, signal.SIGTERM)
         deadline = time.monotonic() + STOP_TIMEOUT
         for process in running:
             try:
@@ -283,11 +283,11 @@ class Processes:
                 pass
         for process in running:
             # Also what the leader left behind in its group (workers).
-            _kill_group(process.pid, signal.SIGKILL)
+            kill_group(process.pid, signal.SIGKILL)
             process.wait()
 
 
-def _kill_group(pgid, signum):
+def kill_group(pgid, signum):
     try:
         os.killpg(pgid, signum)
     except ProcessLookupError:

@@ -200,7 +200,7 @@ class MigrationTest(testtools.TestCase):
         records: every node empty, so the one with the most memory in
         MiB, as nova records a cell's (the lowest-numbered among equals).
         The emulated nodes get the same RAM, of which the kernel keeps
-        more on node 0 for itself.
+        different amounts for itself (seen: node 0 had more).
         """
         cells = CLOUD.computes[host].lab.call(
             'tests.cloud.inlab:cells_memory_kib')

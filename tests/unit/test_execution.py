@@ -198,7 +198,7 @@ class NoticesTest(testtools.TestCase):
 
     def told(self, outcome):
         return [(type(a).__name__, a.reason, word, error)
-                for _, a, word, error in outcome.notices]
+                for a, word, error in outcome.notices]
 
     def test_a_plan_applied_whole_tells_every_step(self):
         self.assertEqual(

@@ -110,18 +110,11 @@ class Horizon:
         """
         if self.process is None:
             return
-        _signal_group(self.process.pid, signal.SIGTERM)
+        services.kill_group(self.process.pid, signal.SIGTERM)
         try:
             self.process.wait(timeout=30)
         except subprocess.TimeoutExpired:
             pass
-        _signal_group(self.process.pid, signal.SIGKILL)
+        services.kill_group(self.process.pid, signal.SIGKILL)
         self.process.wait()
         self.process = None
-
-
-def _signal_group(pgid, signum):
-    try:
-        os.killpg(pgid, signum)
-    except ProcessLookupError:
-        pass
