@@ -361,17 +361,6 @@ def privsep_utime(nova_conf, path, timeout=600):
     return {'rc': result.returncode, 'stderr': result.stderr[-4000:]}
 
 
-def import_seconds(modules=('nova.compute.manager',
-                            'nova.virt.libvirt.driver',
-                            'nova_numa_policy.virt.driver')):
-    """Seconds a fresh interpreter takes to import ``modules``."""
-    started = time.monotonic()
-    subprocess.run([sys.executable, '-c',
-                    'import ' + ', '.join(modules)], check=True,
-                   cwd='/', capture_output=True)
-    return time.monotonic() - started
-
-
 class ComputeHost:
     """A lab host running nova-compute; a context manager."""
 
@@ -427,8 +416,9 @@ class ComputeHost:
                 os.path.join(self.workdir, 'plugin'))
             self.lab = machine.LabHost(
                 self.topology, python=self.python, hostname=self.name,
-                network=network.cloud_network(endpoints.PORTS.values(),
-                                              link=self.link, ssh=self.ssh))
+                network=network.cloud_network(
+                    (*endpoints.PORTS.values(), endpoints.PROBE_PORT),
+                    link=self.link, ssh=self.ssh))
             self.lab.boot()
             install_rootwrap(self.lab, self.python)
             os.makedirs(self._here())

@@ -22,6 +22,11 @@ PORTS = {
     'rabbitmq': 5672,
 }
 
+# Forwarded into each compute like a service's port, served by no
+# service: tests/cloud/test_compute.py opens and closes it to see the
+# forward reach this machine's loopback, and nothing when it is closed.
+PROBE_PORT = 8797
+
 # The cloud's own RabbitMQ virtual host: its RPC never meets the
 # functional tiers' on the machine's broker.
 RABBIT_VHOST = 'numa-cloud'

@@ -5,6 +5,7 @@ and talks to the service's API at 127.0.0.1.
 """
 
 import os
+import struct
 import time
 
 from tests.cloud import endpoints
@@ -20,14 +21,46 @@ class ResourceError(Exception):
     """A resource did not reach the state a test needs."""
 
 
-def make_raw_image(path, mib=IMAGE_MIB):
-    """A raw disk of ``mib`` MiB of zeros.
+# The boot sector's code: ``cli; hlt; jmp $-1``. The guest's CPU stops
+# for good once the firmware hands over, so QEMU's emulation thread
+# sleeps: a guest that found nothing to boot runs the firmware's retry
+# loop instead, and under TCG in a TCG lab host that took the lab host's
+# whole CPU from nova-compute and our agent.
+HALT_CODE = bytes((0xFA, 0xF4, 0xEB, 0xFD))
+SECTOR = 512
+PARTITION_TABLE = 446
+PARTITION_START = 2048
+LINUX_PARTITION = 0x83
+BOOT_SIGNATURE = b'\x55\xaa'
 
-    It boots no OS; nova only needs a disk to copy. No boot sector
-    either: glance's format inspector takes a bare 0x55AA signature for
-    a partition table without partitions and refuses the upload.
+
+def halting_boot_sector(mib):
+    """A master boot record that halts the CPU, with one partition.
+
+    The partition is there for glance's and nova's format inspectors:
+    a boot signature without a partition is refused as a broken
+    partition table; with one, the disk is a whole-disk image they
+    accept as ``raw``.
+    """
+    sector = bytearray(SECTOR)
+    sector[:len(HALT_CODE)] = HALT_CODE
+    sectors = mib * 1024 * 1024 // SECTOR
+    entry = struct.pack('<B3BB3BII', 0x80, 0, 0, 0, LINUX_PARTITION,
+                        0, 0, 0, PARTITION_START,
+                        sectors - PARTITION_START)
+    sector[PARTITION_TABLE:PARTITION_TABLE + len(entry)] = entry
+    sector[SECTOR - 2:] = BOOT_SIGNATURE
+    return bytes(sector)
+
+
+def make_raw_image(path, mib=IMAGE_MIB):
+    """A raw disk of ``mib`` MiB that boots into a halted CPU.
+
+    It boots no OS: nova needs a disk to copy, the tests a QEMU process
+    whose memory and threads the kernel places.
     """
     with open(path, 'wb') as f:
+        f.write(halting_boot_sector(mib))
         f.truncate(mib * 1024 * 1024)
     return path
 

@@ -1,20 +1,19 @@
 """The control plane, against its real services (no mocks).
 
-One control plane for the module, started once in setUpClass: its
-start is most of this module's time. Needs the machine's MariaDB and
-RabbitMQ on 127.0.0.1, and the ports of tests/cloud/endpoints.py free.
+The whole cloud's (tests/cloud/cloud.py), shared by the modules of the
+test process. Needs the machine's MariaDB and RabbitMQ on 127.0.0.1,
+and the ports of tests/cloud/endpoints.py free.
 """
 
 import os
 import re
-import tempfile
 import uuid
 
 import fixtures
 import testtools
 
 from nova_numa_policy.contracts import policy
-from tests.cloud import control
+from tests.cloud import cloud as cloud_mod
 from tests.cloud import endpoints
 from tests.cloud import infra
 from tests.cloud import layout as lay
@@ -24,30 +23,20 @@ from tests.cloud import resources
 EXTRA_SPEC_VALIDATION = {'OpenStack-API-Version': 'compute 2.86'}
 CATALOG_TYPES = {'identity', 'compute', 'placement', 'image', 'network',
                  'numa-policy'}
+CLOUD = None
+
+
+def setUpModule():
+    global CLOUD
+    CLOUD = cloud_mod.for_test_module()
 
 
 class ControlPlaneTest(testtools.TestCase):
 
-    cloud = None
-
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        workdir = os.environ.get('NUMA_CLOUD_WORKDIR') or tempfile.mkdtemp(
-            prefix='numa-cloud-')
-        cls.cloud = control.ControlPlane(workdir)
-        cls.cloud.start()
-        # stestr shows a test's output; this is the run's own record.
-        print(f'control plane up in {cls.cloud.startup_seconds:.1f} s '
-              f'(logs: {cls.cloud.layout.logs})', flush=True)
-        with open(os.path.join(workdir, 'startup-seconds'), 'w') as f:
-            f.write(f'{cls.cloud.startup_seconds:.1f}\n')
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.cloud is not None:
-            cls.cloud.stop()
-        super().tearDownClass()
+        cls.cloud = CLOUD.control
 
     def setUp(self):
         super().setUp()

@@ -1,38 +1,31 @@
-"""SSH into a lab host through this machine's loopback, as tempest would.
+"""SSH into a compute through this machine's loopback, as tempest does.
 
-One lab host with sshd (tests/labhost/ssh.py) and the forward from
-127.0.0.7 to it; paramiko (tempest's SSH client) logs in with the
-settings tempest's ``[numa_policy]`` group would be given. Skipped
-where a lab host cannot boot or no sshd was fetched
-(``python -m tests.labhost.emulator fetch``), failed instead with
-NUMA_POLICY_REQUIRE_LAB=1.
+The whole cloud's first compute (tests/cloud/cloud.py, shared by the
+modules of the test process), its sshd (tests/labhost/ssh.py) and the
+forward from 127.0.0.2 to it; paramiko (tempest's SSH client) logs in
+with the settings our tempest plugin's ``[numa_policy]`` group is given.
 """
 
-import shutil
 import socket
-import tempfile
 
 import paramiko
 import testtools
 
-from tests.labhost import initramfs
-from tests.labhost import machine
+from tests.cloud import cloud as cloud_mod
 from tests.labhost import network
 from tests.labhost import ssh
 
-HOSTNAME = 'lab-ssh'
-# Its loopback address's index (127.0.0.7): clear of the whole cloud's
-# computes (127.0.0.2 and .3), which may be up in the same test process.
-SSH_INDEX = 5
+HOSTNAME = cloud_mod.COMPUTES[0][0]
+ADDRESS = network.loopback_address(0)
 # Key exchange and sshd's re-execution per connection, under TCG on a
 # busy machine.
 CONNECT_TIMEOUT = 120
+CLOUD = None
 
 
-def _skip_unless_required(exc):
-    if machine.required():
-        raise exc
-    raise testtools.TestCase.skipException(str(exc))
+def setUpModule():
+    global CLOUD
+    CLOUD = cloud_mod.for_test_module()
 
 
 def _connect(settings, **credentials):
@@ -57,42 +50,15 @@ def _exec(client, command):
 
 
 class SshTest(testtools.TestCase):
-    """Root by the run's key at 127.0.0.7, never by password."""
+    """Root by the run's key at 127.0.0.2, never by password."""
 
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        cls.dir = tempfile.mkdtemp(prefix='numa-lab-ssh-')
-        cls.lab = None
-        try:
-            cls.key_path, public = ssh.make_key_pair(cls.dir)
-            cls.access = ssh.access(SSH_INDEX, public)
-            cls.settings = ssh.tempest_settings({HOSTNAME: cls.access},
-                                                cls.key_path)
-            # Booted from this (the test runner's main) thread, which
-            # outlives it: QEMU dies with the thread that started it.
-            cls.lab = machine.LabHost(
-                network=network.LabNetwork(ssh=cls.access),
-                hostname=HOSTNAME)
-            cls.lab.boot()
-            cls.lab.start_libvirtd()
-        except initramfs.LabUnavailable as exc:
-            cls._clean()
-            _skip_unless_required(exc)
-        except BaseException:
-            cls._clean()
-            raise
-
-    @classmethod
-    def _clean(cls):
-        if cls.lab is not None:
-            cls.lab.shutdown()
-        shutil.rmtree(cls.dir, ignore_errors=True)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls._clean()
-        super().tearDownClass()
+    def setUp(self):
+        super().setUp()
+        self.host = CLOUD.computes[HOSTNAME]
+        self.lab = self.host.lab
+        self.key_path = CLOUD.ssh_key
+        self.access = CLOUD.ssh_accesses[HOSTNAME]
+        self.settings = CLOUD.tempest_ssh_settings()
 
     def _client(self, **credentials):
         client = _connect(self.settings, **credentials)
@@ -100,10 +66,13 @@ class SshTest(testtools.TestCase):
         return client
 
     def test_tempest_reaches_it_at_the_second_loopback_address(self):
+        self.assertEqual('127.0.0.2', ADDRESS)
         self.assertEqual(
             {'ssh_user': 'root', 'ssh_private_key_path': self.key_path,
              'ssh_port': str(network.SSH_PORT),
-             'ssh_hosts': f'{HOSTNAME}:127.0.0.7',
+             'ssh_hosts': ','.join(
+                 f'{name}:{network.loopback_address(i)}'
+                 for i, (name, _) in enumerate(cloud_mod.COMPUTES)),
              'virsh_command': 'virsh'}, self.settings)
 
     def test_root_by_key_runs_virsh_on_the_lab_hosts_libvirt(self):
@@ -130,17 +99,19 @@ class SshTest(testtools.TestCase):
                           self.settings, pkey=stranger)
 
     def test_the_forward_listens_on_its_loopback_address_only(self):
-        # QEMU binds 127.0.0.7:port, not the wildcard: the same port of
+        # QEMU binds 127.0.0.2:port, not the wildcard: the same port of
         # 127.0.0.1 (and of every other address) is not the lab host's.
         with socket.socket() as s:
             s.settimeout(5)
             self.assertNotEqual(0, s.connect_ex(('127.0.0.1',
                                                  self.access.port)))
-        self.assertFalse(ssh.port_free('127.0.0.7', self.access.port))
+        self.assertFalse(ssh.port_free(ADDRESS, self.access.port))
         self.assertTrue(ssh.port_free('127.0.0.8', self.access.port))
 
-    def test_sshd_listens_on_the_cloud_nic_only(self):
+    def test_sshd_listens_on_the_cloud_nic_and_the_link_only(self):
         listening = self.lab.run('ss -ltnH').stdout
         self.assertIn(f'{network.CLOUD_ADDRESS.split("/")[0]}:22',
                       listening)
+        # The link's, for nova's ssh and scp of a cold migration.
+        self.assertIn(f'{self.host.link.ip}:22 ', listening)
         self.assertNotIn('0.0.0.0:22 ', listening)
