@@ -94,9 +94,10 @@ class CloudNicTest(testtools.TestCase):
             self.assertNotEqual(0, result.rc, address)
 
     def test_amqp_through_the_forward(self):
-        # The cloud's virtual host: a handshake, no message sent.
-        server = self.lab.call('tests.cloud.compute:amqp_handshake',
-                               lay.transport_url(GATEWAY))
+        # The cloud's virtual host, kombu's URL of it: a handshake, no
+        # message sent.
+        url = lay.transport_url(GATEWAY).replace('rabbit://', 'amqp://', 1)
+        server = self.lab.call('tests.cloud.compute:amqp_handshake', url)
         self.addDetail('broker', content.text_content(repr(server)))
         self.assertEqual('RabbitMQ', server['product'])
 
