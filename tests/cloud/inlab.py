@@ -16,7 +16,8 @@ PID_DIR = '/run/libvirt/qemu'
 def domain(name):
     """The running domain ``name`` as nova's driver defined it.
 
-    ``{'xml': live domain XML, 'pid': its QEMU process, 'uuid': ...}``;
+    ``{'xml': live domain XML, 'pid': its QEMU process, 'uuid': ...,
+    'active': ..., 'id': libvirt's domain id (-1 when not running)}``;
     None when libvirt has no domain of that name here.
     """
     conn = libvirt.open(SYSTEM_URI)
@@ -28,6 +29,7 @@ def domain(name):
         xml = dom.XMLDesc(0)
         uuid = dom.UUIDString()
         active = bool(dom.isActive())
+        domain_id = dom.ID()
     finally:
         conn.close()
     pid = None
@@ -36,7 +38,8 @@ def domain(name):
             pid = int(f.read().strip())
     except (FileNotFoundError, ValueError):
         pass
-    return {'xml': xml, 'pid': pid, 'uuid': uuid, 'active': active}
+    return {'xml': xml, 'pid': pid, 'uuid': uuid, 'active': active,
+            'id': domain_id}
 
 
 def cells_memory_kib():
@@ -58,11 +61,14 @@ def cells_memory_kib():
 
 
 def arrivals_handled(state_dir):
-    """The uuids whose live-migration arrival our agent here has handled."""
+    """{uuid: domain id} of the live-migration arrivals our agent handled.
+
+    The domain id tells one arrival of a guest from its next one here.
+    """
     import json
 
     try:
         with open(os.path.join(state_dir, 'arrivals.json')) as f:
-            return sorted(json.load(f)['handled'])
+            return json.load(f)['handled']
     except FileNotFoundError:
-        return []
+        return {}

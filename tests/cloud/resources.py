@@ -66,11 +66,17 @@ def make_raw_image(path, mib=IMAGE_MIB):
 
 
 def upload_image(session, path, name='numa-cloud-raw', timeout=60):
-    """Upload the raw disk at ``path`` to glance; the image once active."""
+    """Upload the raw disk at ``path`` to glance; the image once active.
+
+    Its guests are powered off at once (``os_shutdown_timeout`` 0): a
+    halted CPU never answers ACPI's power button, and nova would wait
+    its ``shutdown_timeout`` (60 s) for it before each cold migration
+    and resize.
+    """
     base = endpoints.url('glance') + '/v2/images'
     image = session.post(base, json={
         'name': name, 'disk_format': 'raw', 'container_format': 'bare',
-        'visibility': 'public'}).json()
+        'visibility': 'public', 'os_shutdown_timeout': '0'}).json()
     with open(path, 'rb') as f:
         session.put(f'{base}/{image["id"]}/file', data=f,
                     headers={'Content-Type': 'application/octet-stream',
