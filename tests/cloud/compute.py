@@ -330,37 +330,6 @@ def amqp_handshake(url, timeout=60):
         connection.release()
 
 
-# nova-compute's start up to its first privileged call, in a fresh
-# interpreter: the same monkey patching, its configuration, its root
-# helper given to privsep, then nova.privsep.path.utime, which builds a
-# server's image cache entry.
-_PRIVSEP_UTIME = """
-from nova import monkey_patch; monkey_patch.patch(backend='threading')
-import logging, shlex, sys
-logging.basicConfig(level=logging.INFO, stream=sys.stderr)
-from oslo_privsep import priv_context
-import nova.conf
-from nova import utils
-import nova.privsep.path
-nova.conf.CONF(['--config-file', sys.argv[1]], project='nova')
-priv_context.init(root_helper=shlex.split(utils.get_root_helper()))
-nova.privsep.path.utime(sys.argv[2])
-"""
-
-
-def privsep_utime(nova_conf, path, timeout=600):
-    """``nova.privsep.path.utime(path)`` as nova-compute calls it.
-
-    Its daemon for ``nova.privsep.sys_admin_pctxt`` is started through
-    the root helper ``nova_conf`` gives. Returns the exit status and
-    stderr, where privsep logs what its helper printed.
-    """
-    result = subprocess.run(
-        [sys.executable, '-c', _PRIVSEP_UTIME, nova_conf, path], cwd='/',
-        capture_output=True, text=True, timeout=timeout)
-    return {'rc': result.returncode, 'stderr': result.stderr[-4000:]}
-
-
 class ComputeHost:
     """A lab host running nova-compute; a context manager."""
 

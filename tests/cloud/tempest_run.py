@@ -217,8 +217,19 @@ def tempest_command(workspace, regex, concurrency, list_only=False):
     return argv + ['--concurrency', str(concurrency)]
 
 
+# tempest's lines in our output are marked (as they go) and indented
+# (in the summary): CI adds up the tiers' own "Ran N tests" and
+# " - Passed: N" lines, which tempest prints in the same form.
+RELAYED = 'tempest| '
+QUOTED = '    '
+
+
 def run_tempest(workspace, argv):
-    """Run tempest in the workspace, its output to ours and its log."""
+    """Run tempest in the workspace, its output to ours and its log.
+
+    Each line reaches our output marked with :data:`RELAYED`, and the
+    log as tempest wrote it.
+    """
     collected = []
     with open(workspace.run_log, 'w') as log:
         process = subprocess.Popen(argv, cwd=workspace.path,
@@ -226,7 +237,7 @@ def run_tempest(workspace, argv):
                                    stderr=subprocess.STDOUT, text=True,
                                    errors='replace')
         for line in process.stdout:
-            sys.stdout.write(line)
+            sys.stdout.write(RELAYED + line)
             sys.stdout.flush()
             log.write(line)
             collected.append(line)
@@ -262,7 +273,8 @@ def summary(outcome, returncode, output):
     tempest's closing lines, each test, those that did not pass, and the
     verdict.
     """
-    text = ['== tempest closing summary ==', *results.closing_lines(output),
+    text = ['== tempest closing summary ==',
+            *(QUOTED + line for line in results.closing_lines(output)),
             '', '== each test ==', *results.outcomes(outcome)]
     lines = results.report(outcome)
     if lines:

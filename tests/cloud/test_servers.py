@@ -327,6 +327,21 @@ class ServersTest(testtools.TestCase):
                 (server['OS-EXT-SRV-ATTR:host'], 'ovs'),
                 bound.get(server['id']), value)
 
+    def test_novas_privileged_daemon_started_through_rootwrap(self):
+        """nova-compute's privsep daemon, started through rootwrap and sudo.
+
+        A boot needs it (the image cache's files, the guest's disk and
+        tap): each compute that booted a server says it started it.
+        """
+        hosts = {s['OS-EXT-SRV-ATTR:host'] for s in self.servers.values()}
+        self.assertTrue(hosts)
+        for name in sorted(hosts):
+            log = CLOUD.computes[name].log()
+            self.assertIn('Spawned new privsep daemon via rootwrap', log,
+                          name)
+            self.assertRegex(log, r'privsep daemon running as pid \d+',
+                             name)
+
     def test_first_touch(self):
         self.check('first-touch')
 

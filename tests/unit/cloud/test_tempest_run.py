@@ -92,6 +92,32 @@ class SummaryTest(testtools.TestCase):
         self.assertIn('cloud tier tempest: FAILED', text)
         self.assertIn('no ssh', text)
 
+    def test_the_closing_lines_are_quoted_clear_of_ci_counters(self):
+        # .ci/run adds up lines starting " - Passed: N" and "Ran N tests":
+        # tempest's own, in the tier's output, must not count twice.
+        outcome = [tempest_results.Result('a.test_one', 'success')]
+        ok, text = tempest_run.summary(
+            outcome, 0, 'x\nTotals\n======\nRan: 1 tests in 2.0 sec.\n'
+                        ' - Passed: 1\n')
+        self.assertTrue(ok)
+        self.assertIn('    Ran: 1 tests in 2.0 sec.', text)
+        self.assertIn('     - Passed: 1', text)
+        self.assertNotRegex(text, r'(?m)^ - Passed: |^Ran ')
+
+    def test_tempests_lines_reach_our_output_marked(self):
+        workspace = tempestconf.Workspace(
+            self.useFixture(fixtures.TempDir()).path)
+        os.makedirs(os.path.dirname(workspace.run_log), exist_ok=True)
+        out = self.useFixture(fixtures.StringStream('stdout'))
+        self.useFixture(fixtures.MonkeyPatch('sys.stdout', out.stream))
+        code, output = tempest_run.run_tempest(
+            workspace, ['printf', ' - Passed: 3\\n'])
+        self.assertEqual((0, ' - Passed: 3\n'), (code, output))
+        self.assertEqual('tempest|  - Passed: 3\n',
+                         out.getDetails()['stdout'].as_text())
+        with open(workspace.run_log) as f:
+            self.assertEqual(' - Passed: 3\n', f.read())
+
 
 class CommandTest(testtools.TestCase):
 
