@@ -108,13 +108,13 @@ class SummaryTest(testtools.TestCase):
         workspace = tempestconf.Workspace(
             self.useFixture(fixtures.TempDir()).path)
         os.makedirs(os.path.dirname(workspace.run_log), exist_ok=True)
-        out = self.useFixture(fixtures.StringStream('stdout'))
+        out = self.useFixture(fixtures.StringStream('relayed'))
         self.useFixture(fixtures.MonkeyPatch('sys.stdout', out.stream))
         code, output = tempest_run.run_tempest(
             workspace, ['printf', ' - Passed: 3\\n'])
         self.assertEqual((0, ' - Passed: 3\n'), (code, output))
         self.assertEqual('tempest|  - Passed: 3\n',
-                         out.getDetails()['stdout'].as_text())
+                         out.getDetails()['relayed'].as_text())
         with open(workspace.run_log) as f:
             self.assertEqual(' - Passed: 3\n', f.read())
 
