@@ -180,6 +180,28 @@ def preload(names):
         importlib.import_module(name)
 
 
+def read_request(path):
+    """(request, error) of a request file; the error a line, or None.
+
+    A request names its result by its ``id``, the file's own name where
+    it gives none; one that is not a JSON object is answered with an
+    error under that name: a bad request never ends the server.
+    """
+    stem = os.path.splitext(os.path.basename(path))[0]
+    try:
+        with open(path) as f:
+            request = json.load(f)
+    except ValueError as exc:
+        return {'id': stem}, f'request {stem}: not JSON: {exc}'
+    if not isinstance(request, dict):
+        return {'id': stem}, f'request {stem}: not a JSON object'
+    request.setdefault('id', stem)
+    if request.get('kind') not in ('sh', 'call'):
+        return request, (f'request {request["id"]}: unknown kind '
+                         f'{request.get("kind")!r}')
+    return request, None
+
+
 def serve(share):
     requests = os.path.join(share, 'requests')
     results = os.path.join(share, 'results')
@@ -196,10 +218,15 @@ def serve(share):
             if not name.endswith('.json'):
                 continue
             path = os.path.join(requests, name)
-            with open(path) as f:
-                request = json.load(f)
+            request, error = read_request(path)
             os.unlink(path)
             active = True
+            if error:
+                write_json(os.path.join(results, f'{request["id"]}.json'),
+                           {'id': request['id'], 'rc': None,
+                            'timed_out': False, 'stdout': '',
+                            'stderr': error, 'error': error})
+                continue
             job = Running(request, workdir)
             try:
                 job.start()

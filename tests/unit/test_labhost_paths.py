@@ -74,3 +74,34 @@ class ServerPollingTest(testtools.TestCase):
     def test_a_request_brings_it_back_to_its_fastest(self):
         self.assertEqual(server.POLL_INTERVAL, server.next_poll_interval(
             server.IDLE_POLL_INTERVAL, active=True))
+
+
+class ReadRequestTest(testtools.TestCase):
+    """A bad request is answered with an error, never ends the server."""
+
+    def _file(self, name, text):
+        directory = tempfile.TemporaryDirectory()
+        self.addCleanup(directory.cleanup)
+        path = os.path.join(directory.name, name)
+        with open(path, 'w') as f:
+            f.write(text)
+        return path
+
+    def test_a_request_without_an_id_is_named_by_its_file(self):
+        request, error = server.read_request(self._file(
+            'x1.json', '{"kind": "sh", "cmd": "true"}'))
+        self.assertIsNone(error)
+        self.assertEqual('x1', request['id'])
+
+    def test_a_request_keeps_its_own_id(self):
+        request, error = server.read_request(self._file(
+            '7.json', '{"id": 7, "kind": "call", "target": "m:f"}'))
+        self.assertEqual((7, None), (request['id'], error))
+
+    def test_what_is_not_a_request_gets_an_error_under_its_name(self):
+        for text, why in (('{"kind": "sh"', 'not JSON'),
+                          ('[1, 2]', 'not a JSON object'),
+                          ('{"kind": "rm"}', "unknown kind 'rm'")):
+            request, error = server.read_request(self._file('bad.json', text))
+            self.assertEqual('bad', request['id'])
+            self.assertIn(why, error)
