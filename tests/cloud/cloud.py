@@ -171,6 +171,15 @@ class Nova:
     def delete_server(self, server_id):
         self.delete(f'/servers/{server_id}')
 
+    def wait_deleted(self, server_id, timeout=300):
+        """Return once nova answers 404 for the server."""
+        resources.wait_for(
+            lambda: self.session.get(
+                f'{self.base}/servers/{server_id}', headers=self.headers,
+                raise_exc=False, connect_retries=GET_RETRIES).status_code,
+            lambda status: status == 404, f'server {server_id} deleted',
+            timeout, interval=3)
+
 
 class Cloud:
     """The control plane and two compute lab hosts; start() and stop()."""

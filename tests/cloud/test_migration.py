@@ -106,13 +106,7 @@ class MigrationTest(testtools.TestCase):
     @classmethod
     def _delete(cls, server_id):
         cls.nova.delete_server(server_id)
-        resources.wait_for(
-            lambda: cls.nova.session.get(
-                f'{cls.nova.base}/servers/{server_id}',
-                headers=cls.nova.headers, raise_exc=False,
-                connect_retries=cloud_mod.GET_RETRIES).status_code,
-            lambda status: status == 404, f'server {server_id} deleted',
-            300, interval=3)
+        cls.nova.wait_deleted(server_id)
 
     def _host(self, server):
         return server['OS-EXT-SRV-ATTR:host']

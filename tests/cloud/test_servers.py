@@ -192,13 +192,7 @@ class ServersTest(testtools.TestCase):
             for server in cls.servers.values():
                 cls.nova.delete_server(server['id'])
             for server in cls.servers.values():
-                resources.wait_for(
-                    lambda: cls.nova.session.get(
-                        f'{cls.nova.base}/servers/{server["id"]}',
-                        headers=cls.nova.headers, raise_exc=False,
-                        connect_retries=cloud_mod.GET_RETRIES).status_code,
-                    lambda status: status == 404,
-                    f'server {server["id"]} deleted', 300, interval=3)
+                cls.nova.wait_deleted(server['id'])
         super().tearDownClass()
 
     # -- reading -----------------------------------------------------------

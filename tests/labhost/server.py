@@ -202,6 +202,13 @@ def read_request(path):
     return request, None
 
 
+def answer_error(results, request_id, error, stderr):
+    """The result of a request that never ran."""
+    write_json(os.path.join(results, f'{request_id}.json'),
+               {'id': request_id, 'rc': None, 'timed_out': False,
+                'stdout': '', 'stderr': stderr, 'error': error})
+
+
 def serve(share):
     requests = os.path.join(share, 'requests')
     results = os.path.join(share, 'results')
@@ -222,19 +229,14 @@ def serve(share):
             os.unlink(path)
             active = True
             if error:
-                write_json(os.path.join(results, f'{request["id"]}.json'),
-                           {'id': request['id'], 'rc': None,
-                            'timed_out': False, 'stdout': '',
-                            'stderr': error, 'error': error})
+                answer_error(results, request['id'], error, error)
                 continue
             job = Running(request, workdir)
             try:
                 job.start()
             except Exception:
-                write_json(os.path.join(results, f'{job.id}.json'),
-                           {'id': job.id, 'rc': None, 'timed_out': False,
-                            'stdout': '', 'stderr': traceback.format_exc(),
-                            'error': 'could not start'})
+                answer_error(results, job.id, 'could not start',
+                             traceback.format_exc())
                 continue
             running[job.id] = job
         for job_id, job in list(running.items()):
