@@ -4,8 +4,8 @@
 
 1. the control plane on this machine's 127.0.0.1
    (tests/cloud/control.py);
-2. ``lab-compute-1`` then ``lab-compute-2`` (tests/cloud/compute.py),
-   one after the other, on one link (192.168.77.0/24) with libvirtd
+2. ``lab-compute-1`` and ``lab-compute-2`` (tests/cloud/compute.py),
+   booted side by side, on one link (192.168.77.0/24) with libvirtd
    listening on it for migrations; in each, nova-compute with our
    driver and our agent as a long-running daemon (below);
 3. both computes registered with nova and mapped into cell1
@@ -30,6 +30,7 @@ live as long as the cloud (the services and QEMU die with it).
 """
 
 import atexit
+from concurrent import futures
 import configparser
 import functools
 import io
@@ -211,11 +212,10 @@ class Cloud:
             self.ssh_accesses = {
                 name: ssh_mod.access(index, public)
                 for index, (name, _) in enumerate(self.computes_wanted)}
-            for (name, topology), end in zip(self.computes_wanted, ends):
-                self._stage(f'{name}: boot, libvirtd, nova-compute and '
-                            f'agent started',
-                            functools.partial(self._start_compute, name,
-                                              topology, end, settings))
+            self._stage('both computes booted; libvirtd, nova-compute '
+                        'and the agents started',
+                        functools.partial(self._start_computes, ends,
+                                          settings))
             self._stage('computes registered and mapped into cell1',
                         self._register)
             self._stage("neutron's Open vSwitch agents alive",
@@ -236,18 +236,33 @@ class Cloud:
             print(f'cloud stage: {name}: {self.stages[name]:.1f} s',
                   flush=True)
 
-    def _start_compute(self, name, topology, end, settings):
-        host = compute_mod.ComputeHost(
-            name, python=self.python, settings=settings, topology=topology,
-            link=end, start_timeout=REGISTER_TIMEOUT,
-            state_disk_gb=STATE_DISK_GB, ssh=self.ssh_accesses[name],
-            ssh_key=self.ssh_key)
-        self.computes[name] = host
-        host.boot()
+    def _start_computes(self, ends, settings):
+        """Boot the computes side by side and start their services.
+
+        Each QEMU is started from this thread (it dies with it); the rest
+        of each compute's start, mostly waiting on its lab host, runs in
+        a thread of its own, so that one lab host's boot overlaps the
+        other's instead of following it (this machine has two cores).
+        """
+        for (name, topology), end in zip(self.computes_wanted, ends):
+            host = compute_mod.ComputeHost(
+                name, python=self.python, settings=settings,
+                topology=topology, link=end, start_timeout=REGISTER_TIMEOUT,
+                state_disk_gb=STATE_DISK_GB, ssh=self.ssh_accesses[name],
+                ssh_key=self.ssh_key)
+            self.computes[name] = host
+            host.launch()
+        with futures.ThreadPoolExecutor(len(self.computes)) as pool:
+            started = [pool.submit(self._start_services, host)
+                       for host in self.computes.values()]
+            for future in started:
+                future.result()
+
+    def _start_services(self, host):
+        host.finish_boot()
         host.start()
         host.start_l2_agent()
         self._start_agent(host)
-        return host
 
     def _start_agent(self, host):
         lab = host.lab

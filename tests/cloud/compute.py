@@ -373,6 +373,15 @@ class ComputeHost:
         return os.path.join(self.lab.share, SHARE_DIR, *parts)
 
     def boot(self):
+        self.launch()
+        return self.finish_boot()
+
+    def launch(self):
+        """Write nova.conf and start the lab host's QEMU; returns at once.
+
+        QEMU dies with the calling thread; :meth:`finish_boot` may run in
+        another.
+        """
         self.workdir = tempfile.mkdtemp(prefix='numa-compute-')
         try:
             prepare_environment(self.python)
@@ -388,10 +397,20 @@ class ComputeHost:
                 network=network.cloud_network(
                     (*endpoints.PORTS.values(), endpoints.PROBE_PORT),
                     link=self.link, ssh=self.ssh))
-            self.lab.boot()
+            self.lab.launch()
+        except BaseException:
+            self.shutdown()
+            raise
+        return self
+
+    def finish_boot(self):
+        """Once the lab host answers: rootwrap, nova.conf, libvirtd."""
+        try:
+            self.lab.wait_booted()
             install_rootwrap(self.lab, self.python)
             os.makedirs(self._here())
-            shutil.copy(conf, self._here('nova.conf'))
+            shutil.copy(os.path.join(self.workdir, 'nova.conf'),
+                        self._here('nova.conf'))
             # No private /dev per domain: libvirt's mount namespace made
             # without the host's /dev/urandom under the lab host's root
             # (QEMU: "Could not open '/dev/urandom'"), and nova gives

@@ -12,6 +12,7 @@ import dataclasses
 import re
 
 _NODE_PAGES = re.compile(r'\bN(\d+)=(\d+)\b')
+_PAGE_KB = re.compile(r'\bkernelpagesize_kB=(\d+)\b')
 # QEMU names a vCPU thread "CPU <n>/<accelerator>" (TCG or KVM).
 _VCPU_THREAD = re.compile(r'^CPU (\d+)/\w+$')
 # A thread's sched file: one line per node when NUMA balancing runs.
@@ -35,6 +36,7 @@ class Mapping:
     address: int
     policy: str
     pages: dict
+    page_kb: int = 4
 
     @property
     def total(self):
@@ -49,8 +51,23 @@ def mappings(numa_maps):
         if len(fields) < 2:
             continue
         pages = {int(n): int(p) for n, p in _NODE_PAGES.findall(line)}
-        result.append(Mapping(int(fields[0], 16), fields[1], pages))
+        size = _PAGE_KB.search(line)
+        result.append(Mapping(int(fields[0], 16), fields[1], pages,
+                              int(size.group(1)) if size else 4))
     return result
+
+
+def memory_mib_per_node(numa_maps):
+    """{node: MiB} resident of every mapping, as ``numastat -p`` sums them.
+
+    The guest's RAM, QEMU's own memory and the pages of its libraries
+    wherever the page cache holds them.
+    """
+    kib = {}
+    for mapping in mappings(numa_maps):
+        for node, pages in mapping.pages.items():
+            kib[node] = kib.get(node, 0) + pages * mapping.page_kb
+    return {node: total / 1024 for node, total in sorted(kib.items())}
 
 
 def guest_ram(numa_maps, ram_starts=()):

@@ -246,24 +246,46 @@ class LabHost:
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self.boot_seconds = None
+        self._started = None
         self.broken = False
 
     # -- life cycle -------------------------------------------------------
 
     def boot(self):
+        """Start QEMU and wait until the lab host answers requests."""
+        self.launch()
+        return self.wait_booted()
+
+    def launch(self):
+        """Start QEMU and return at once; :meth:`wait_booted` waits.
+
+        QEMU dies with the thread that called this one
+        (``PR_SET_PDEATHSIG``); waiting can be done by any thread, so
+        that several lab hosts boot side by side.
+        """
         kernel = check_available()
         emulator = emulator_mod.for_devices(
             topology_mod.devices_needed(self.topology))
         self.workdir = tempfile.mkdtemp(prefix='numa-lab-')
+        self._started = time.monotonic()
         try:
-            self._boot(kernel, emulator)
+            self._launch(kernel, emulator)
         except BaseException:
             self.shutdown()
             raise
         return self
 
-    def _boot(self, kernel, emulator):
-        started = time.monotonic()
+    def wait_booted(self):
+        try:
+            self._wait_ready(self._started + self.boot_timeout)
+        except BaseException:
+            self.shutdown()
+            raise
+        self.boot_seconds = time.monotonic() - self._started
+        return self
+
+    def _launch(self, kernel, emulator):
+        started = self._started
         compile_project()
         initrd = os.path.join(self.workdir, 'initrd.gz')
         with open(initrd, 'wb') as f:
@@ -288,8 +310,6 @@ class LabHost:
             env=emulator.environ())
         with _live_lock:
             _live.add(self)
-        self._wait_ready(started + self.boot_timeout)
-        self.boot_seconds = time.monotonic() - started
 
     def _wait_for_link_peer(self, deadline):
         # QEMU 7.2 gives up at once when the socket it connects to is not

@@ -28,6 +28,21 @@ class GuestRamTest(testtools.TestCase):
             NUMA_MAPS, ram_starts=(0x1234,)).total)
 
 
+class MemoryPerNodeTest(testtools.TestCase):
+
+    def test_every_mapping_counts_on_its_node(self):
+        self.assertEqual({0: (4745 + 3000) * 4 / 1024, 1: 10 * 4 / 1024},
+                         kernel.memory_mib_per_node(NUMA_MAPS))
+
+    def test_a_huge_page_mapping_counts_its_page_size(self):
+        text = ('7f3000000000 bind:1 file=/dev/hugepages/q huge dirty=2 '
+                'N1=2 kernelpagesize_kB=2048\n')
+        self.assertEqual({1: 4.0}, kernel.memory_mib_per_node(text))
+
+    def test_no_mapping_is_no_memory(self):
+        self.assertEqual({}, kernel.memory_mib_per_node(''))
+
+
 class InterleaveStepTest(testtools.TestCase):
 
     def test_base_pages_ask_for_nine_tenths_of_an_even_share(self):
