@@ -383,7 +383,7 @@ class ComputeHost:
         another.
         """
         self.workdir = tempfile.mkdtemp(prefix='numa-compute-')
-        try:
+        with machine.undone_on_error(self.shutdown):
             prepare_environment(self.python)
             conf = os.path.join(self.workdir, 'nova.conf')
             self.plugin_calls = write_nova_conf(
@@ -398,14 +398,11 @@ class ComputeHost:
                     (*endpoints.PORTS.values(), endpoints.PROBE_PORT),
                     link=self.link, ssh=self.ssh))
             self.lab.launch()
-        except BaseException:
-            self.shutdown()
-            raise
         return self
 
     def finish_boot(self):
         """Once the lab host answers: rootwrap, nova.conf, libvirtd."""
-        try:
+        with machine.undone_on_error(self.shutdown):
             self.lab.wait_booted()
             install_rootwrap(self.lab, self.python)
             os.makedirs(self._here())
@@ -427,9 +424,6 @@ class ComputeHost:
                 self.lab.run(migration_ssh_commands(
                     self._guest('migration_key'), self.link.address))
             self.lab.start_libvirtd()
-        except BaseException:
-            self.shutdown()
-            raise
         return self
 
     def _guest_log(self):

@@ -14,6 +14,7 @@ Emulated nodes have no latency difference: a lab host proves mechanisms
 
 import atexit
 import compileall
+import contextlib
 import ctypes
 import dataclasses
 import itertools
@@ -224,6 +225,16 @@ def _kill_all_at_exit():
 atexit.register(_kill_all_at_exit)
 
 
+@contextlib.contextmanager
+def undone_on_error(undo):
+    """Call ``undo`` if the block fails (interrupted too), then re-raise."""
+    try:
+        yield
+    except BaseException:
+        undo()
+        raise
+
+
 class LabHost:
     """One booted lab host; use as a context manager or call shutdown()."""
 
@@ -268,24 +279,17 @@ class LabHost:
             topology_mod.devices_needed(self.topology))
         self.workdir = tempfile.mkdtemp(prefix='numa-lab-')
         self._started = time.monotonic()
-        try:
+        with undone_on_error(self.shutdown):
             self._launch(kernel, emulator)
-        except BaseException:
-            self.shutdown()
-            raise
         return self
 
     def wait_booted(self):
-        try:
+        with undone_on_error(self.shutdown):
             self._wait_ready(self._started + self.boot_timeout)
-        except BaseException:
-            self.shutdown()
-            raise
         self.boot_seconds = time.monotonic() - self._started
         return self
 
     def _launch(self, kernel, emulator):
-        started = self._started
         compile_project()
         initrd = os.path.join(self.workdir, 'initrd.gz')
         with open(initrd, 'wb') as f:
@@ -302,7 +306,7 @@ class LabHost:
             (('hostroot', '/', True), ('lab', self.share, False)),
             accel=self.accel, qemu=emulator.command)
         args += network_mod.qemu_args(self.network)
-        self._wait_for_link_peer(started + LINK_WAIT)
+        self._wait_for_link_peer(self._started + LINK_WAIT)
         self._console = open(os.path.join(self.workdir, 'console.log'), 'wb')
         self._qemu = subprocess.Popen(
             args, stdin=subprocess.DEVNULL, stdout=self._console,

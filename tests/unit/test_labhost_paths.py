@@ -105,3 +105,26 @@ class ReadRequestTest(testtools.TestCase):
             request, error = server.read_request(self._file('bad.json', text))
             self.assertEqual('bad', request['id'])
             self.assertIn(why, error)
+
+
+class UndoneOnErrorTest(testtools.TestCase):
+
+    def test_a_failed_block_is_undone_and_its_error_raised(self):
+        undone = []
+        with testtools.ExpectedException(ValueError):
+            with machine.undone_on_error(lambda: undone.append(True)):
+                raise ValueError('boot failed')
+        self.assertEqual([True], undone)
+
+    def test_an_interrupted_block_is_undone_too(self):
+        undone = []
+        with testtools.ExpectedException(KeyboardInterrupt):
+            with machine.undone_on_error(lambda: undone.append(True)):
+                raise KeyboardInterrupt()
+        self.assertEqual([True], undone)
+
+    def test_a_block_that_ends_well_is_kept(self):
+        undone = []
+        with machine.undone_on_error(lambda: undone.append(True)):
+            pass
+        self.assertEqual([], undone)
