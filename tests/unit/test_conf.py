@@ -21,6 +21,7 @@ from nova_numa_policy.contracts import messaging
 from nova_numa_policy.contracts import policy
 from nova_numa_policy.decisions import enforcement
 from nova_numa_policy.objects import report as report_obj
+from tests.unit import conf_fixture
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -59,6 +60,24 @@ class ListOptsTest(testtools.TestCase):
             ValueError, conf.set_override, 'default_policy', 'sideways',
             group='numa_policy')
         self.assertIn('interleave', str(exc))
+
+
+class PrivateConfTest(testtools.TestCase):
+    """An override on a test's own ConfigOpts ends with the test."""
+
+    def test_an_override_does_not_reach_a_later_test(self):
+        class SetsAnOverride(testtools.TestCase):
+            def test(inner):
+                conf = inner.useFixture(conf_fixture.ProjectConf()).conf
+                conf.set_override('io_path_steering', True,
+                                  group='numa_policy_agent')
+                inner.assertTrue(conf.numa_policy_agent.io_path_steering)
+
+        result = testtools.TestResult()
+        SetsAnOverride('test').run(result)
+        self.assertTrue(result.wasSuccessful(), result.failures)
+        later = self.useFixture(conf_fixture.ProjectConf()).conf
+        self.assertFalse(later.numa_policy_agent.io_path_steering)
 
 
 class SampleIsCurrentTest(testtools.TestCase):

@@ -11,7 +11,6 @@ import logging
 import os
 
 import fixtures
-from oslo_config import cfg
 import testtools
 
 from nova_numa_policy.conf import agent as agent_conf
@@ -20,6 +19,7 @@ from agent.sensors import discovery
 from agent.sensors import sysfs
 from agent.service import cmd
 from tests import fixtures as host_fixtures
+from tests.unit import conf_fixture
 
 BRIDGE = 'sys/devices/pci0000:00/0000:00:01.0'
 
@@ -372,9 +372,8 @@ class AgentTest(SriovHostTest):
                           for n in topo.nics])
 
     def test_the_agent_matches_novas_specs_under_its_sysfs_root(self):
-        conf = cfg.ConfigOpts()
-        agent_conf.register_opts(conf)
-        conf([])
+        conf = self.useFixture(
+            conf_fixture.ProjectConf(modules=(agent_conf,))).conf
         conf.set_override('sysfs_root', self.root, group='numa_policy_agent')
         conf.set_override('ovs_db', '', group='numa_policy_agent')
         cmd.device_specs(conf)  # registers nova's option

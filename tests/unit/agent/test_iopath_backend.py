@@ -8,10 +8,8 @@ import json
 import os
 
 import fixtures
-from oslo_config import cfg
 import testtools
 
-from nova_numa_policy.conf import opts as nnp_opts
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import errors
 from nova_numa_policy.contracts import scope
@@ -24,6 +22,7 @@ from tests import fixtures as host_fixtures
 from tests.unit.agent import base
 from tests.unit.agent import iopath_files as files
 from tests.unit.agent import test_pagemove_backend as guest_files
+from tests.unit import conf_fixture
 
 PID = 6161
 
@@ -471,10 +470,10 @@ class WiringTest(testtools.TestCase):
         tmp = self.useFixture(fixtures.TempDir()).path
         root = host_fixtures.two_sockets_nic_on_node1(
             os.path.join(tmp, 'root'))
-        conf = cfg.ConfigOpts()
-        for module in nnp_opts.GROUP_MODULES:
-            module.register_opts(conf)
-        conf([])
+        conf = self.useFixture(conf_fixture.ProjectConf()).conf
+        # The agent hands its uplinks over at start: into the test's tree.
+        conf.set_override('uplinks_file', os.path.join(tmp, 'uplinks.json'),
+                          group='numa_policy')
         options.update(libvirt_uri='test://' + host_fixtures.write_host_xml(
             os.path.join(tmp, 'host.xml'), []), sysfs_root=root)
         for option, value in options.items():

@@ -1,30 +1,16 @@
 """The API app, with noauth, over a migrated SQLite database."""
 
 import fixtures
-from oslo_config import cfg
 import webob
 
-from nova_numa_policy.conf import opts
 from nova_numa_policy.rest import app
 from tests.unit.collector import base as collector_base
+from tests.unit import conf_fixture
 
 ADMIN = {'X-Roles': 'admin,member', 'X-Project-Id': 'admin-project',
          'X-User-Id': 'admin-user'}
 MEMBER = {'X-Roles': 'member,reader', 'X-Project-Id': 'some-project',
           'X-User-Id': 'some-user'}
-
-
-def make_conf(**api_overrides):
-    """A private ConfigOpts with every group of the project registered."""
-    conf = cfg.ConfigOpts()
-    for module in opts.GROUP_MODULES:
-        module.register_opts(conf)
-    conf([], project='nova-numa-policy', default_config_files=[],
-         default_config_dirs=[])
-    conf.set_override('auth_strategy', 'noauth', 'numa_policy_api')
-    for name, value in api_overrides.items():
-        conf.set_override(name, value, 'numa_policy_api')
-    return conf
 
 
 class ApiFixture(fixtures.Fixture):
@@ -37,7 +23,12 @@ class ApiFixture(fixtures.Fixture):
     def _setUp(self):
         self.storage = self.useFixture(
             collector_base.SqliteStorage()).storage
-        self.conf = make_conf(**self._overrides)
+        self.conf = self.useFixture(conf_fixture.ProjectConf(
+            project='nova-numa-policy', default_config_files=[],
+            default_config_dirs=[])).conf
+        self.conf.set_override('auth_strategy', 'noauth', 'numa_policy_api')
+        for name, value in self._overrides.items():
+            self.conf.set_override(name, value, 'numa_policy_api')
         self.app = app.build_app(self.conf, self.storage)
 
     def get(self, path, headers=ADMIN, method='GET'):
