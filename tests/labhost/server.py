@@ -176,8 +176,16 @@ def next_poll_interval(interval, active):
 
 
 def preload(names):
+    """Import each ``module``; call each ``module:function`` too.
+
+    What the server holds when it forks, every call's child has already:
+    imported modules, and what a called function caches.
+    """
     for name in names:
-        importlib.import_module(name)
+        module, _, function = name.partition(':')
+        loaded = importlib.import_module(module)
+        if function:
+            getattr(loaded, function)()
 
 
 def read_request(path):

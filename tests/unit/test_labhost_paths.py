@@ -1,10 +1,12 @@
 """The lab host's own code that runs without one: paths it binds, polling."""
 
 import os
+import sys
 import tempfile
 
 import testtools
 
+from nova_numa_policy.loops import runner
 from tests.labhost import machine
 from tests.labhost import server
 
@@ -55,6 +57,34 @@ class AgentConfigTest(testtools.TestCase):
             cfg.ConfigParser(f.name, sections).parse()
         self.assertEqual(['1000'],
                          sections['numa_policy_loops']['pages_per_second'])
+
+
+# What PreloadTest's named function was called with.
+PRELOADED = []
+
+
+def record_a_preload():
+    PRELOADED.append('called')
+
+
+class PreloadTest(testtools.TestCase):
+    """What the server holds before it forks, every call has."""
+
+    def test_a_module_is_imported_and_a_named_function_called(self):
+        self.addCleanup(PRELOADED.clear)
+        self.addCleanup(sys.modules.pop, 'xml.dom.pulldom', None)
+        sys.modules.pop('xml.dom.pulldom', None)
+        server.preload(['xml.dom.pulldom',
+                        f'{__name__}:record_a_preload'])
+        self.assertIn('xml.dom.pulldom', sys.modules)
+        self.assertEqual(['called'], PRELOADED)
+
+    def test_the_lab_hosts_calls_run_and_read_the_loops(self):
+        called = [name for name in machine.DEFAULT_PRELOAD if ':' in name]
+        self.assertEqual(['nova_numa_policy.loops.runner:registry'], called)
+        server.preload(called)
+        self.assertEqual(1, runner._entry_points.cache_info().currsize)
+        self.assertIn('carrefour', runner.registry())
 
 
 class ServerPollingTest(testtools.TestCase):
