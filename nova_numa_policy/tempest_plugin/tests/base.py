@@ -26,10 +26,12 @@ def skip_unless_deployed(skip_exception):
             '([service_available] numa_policy = False)')
 
 
-def create_flavor_like(test, flavors_client, flavor_ref, extra_specs):
+def create_flavor_like(add_cleanup, flavors_client, flavor_ref,
+                       extra_specs):
     """A new flavor sized like ``flavor_ref``, with ``extra_specs``.
 
-    Deleted at the end of ``test``.
+    Deleted by the clean-ups ``add_cleanup`` registers: a test's
+    ``addCleanup`` or a class's ``addClassResourceCleanup``.
     """
     template = flavors_client.show_flavor(flavor_ref)['flavor']
     flavor = flavors_client.create_flavor(
@@ -37,8 +39,8 @@ def create_flavor_like(test, flavors_client, flavor_ref, extra_specs):
                                   name='numa-policy'),
         ram=template['ram'], vcpus=template['vcpus'], disk=template['disk'],
         id=data_utils.rand_uuid())['flavor']
-    test.addCleanup(flavors_client.wait_for_resource_deletion, flavor['id'])
-    test.addCleanup(flavors_client.delete_flavor, flavor['id'])
+    add_cleanup(flavors_client.wait_for_resource_deletion, flavor['id'])
+    add_cleanup(flavors_client.delete_flavor, flavor['id'])
     if extra_specs:
         flavors_client.set_flavor_extra_spec(flavor['id'], **extra_specs)
     return flavor

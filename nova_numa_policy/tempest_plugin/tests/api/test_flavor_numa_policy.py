@@ -22,8 +22,8 @@ class FlavorNumaPolicyTest(compute_base.BaseV2ComputeAdminTest):
     def setUp(self):
         super().setUp()
         self.flavor = base.create_flavor_like(
-            self, self.admin_flavors_client, base.CONF.compute.flavor_ref,
-            extra_specs=None)
+            self.addCleanup, self.admin_flavors_client,
+            base.CONF.compute.flavor_ref, extra_specs=None)
 
     def _set(self, key, value):
         return self.admin_flavors_client.set_flavor_extra_spec(

@@ -1,7 +1,14 @@
 """Boot a guest with a NUMA policy and look at what really happened: where
 nova placed it, what the agent reported through the collector API, and
-the memory mode in the guest's libvirt domain XML."""
+the memory mode in the guest's libvirt domain XML.
 
+One guest for the class, booted once: each test only reads what
+happened to it, and a boot costs a minute where computes emulate their
+CPUs.
+"""
+
+from tempest.common import compute
+from tempest.common import waiters
 from tempest import config
 from tempest.lib.common.utils import test_utils
 from tempest.lib import decorators
@@ -34,17 +41,32 @@ class BootNumaPolicyTest(manager.ScenarioTest):
             cls.os_admin.auth_provider,
             **config.service_client_config('numa-policy'))
 
-    def _boot(self, policy):
+    @classmethod
+    def resource_setup(cls):
+        super().resource_setup()
+        cls.server = cls._boot(POLICY)
+
+    @classmethod
+    def _boot(cls, policy):
         """An ACTIVE server of a flavor asking for ``policy``.
 
         Returns the admin view, which has the host and the libvirt name.
+        Deleted, then its flavor, once the class's tests are done.
         """
         flavor = base.create_flavor_like(
-            self, self.admin_flavors_client, CONF.compute.flavor_ref,
-            {base.POLICY_KEY: policy})
-        server = self.create_server(flavor=flavor['id'],
-                                    wait_until='ACTIVE')
-        return self.admin_servers_client.show_server(server['id'])['server']
+            cls.addClassResourceCleanup, cls.admin_flavors_client,
+            CONF.compute.flavor_ref, {base.POLICY_KEY: policy})
+        servers_client = cls.os_primary.servers_client
+        server, _ = compute.create_test_server(
+            cls.os_primary, tenant_network=cls.get_tenant_network(),
+            flavor=flavor['id'], wait_until='ACTIVE')
+        cls.addClassResourceCleanup(
+            waiters.wait_for_server_termination, servers_client,
+            server['id'])
+        cls.addClassResourceCleanup(
+            test_utils.call_and_ignore_notfound_exc,
+            servers_client.delete_server, server['id'])
+        return cls.admin_servers_client.show_server(server['id'])['server']
 
     def _reported_instance(self, uuid, done):
         """Poll the collector API until ``done(instance)``; the instance.
@@ -86,7 +108,7 @@ class BootNumaPolicyTest(manager.ScenarioTest):
 
     @decorators.idempotent_id('017b9ae5-6a20-472a-9fc6-60dfd9539253')
     def test_agent_reports_the_instance_where_nova_placed_it(self):
-        server = self._boot(POLICY)
+        server = self.server
         host = server['OS-EXT-SRV-ATTR:host']
         instance = self._reported_instance(
             server['id'], lambda i: i['requested_policy'] == POLICY)
@@ -98,7 +120,7 @@ class BootNumaPolicyTest(manager.ScenarioTest):
 
     @decorators.idempotent_id('5a5863f9-f736-4ea5-b33c-9ee404163095')
     def test_agent_reports_the_policy_applied(self):
-        server = self._boot(POLICY)
+        server = self.server
         self._skip_unless_policy_can_apply(server['OS-EXT-SRV-ATTR:host'])
         instance = self._reported_instance(
             server['id'], lambda i: i['applied_policy'] == POLICY)
@@ -109,7 +131,7 @@ class BootNumaPolicyTest(manager.ScenarioTest):
         reason = whitebox.ssh_unconfigured_reason()
         if reason:
             raise self.skipException(reason)
-        server = self._boot(POLICY)
+        server = self.server
         host = server['OS-EXT-SRV-ATTR:host']
         self._skip_unless_policy_can_apply(host)
         xml = whitebox.ComputeHost(host).domain_xml(
