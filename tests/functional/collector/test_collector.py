@@ -41,7 +41,7 @@ class CollectorTestBase(testtools.TestCase):
         self.database = self.useFixture(svc.MariaDBDatabase())
         self.queues = self.useFixture(svc.RabbitQueues())
         migration.upgrade_url(self.database.url)
-        self.conf = rest_base.make_conf()
+        self.conf = self.useFixture(rest_base.NoauthConf()).conf
         self.conf.set_override('topic', self.queues.topic,
                                'numa_policy_reports')
         self.conf.set_override('pool', self.queues.pool,
