@@ -51,11 +51,11 @@ BOOT_TIMEOUT = 300.0
 # listen on the link's socket.
 LINK_WAIT = 120.0
 NOVA_UID = 4242
-# Imported once by the server before it forks a child per call. The
-# last entry is called: the loops' entry points, which stevedore
-# finds by reading every installed distribution's metadata (about 3 s of
-# each agent's start under emulation), read once for every agent the
-# server forks.
+# Imported once by the server before it forks a child per call; a
+# ``module:function`` entry is called too (tests/labhost/server.py). So
+# the loops' entry points, which stevedore finds by reading every
+# installed distribution's metadata (about 3 s of each agent's start
+# under emulation), are read once for every agent the server forks.
 DEFAULT_PRELOAD = ('libvirt', 'oslo_config.cfg', 'oslo_log.log',
                    'oslo_privsep.priv_context', 'oslo_messaging',
                    'nova_numa_policy.objects.wire', 'agent.service.cmd',
