@@ -18,6 +18,15 @@ class MigrationSshTest(testtools.TestCase):
         self.assertIn(f'IdentityFile {compute.MIGRATION_KEY}', config)
         self.assertIn('IdentitiesOnly yes', config)
 
+    def test_a_moves_ssh_and_scp_share_one_connection(self):
+        script = compute.migration_ssh_commands('/k', '192.168.77.2/24')
+        config = script.split('<<"LAB_EOF"\n')[1].split('LAB_EOF')[0]
+        self.assertIn('ControlMaster auto', config)
+        self.assertIn(f'ControlPath {compute.SSH_CONTROL_PATH}', config)
+        self.assertIn('ControlPersist', config)
+        # On the lab host's own tmpfs: its root is read-only.
+        self.assertTrue(compute.SSH_CONTROL_PATH.startswith('/tmp/'))
+
     def test_a_link_off_an_octet_boundary_is_refused(self):
         self.assertRaises(ValueError, compute.migration_ssh_commands,
                           '/k', '10.1.2.3/20')
