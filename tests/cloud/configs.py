@@ -50,12 +50,21 @@ def _common(layout, service):
     }
 
 
+# bcrypt's minimum (keystone's default is 12).
+PASSWORD_HASH_ROUNDS = 4
+
+
 def keystone(layout):
     keys = layout.data_dir('keystone')
     return {
         'DEFAULT': {'debug': DEBUG},
         'database': {'connection': lay.db_url('keystone')},
         'token': {'provider': 'fernet'},
+        # bcrypt's fewest rounds: every password login of a service or a
+        # test checks a hash, and keystone's default (12 rounds) made its
+        # one worker the busiest process on this machine while tempest
+        # made its users. The cloud's passwords are the run's own.
+        'identity': {'password_hash_rounds': str(PASSWORD_HASH_ROUNDS)},
         # The keys live in the work directory, not /etc/keystone.
         'fernet_tokens': {'key_repository': os.path.join(keys, 'fernet')},
         'fernet_receipts': {'key_repository': os.path.join(keys, 'fernet')},

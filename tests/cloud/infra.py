@@ -94,3 +94,15 @@ def _rabbitmqctl(argv, missing_ok=False):
 
 def delete_vhost():
     _rabbitmqctl(vhost_commands()[0], missing_ok=True)
+
+
+def keystone_password_hashes():
+    """Every password hash keystone keeps in the cloud's database."""
+    connection = _connect()
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute('SELECT password_hash FROM `%s`.password'
+                           % _checked(lay.db_name('keystone')))
+            return [row[0] for row in cursor.fetchall()]
+    finally:
+        connection.close()

@@ -14,6 +14,7 @@ import testtools
 
 from nova_numa_policy.contracts import policy
 from tests.cloud import cloud as cloud_mod
+from tests.cloud import configs
 from tests.cloud import endpoints
 from tests.cloud import infra
 from tests.cloud import layout as lay
@@ -158,6 +159,13 @@ class ControlPlaneTest(testtools.TestCase):
                           sections[section]['endpoint_override'])
         self.assertEqual('numa_policy_reports',
                          sections['numa_policy_reports']['topic'])
+
+    def test_keystone_hashes_passwords_with_the_fewest_rounds(self):
+        hashes = infra.keystone_password_hashes()
+        self.assertTrue(hashes)
+        prefix = f'$2b${configs.PASSWORD_HASH_ROUNDS:02d}$'
+        for password_hash in hashes:
+            self.assertTrue(password_hash.startswith(prefix), password_hash)
 
     def test_its_databases_are_the_clouds_only(self):
         self.assertEqual(sorted(lay.db_name(name) for name in lay.DATABASES),
