@@ -6,6 +6,11 @@ from tests.cloud import compute
 from tests.labhost import deploy
 
 
+def _client_config(script):
+    """The SSH client file that ``script`` writes, as written."""
+    return script.split('<<"LAB_EOF"\n')[1].split('LAB_EOF')[0]
+
+
 class MigrationSshTest(testtools.TestCase):
 
     def test_root_reaches_the_links_addresses_by_the_runs_key(self):
@@ -13,14 +18,14 @@ class MigrationSshTest(testtools.TestCase):
                                                 '192.168.77.2/24')
         self.assertIn('install -m 0600 /tmp/run/id_ed25519 '
                       f'{compute.MIGRATION_KEY}', script)
-        config = script.split('<<"LAB_EOF"\n')[1].split('LAB_EOF')[0]
+        config = _client_config(script)
         self.assertEqual('Host 192.168.77.*', config.splitlines()[0])
         self.assertIn(f'IdentityFile {compute.MIGRATION_KEY}', config)
         self.assertIn('IdentitiesOnly yes', config)
 
     def test_a_moves_ssh_and_scp_share_one_connection(self):
         script = compute.migration_ssh_commands('/k', '192.168.77.2/24')
-        config = script.split('<<"LAB_EOF"\n')[1].split('LAB_EOF')[0]
+        config = _client_config(script)
         self.assertIn('ControlMaster auto', config)
         self.assertIn(f'ControlPath {compute.SSH_CONTROL_PATH}', config)
         self.assertIn('ControlPersist', config)
