@@ -4,6 +4,7 @@ import os
 import sys
 import tempfile
 
+import fixtures
 import testtools
 
 from nova_numa_policy.loops import runner
@@ -158,3 +159,32 @@ class UndoneOnErrorTest(testtools.TestCase):
         with machine.undone_on_error(lambda: undone.append(True)):
             pass
         self.assertEqual([], undone)
+
+
+class AcceleratorTest(testtools.TestCase):
+
+    CPUINFO = ('processor\t: 0\nmodel name\t: Intel(R) Xeon(R)\n'
+               'flags\t\t: fpu sse4_2 {extra}popcnt\nbugs\t\t: spectre_v1\n')
+
+    def test_vt_x_or_svm_is_hardware_virtualisation(self):
+        self.assertTrue(machine.has_virtualisation(
+            self.CPUINFO.format(extra='vmx ')))
+        self.assertTrue(machine.has_virtualisation(
+            self.CPUINFO.format(extra='svm ')))
+
+    def test_neither_flag_is_none(self):
+        # "vmx flags" lines and flags that merely contain the letters do
+        # not count.
+        text = self.CPUINFO.format(extra='vmxnet ') + 'vmx flags\t: vnmi\n'
+        self.assertFalse(machine.has_virtualisation(text))
+
+    def test_no_probe_boot_where_the_cpu_cannot_virtualise(self):
+        cpuinfo = os.path.join(self.useFixture(
+            fixtures.TempDir()).path, 'cpuinfo')
+        with open(cpuinfo, 'w') as f:
+            f.write(self.CPUINFO.format(extra=''))
+        self.useFixture(fixtures.MockPatch('os.access', return_value=True))
+        self.assertFalse(machine._kvm_usable(cpuinfo))
+        with open(cpuinfo, 'w') as f:
+            f.write(self.CPUINFO.format(extra='vmx '))
+        self.assertTrue(machine._kvm_usable(cpuinfo))
