@@ -51,10 +51,10 @@ class HorizonStopTest(testtools.TestCase):
         self.addCleanup(horizon.services.kill_group, served.process.pid,
                         signal.SIGKILL)
         deadline = time.monotonic() + 10
-        while written_pid(child_file) is None:
+        while (child := written_pid(child_file)) is None:
             self.assertLess(time.monotonic(), deadline, 'no child started')
             time.sleep(0.05)
-        return written_pid(child_file)
+        return child
 
     def test_stop_ends_the_whole_group(self):
         workdir = self.useFixture(fixtures.TempDir()).path
