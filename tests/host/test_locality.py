@@ -52,6 +52,10 @@ DISK = ("<devices><disk type='file' device='disk'>"
 # Samples the tests wait for before they judge anything.
 ENOUGH_SAMPLES = 64
 SAMPLING_TIMEOUT = 240
+# How long the agent's Carrefour periods may take to move the written
+# pages: one period (about 20 s in the lab host) unless the kernel's
+# sampling or marking got in the way of the first.
+CARREFOUR_TIMEOUT = 120
 # A guest the writer is not.
 OTHER_UUID = '1c9f3b63-4d2e-4f60-9bac-1d2e3f4a5b6c'
 # The shared-pages tests' buffer: 2048 pages.
@@ -63,6 +67,13 @@ COUNT_TIMEOUT = 60
 
 def sampled_nodes(thread):
     return {node for node, faults in thread.faults.items() if faults}
+
+
+def carrefour_lines(log):
+    """The agent's lines on Carrefour and its page moves, of its log."""
+    return [line for line in log.splitlines()
+            if 'carrefour' in line or 'not moved' in line
+            or 'could not be moved' in line]
 
 
 def local_share(thread):
@@ -130,6 +141,18 @@ class _MemoryWriterTest(base.LabTestCase):
             guest, lambda t, v: sum(t.faults.values()) >= ENOUGH_SAMPLES,
             f'{ENOUGH_SAMPLES} hinting faults of the vCPU thread'))
 
+    def carrefour_period(self, guest, dry_run=False):
+        """One period of the agent's Carrefour loop: what it did and left.
+
+        (its report, its MovePages actions on ``guest``, its log, the
+        kernel's view of the guest after it)
+        """
+        (report,), (actions,), log = self.run_agent(
+            page_migration=True, dry_run=dry_run, loops=('carrefour',))
+        moves = [a for a in actions
+                 if a[:3] == ['carrefour', 'MovePages', guest.uuid]]
+        return report, moves, log, self.view(guest)
+
     def agent_config(self, **options):
         # Appended to [numa_policy_loops], the base configuration's last
         # section: act in the first period, on the lab's samples.
@@ -151,8 +174,13 @@ class HintingFaultSignalTest(_MemoryWriterTest):
         self.assertEqual(self.node_cpus(0), thread.cpus_allowed)
         self.assertEqual({1}, sampled_nodes(thread), thread)
         # Dry run: the decision, without the kernel being asked to move.
-        (report,), (actions,), log = self.run_agent(
-            page_migration=True, dry_run=True, loops=('carrefour',))
+        # In the first period, or a later one if the kernel's decaying
+        # count fell below Carrefour's threshold meanwhile.
+        report, moves, log, _ = self.eventually(
+            lambda: self.carrefour_period(guest, dry_run=True),
+            lambda seen: seen[1], 'a Carrefour period planning a move',
+            CARREFOUR_TIMEOUT,
+            describe=lambda seen: carrefour_lines(seen[2]))
         self.assertEqual('hinting-faults', report.locality_signal)
         for value in ('first-touch+carrefour', 'interleave+carrefour',
                       'auto'):
@@ -161,9 +189,6 @@ class HintingFaultSignalTest(_MemoryWriterTest):
         # One node sampled among the guest's two (vCPU on 0, memory on
         # 1): an imbalance of 100 %, the moderate class.
         self.assertEqual('moderate', reported.access_class)
-        moves = [a for a in actions if a[:3] == ['carrefour', 'MovePages',
-                                                 guest.uuid]]
-        self.assertTrue(moves, actions)
         self.assert_carrefour_saw_remote_accesses(log)
         self.assertEqual({1}, {n for n, p in self.view(guest).ram.pages.items()
                                if p})
@@ -330,25 +355,32 @@ class CarrefourOnHintingFaultsTest(_MemoryWriterTest):
         self.open_node0_to_the_emulator_only(guest)
         before = self.view(guest)
         self.assertEqual({1}, {n for n, p in before.ram.pages.items() if p})
-        (report,), (actions,), log = self.run_agent(
-            page_migration=True, loops=('carrefour',))
-        self.assertIn(['carrefour', 'MovePages', guest.uuid],
-                      [a[:3] for a in actions])
+        # The written pages (576 KiB, in the guest's first 2 MiB: one
+        # transparent huge page) reach node 0 in the first period, or in
+        # a later one. A period may rightly leave them: the samples are a
+        # decaying average the kernel halves at each scan, so a count
+        # above Carrefour's threshold when read here can be below it when
+        # the agent reads it; and on this kernel (6.1) move_pages cannot
+        # move a page the scanner has just marked and nobody touched
+        # since. (A CI run failed the one-period form of this test; its
+        # output did not keep which of the checks.)
+        report, moves, log, after = self.eventually(
+            lambda: self.carrefour_period(guest),
+            lambda seen: seen[1] and seen[3].ram.pages.get(0, 0) >= 576 // 4,
+            'a Carrefour period moving the written pages to node 0',
+            CARREFOUR_TIMEOUT,
+            describe=lambda seen: f'moves {seen[1]}, pages '
+                                  f'{seen[3].ram.pages}; agent: '
+                                  f'{carrefour_lines(seen[2])}')
         self.assert_carrefour_saw_remote_accesses(log)
         # The plan was carried out: the kernel refused none of it.
         self.assertEqual('applied',
                          self.reported(report, guest).enforcement)
-        after = self.view(guest)
-        # The written pages (576 KiB, in the guest's first 2 MiB) are on
-        # node 0, and the kernel migrated nothing for the vCPU: Carrefour
-        # moved them.
-        self.assertGreaterEqual(after.ram.pages.get(0, 0), 576 // 4,
-                                after.ram.pages)
+        # The kernel migrated nothing for the vCPU: Carrefour moved them.
         self.assertEqual(self.vcpu(guest, before).pages_migrated,
                          self.vcpu(guest, after).pages_migrated)
-        # On this kernel (6.1) move_pages cannot move a page the
-        # scanner marked and nobody touched since: the cold rest stays,
-        # and the agent says why.
+        # The cold rest stays where the scanner marked it, and the agent
+        # says why.
         if kernel.share_on(after.ram.pages, {0}) < 0.9:
             self.assertIn("marked them for a hinting fault", log)
         # The kernel goes on sampling: the writes now land local. (QEMU's
