@@ -39,12 +39,23 @@ class PrivilegedHelperTest(base.LabTestCase):
     def setUp(self):
         super().setUp()
         deploy.write_config(self.lab, self.agent_config(page_migration=True))
-        self.guest = self.start_guest({}, memory_mb=64, paused=True)
+        self._guest = None
         # Any other process of QEMU's user: what a pid could name instead.
         self.other = int(self.lab.run(
             'setpriv --reuid=libvirt-qemu --regid=libvirt-qemu '
             '--clear-groups sleep 600 >/dev/null 2>&1 & echo $!').stdout)
         self.addCleanup(self.lab.run, f'kill {self.other}', check=False)
+
+    @property
+    def guest(self):
+        """A paused guest, started when a test first asks for it.
+
+        Three of the tests never name a guest: they need no domain, and
+        a domain's start costs seconds of the lab host's emulated CPUs.
+        """
+        if self._guest is None:
+            self._guest = self.start_guest({}, memory_mb=64, paused=True)
+        return self._guest
 
     def probe(self, *probes, helper_command=None, user='nova'):
         return self.probe_daemons(*probes, helper_command=helper_command,
