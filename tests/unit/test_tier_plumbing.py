@@ -1,4 +1,5 @@
-"""How the tiers are run and timed: the host tier's workers, CI's table."""
+"""How the tiers are run and timed: the host tier's workers, CI's table
+and what it prints of a failure."""
 
 import importlib.util
 import os
@@ -13,12 +14,16 @@ WORKERS = os.path.join(ROOT, 'tests', 'host', 'workers.yaml')
 HOST_TESTS = os.path.join(ROOT, 'tests', 'host')
 
 
-def _load_tiers():
+def _load_ci(name):
     spec = importlib.util.spec_from_file_location(
-        'ci_tiers', os.path.join(ROOT, '.ci', 'tiers.py'))
+        f'ci_{name}', os.path.join(ROOT, '.ci', f'{name}.py'))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _load_tiers():
+    return _load_ci('tiers')
 
 
 class HostWorkersTest(testtools.TestCase):
@@ -94,3 +99,91 @@ class TierTableTest(testtools.TestCase):
         self.assertEqual(['unit', 'FAIL', '1035', '118'], rows[1])
         self.assertEqual(['docs', 'OK', '-', '40'], rows[4])
         self.assertEqual(['whole', 'run', '1320'], rows[-1])
+
+
+# As stestr prints a failure (a captured log before the traceback) and
+# Django's runner one, between passing tests.
+FAILING_OUTPUT = """\
+{0} tests.host.test_a.T.test_ok [1.2s] ... ok
+{1} tests.host.test_a.T.test_moves [43.7s] ... FAILED
+
+Captured agent-log:
+~~~~~~~~~~~~~~~~~~~
+    2026-11-28 INFO agent: Rebalancing loops started
+a line of the log that no traceback has
+ERROR: a log line, not a test
+
+Captured traceback:
+~~~~~~~~~~~~~~~~~~~
+    Traceback (most recent call last):
+
+      File "tests/host/test_a.py", line 7, in test_moves
+    self.assertIn(x, y)
+
+    testtools.matchers._impl.MismatchError: 'MovePages' not in []
+
+{0} tests.host.test_a.T.test_after [2.0s] ... ok
+
+==============================
+Failed 1 tests - output below:
+==============================
+
+tests.host.test_a.T.test_moves
+------------------------------
+
+Captured traceback:
+~~~~~~~~~~~~~~~~~~~
+    the same traceback again
+======================================================================
+FAIL: test_panel (numa.tests.PanelTest.test_panel)
+----------------------------------------------------------------------
+Traceback (most recent call last):
+  File "numa/tests.py", line 3, in test_panel
+    self.assertContains(response, 'node 0')
+AssertionError: False is not true : Couldn't find 'node 0'
+
+----------------------------------------------------------------------
+Ran 17 tests in 30.1s
+"""
+
+
+class FailureReportTest(testtools.TestCase):
+    """What .ci/run prints last of each failing test: why it failed."""
+
+    def setUp(self):
+        super().setUp()
+        self.failures = _load_ci('failures')
+
+    def test_each_failure_once_with_its_traceback_and_no_log(self):
+        found = self.failures.failures(FAILING_OUTPUT.splitlines())
+        self.assertEqual(['tests.host.test_a.T.test_moves',
+                          'test_panel (numa.tests.PanelTest.test_panel)'],
+                         list(found))
+        moves = '\n'.join(found['tests.host.test_a.T.test_moves'])
+        self.assertIn("MismatchError: 'MovePages' not in []", moves)
+        self.assertNotIn('Rebalancing loops', moves)
+        self.assertNotIn('the same traceback again', moves)
+        panel = found['test_panel (numa.tests.PanelTest.test_panel)']
+        self.assertEqual("AssertionError: False is not true : Couldn't "
+                         "find 'node 0'", panel[-2])
+        self.assertNotIn('Ran 17 tests in 30.1s', panel)
+
+    def test_the_report_keeps_each_tracebacks_end_cut_to_width(self):
+        found = {'t.test_x': ['    Traceback (most recent call last):']
+                 + [f'  frame {n}' for n in range(20)]
+                 + ['', 'AssertionError: ' + 'x' * 1000]}
+        lines = self.failures.report(found, lines_per_failure=3,
+                                     width=100).splitlines()
+        self.assertEqual('FAILED t.test_x', lines[0])
+        self.assertEqual('    ... (19 lines of the traceback above)',
+                         lines[1])
+        self.assertEqual(['  frame 18', '  frame 19'], lines[2:4])
+        self.assertTrue(lines[4].startswith('AssertionError: xxx'))
+        self.assertTrue(lines[4].endswith(' ... (1016 characters)'))
+        self.assertEqual(100 + len(' ... (1016 characters)'),
+                         len(lines[4]))
+
+    def test_no_failure_prints_nothing(self):
+        passing = '{0} tests.host.test_a.T.test_ok [1.2s] ... ok\n'
+        self.assertEqual('', self.failures.report(
+            self.failures.failures(passing.splitlines())))
