@@ -21,6 +21,7 @@ what the kernel samples and what the agent does with it, not any gain.
 
 import re
 import time
+import typing
 
 from nova_numa_policy.contracts import policy
 
@@ -74,6 +75,17 @@ def carrefour_lines(log):
     return [line for line in log.splitlines()
             if 'carrefour' in line or 'not moved' in line
             or 'could not be moved' in line]
+
+
+class CarrefourPeriod(typing.NamedTuple):
+    """One period of the agent's Carrefour loop, and the kernel after it."""
+
+    report: object
+    # Its MovePages actions on the guest.
+    moves: list
+    log: str
+    # The kernel's view of the guest once the period ended.
+    view: object
 
 
 def local_share(thread):
@@ -142,16 +154,12 @@ class _MemoryWriterTest(base.LabTestCase):
             f'{ENOUGH_SAMPLES} hinting faults of the vCPU thread'))
 
     def carrefour_period(self, guest, dry_run=False):
-        """One period of the agent's Carrefour loop: what it did and left.
-
-        (its report, its MovePages actions on ``guest``, its log, the
-        kernel's view of the guest after it)
-        """
+        """One period of the agent's Carrefour loop: a CarrefourPeriod."""
         (report,), (actions,), log = self.run_agent(
             page_migration=True, dry_run=dry_run, loops=('carrefour',))
         moves = [a for a in actions
                  if a[:3] == ['carrefour', 'MovePages', guest.uuid]]
-        return report, moves, log, self.view(guest)
+        return CarrefourPeriod(report, moves, log, self.view(guest))
 
     def agent_config(self, **options):
         # Appended to [numa_policy_loops], the base configuration's last
@@ -176,11 +184,12 @@ class HintingFaultSignalTest(_MemoryWriterTest):
         # Dry run: the decision, without the kernel being asked to move.
         # In the first period, or a later one if the kernel's decaying
         # count fell below Carrefour's threshold meanwhile.
-        report, moves, log, _ = self.eventually(
+        period = self.eventually(
             lambda: self.carrefour_period(guest, dry_run=True),
-            lambda seen: seen[1], 'a Carrefour period planning a move',
+            lambda seen: seen.moves, 'a Carrefour period planning a move',
             CARREFOUR_TIMEOUT,
-            describe=lambda seen: carrefour_lines(seen[2]))
+            describe=lambda seen: carrefour_lines(seen.log))
+        report = period.report
         self.assertEqual('hinting-faults', report.locality_signal)
         for value in ('first-touch+carrefour', 'interleave+carrefour',
                       'auto'):
@@ -189,8 +198,9 @@ class HintingFaultSignalTest(_MemoryWriterTest):
         # One node sampled among the guest's two (vCPU on 0, memory on
         # 1): an imbalance of 100 %, the moderate class.
         self.assertEqual('moderate', reported.access_class)
-        self.assert_carrefour_saw_remote_accesses(log)
-        self.assertEqual({1}, {n for n, p in self.view(guest).ram.pages.items()
+        self.assert_carrefour_saw_remote_accesses(period.log)
+        # A dry run moves nothing: the kernel's view after the period.
+        self.assertEqual({1}, {n for n, p in period.view.ram.pages.items()
                                if p})
 
     def test_without_the_kernels_balancing_there_is_no_signal(self):
@@ -364,18 +374,20 @@ class CarrefourOnHintingFaultsTest(_MemoryWriterTest):
         # move a page the scanner has just marked and nobody touched
         # since. (A CI run failed the one-period form of this test; its
         # output did not keep which of the checks.)
-        report, moves, log, after = self.eventually(
+        period = self.eventually(
             lambda: self.carrefour_period(guest),
-            lambda seen: seen[1] and seen[3].ram.pages.get(0, 0) >= 576 // 4,
+            lambda seen: seen.moves and seen.view.ram.pages.get(0, 0)
+            >= 576 // 4,
             'a Carrefour period moving the written pages to node 0',
             CARREFOUR_TIMEOUT,
-            describe=lambda seen: f'moves {seen[1]}, pages '
-                                  f'{seen[3].ram.pages}; agent: '
-                                  f'{carrefour_lines(seen[2])}')
+            describe=lambda seen: f'moves {seen.moves}, pages '
+                                  f'{seen.view.ram.pages}; agent: '
+                                  f'{carrefour_lines(seen.log)}')
+        log, after = period.log, period.view
         self.assert_carrefour_saw_remote_accesses(log)
         # The plan was carried out: the kernel refused none of it.
         self.assertEqual('applied',
-                         self.reported(report, guest).enforcement)
+                         self.reported(period.report, guest).enforcement)
         # The kernel migrated nothing for the vCPU: Carrefour moved them.
         self.assertEqual(self.vcpu(guest, before).pages_migrated,
                          self.vcpu(guest, after).pages_migrated)

@@ -6,6 +6,7 @@ compromised agent would run as, against the real privsep daemon that
 sudo starts. The account it runs as is the default: QEMU's.
 """
 
+import functools
 import shlex
 
 from tests.host import base
@@ -39,23 +40,20 @@ class PrivilegedHelperTest(base.LabTestCase):
     def setUp(self):
         super().setUp()
         deploy.write_config(self.lab, self.agent_config(page_migration=True))
-        self._guest = None
         # Any other process of QEMU's user: what a pid could name instead.
         self.other = int(self.lab.run(
             'setpriv --reuid=libvirt-qemu --regid=libvirt-qemu '
             '--clear-groups sleep 600 >/dev/null 2>&1 & echo $!').stdout)
         self.addCleanup(self.lab.run, f'kill {self.other}', check=False)
 
-    @property
+    @functools.cached_property
     def guest(self):
         """A paused guest, started when a test first asks for it.
 
         Three of the tests never name a guest: they need no domain, and
         a domain's start costs seconds of the lab host's emulated CPUs.
         """
-        if self._guest is None:
-            self._guest = self.start_guest({}, memory_mb=64, paused=True)
-        return self._guest
+        return self.start_guest({}, memory_mb=64, paused=True)
 
     def probe(self, *probes, helper_command=None, user='nova'):
         return self.probe_daemons(*probes, helper_command=helper_command,

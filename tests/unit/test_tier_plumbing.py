@@ -22,10 +22,6 @@ def _load_ci(name):
     return module
 
 
-def _load_tiers():
-    return _load_ci('tiers')
-
-
 class HostWorkersTest(testtools.TestCase):
     """Every host test module runs, on exactly one of the two workers."""
 
@@ -81,7 +77,7 @@ class TierTableTest(testtools.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.tiers = _load_tiers()
+        self.tiers = _load_ci('tiers')
 
     def test_each_tiers_tests_and_seconds(self):
         tallied = self.tiers.tally(TOX_OUTPUT.splitlines())
