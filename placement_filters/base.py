@@ -25,7 +25,9 @@ def settings():
         ttl=group.report_ttl,
         strict=group.no_report_mode == sched_conf.STRICT,
         threshold=group.node_load_threshold,
-        weigh_plain_flavors=group.weigh_plain_flavors)
+        weigh_plain_flavors=group.weigh_plain_flavors,
+        vcpu_load=group.expected_vcpu_load,
+        filter_plain_flavors=group.filter_plain_flavors)
 
 
 def _image_props(spec_obj):

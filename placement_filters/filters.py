@@ -7,6 +7,11 @@ filters and weighers asks first. A rejection is logged at DEBUG with the
 host, node and numbers, rebuilt by the pure verdict function only when
 DEBUG is on. ``NumaFilter`` runs all three checks as one filter, which
 saves nova's per-filter overhead on large clouds.
+
+Load is a preference, never a reason for "No valid host": when no host
+has a node measured under the load threshold, the load filter keeps
+them all (``NumaFilter``: all that pass its other checks) and says why
+at INFO (:func:`nova_numa_policy.scheduling.scoring.keep`).
 """
 
 import logging as std_logging
@@ -55,13 +60,17 @@ class _ReportFilter(filters.BaseHostFilter):
         assessments = assessors.assess_many(
             assessor, list(map(get, map(base.HOST_KEY, host_states))), now)
         field = self.field
-        passed = [host for host, assessment in zip(host_states, assessments)
-                  if assessment[field]]
+        kept, load_set_aside = assess.kept(assessments, field)
+        passed = [host for host, keep in zip(host_states, kept) if keep]
+        if load_set_aside:
+            _log_load_set_aside(type(self).__name__, request,
+                                assessor.settings, len(passed))
         # Reasons cost more than the decision: build them only when seen.
         if len(passed) < len(assessments) and LOG.isEnabledFor(
                 std_logging.DEBUG):
-            for host, assessment in zip(host_states, assessments):
-                if not assessment[field]:
+            for host, assessment, keep in zip(host_states, assessments,
+                                              kept):
+                if not keep:
                     self._log_failure(host, request, assessor.settings,
                                       get((host.host, host.nodename)), now,
                                       assessment)
@@ -88,6 +97,23 @@ class _ReportFilter(filters.BaseHostFilter):
 
     def _refuse(self, request):
         pass
+
+
+def _log_load_set_aside(name, request, settings, kept):
+    """Say why hosts over the load threshold were kept.
+
+    Load is a preference: when no host has a node measured under the
+    threshold for this instance, refusing them all would fail a request
+    nova would place, so none is refused for its load (scoring.keep).
+    """
+    LOG.info('%(filter)s: no host has a NUMA node measured at or under '
+             'the load threshold %(threshold)s for this instance '
+             '(%(vcpus)d vCPUs, %(memory_mb)d MB); load is set aside and '
+             "nova's own filters and weighers choose among %(kept)d "
+             'host(s)',
+             {'filter': name, 'threshold': settings.threshold,
+              'vcpus': request.vcpus, 'memory_mb': request.memory_mb,
+              'kept': kept}, instance_uuid=request.instance_uuid)
 
 
 def _refuse_a_contradictory_request(request):
@@ -133,7 +159,13 @@ class NumaNicLocalityFilter(_ReportFilter):
 
 
 class NumaNodeLoadFilter(_ReportFilter):
-    """Fail hosts where every node would be over the load threshold."""
+    """Fail hosts where every node that holds the instance is busy.
+
+    Busy is measured: a node's floating CPUs over the load threshold.
+    Flavors that name no ``hw:numa_*`` key are judged only with
+    ``filter_plain_flavors``. When no host has a quiet node, none is
+    refused for its load, and the reason is logged.
+    """
 
     field = assess.LOAD
     checks = (LOAD_CHECK,)

@@ -67,11 +67,17 @@ Related options:
         min=0.0,
         max=1.0,
         help='''
-Busy fraction of a NUMA node's CPUs above which the node counts as loaded.
+Busy fraction of a NUMA node's CPUs above which the node counts as busy.
 
-A node holds an instance only if its measured load plus the instance's
-vCPUs (assumed busy) stays at or below this fraction of the node's CPUs.
-The CPUs are those guests without dedicated CPUs may use, as nova's
+A node is busy when the load its agent *measured* on its CPUs is above
+this fraction. ``NumaNodeLoadFilter`` fails a host where every node that
+holds the instance is busy, for flavors that name a ``hw:numa_*`` key
+(and plain ones with ``filter_plain_flavors``); when no host has a quiet
+node, no host is refused for its load and the reason is logged. The new
+instance's own vCPUs are not counted in that judgement (nova's CPU
+allocation ratio decides how many a host takes); they count, at
+``expected_vcpu_load`` each, in the headroom the weighers prefer. The
+CPUs are those guests without dedicated CPUs may use, as nova's
 ``[compute] cpu_shared_set`` and ``cpu_dedicated_set`` on the host give
 them (all of the node's where its agent does not say); pinned guests are
 NUMATopologyFilter's. The default, 80 %, is where the vNUIOA
@@ -83,8 +89,52 @@ Possible values:
 
 Related options:
 
-* Used by ``NumaNodeLoadFilter``, ``NumaNicLocalityFilter`` and both
-  weighers.
+* Used by ``NumaNodeLoadFilter`` and both weighers.
+* ``expected_vcpu_load``, ``filter_plain_flavors``.
+'''),
+    cfg.FloatOpt(
+        'expected_vcpu_load',
+        default=0.25,
+        min=0.0,
+        max=1.0,
+        help='''
+Busy share expected of each vCPU of the instance being scheduled.
+
+The weighers prefer the node with the most headroom left once the new
+instance runs there: the threshold minus the node's measured load and
+the instance's vCPUs times this share, over the node's CPUs. It never
+makes a filter refuse a host. The default, 0.25, is one over nova's
+``initial_cpu_allocation_ratio`` (4.0): the mean share at which a host
+filled to that ratio is exactly busy. With another ratio, use one over
+it; where guests are known to be busier (or idler), say so here.
+
+Possible values:
+
+* A fraction between 0.0 and 1.0.
+
+Related options:
+
+* ``node_load_threshold``.
+'''),
+    cfg.BoolOpt(
+        'filter_plain_flavors',
+        default=False,
+        help='''
+Whether ``NumaNodeLoadFilter`` also judges flavors that name none of the
+``hw:numa_*`` keys.
+
+Off by default, so enabling the filter never refuses a plain flavor a
+host nova would give it. On, plain flavors avoid busy nodes like policy
+flavors do (never to "No valid host": when no host is quiet, load is set
+aside).
+
+Possible values:
+
+* True or False.
+
+Related options:
+
+* ``weigh_plain_flavors`` does the same for the load weigher.
 '''),
     cfg.FloatOpt(
         'io_intensive_rate',

@@ -154,7 +154,9 @@ SCHEMAS['Explanation'] = _object({
         'no_report_mode': {'type': 'string',
                            'enum': ['strict', 'permissive']},
         'node_load_threshold': {'type': 'number'},
-        'weigh_plain_flavors': {'type': 'boolean'}}),
+        'weigh_plain_flavors': {'type': 'boolean'},
+        'expected_vcpu_load': {'type': 'number'},
+        'filter_plain_flavors': {'type': 'boolean'}}),
     'hosts': {'type': 'array', 'items': _ref('HostExplanation')}})
 SCHEMAS['HostDetail'] = {'allOf': [_ref('HostSummary'), {
     'type': 'object',

@@ -59,4 +59,6 @@ def settings(group):
         ttl=float(group.report_ttl),
         strict=group.no_report_mode == scheduler_conf.STRICT,
         threshold=group.node_load_threshold,
-        weigh_plain_flavors=group.weigh_plain_flavors)
+        weigh_plain_flavors=group.weigh_plain_flavors,
+        vcpu_load=group.expected_vcpu_load,
+        filter_plain_flavors=group.filter_plain_flavors)

@@ -162,6 +162,8 @@ def explanation(flavor, physnets, settings, explanations):
                      'no_report_mode': scheduler_conf.STRICT
                      if settings.strict else scheduler_conf.PERMISSIVE,
                      'node_load_threshold': settings.threshold,
-                     'weigh_plain_flavors': settings.weigh_plain_flavors},
+                     'weigh_plain_flavors': settings.weigh_plain_flavors,
+                     'expected_vcpu_load': settings.vcpu_load,
+                     'filter_plain_flavors': settings.filter_plain_flavors},
         'hosts': [host_explanation(e) for e in explanations],
     }

@@ -34,6 +34,22 @@ PASSED, POLICY, NIC, LOAD, NIC_WEIGHT, LOAD_WEIGHT = range(
     len(Assessment._fields))
 
 
+def kept(assessments, field):
+    """``(kept, load_set_aside)`` of a filter reading ``field``.
+
+    The rule is :func:`~.scoring.keep`'s. The load filter has no other
+    check: with no quiet host it keeps every host. The combined filter
+    then keeps the hosts that pass the policy and NIC checks. Other
+    fields are read as they are.
+    """
+    if field == LOAD:
+        return scoring.keep([(True, a[LOAD]) for a in assessments])
+    if field == PASSED:
+        return scoring.keep([(a[POLICY] and a[NIC], a[LOAD])
+                             for a in assessments])
+    return [a[field] for a in assessments], False
+
+
 def request_shape(request):
     """What an assessment depends on: the request without its instance."""
     return (request.vcpus, request.memory_mb, request.policy,
@@ -54,7 +70,8 @@ class Assessor:
         self.asks_policy = error or (request.policy is not None and
                                      request.policy_explicit and not owned)
         self.asks_nic = not error and request.nic_required and not owned
-        self.asks_load = not error and not owned
+        self.asks_load = not error and not owned and (
+            not request.plain or settings.filter_plain_flavors)
         self.weighs_nic = scoring.applies(scoring.nic_weight, request,
                                           settings)
         self.weighs_load = scoring.applies(scoring.load_weight, request,
@@ -96,9 +113,10 @@ class Assessor:
             nic = verdict.passed
             if fresh and self.weighs_nic:
                 nic_weight = scoring.nic_weight_of(verdict)
-        if self.asks_load:
-            verdict = scoring.load_check(request, summary, settings)
-            load = verdict.passed
+        if self.asks_load or self.weighs_load:
+            verdict = scoring.load_fit(request, summary, settings)
+            if self.asks_load:
+                load = verdict.passed
             if fresh and self.weighs_load:
                 load_weight = scoring.load_weight_of(verdict)
         # tuple.__new__ skips the NamedTuple's Python-level constructor.

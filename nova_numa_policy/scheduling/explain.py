@@ -9,10 +9,11 @@ import dataclasses
 
 from nova_numa_policy.scheduling import scoring
 
+LOAD = 'NumaNodeLoadFilter'
 FILTERS = (
     ('NumaPolicyFilter', scoring.policy_verdict),
     ('NumaNicLocalityFilter', scoring.nic_verdict),
-    ('NumaNodeLoadFilter', scoring.load_verdict),
+    (LOAD, scoring.load_verdict),
 )
 WEIGHERS = (
     ('NumaNicLocalityWeigher', scoring.nic_weight),
@@ -61,6 +62,9 @@ def explain(flavor, snapshot, settings, now, hosts=(), physnets=(),
     summaries = [snapshot.get(key) for key in keys]
     weights = {name: _weights(fn, request, summaries, settings, now)
                for name, fn in WEIGHERS}
+    verdicts = set_load_aside([
+        {name: fn(request, summary, settings, now)
+         for name, fn in FILTERS} for summary in summaries])
     return [
         HostExplanation(
             host=key[0], nodename=key[1],
@@ -70,10 +74,26 @@ def explain(flavor, snapshot, settings, now, hosts=(), physnets=(),
             else summary.locality_signal,
             measurements=() if summary is None
             else tuple(sorted(summary.measurements)),
-            verdicts={name: fn(request, summary, settings, now)
-                      for name, fn in FILTERS},
+            verdicts=verdicts[i],
             weights={name: weights[name][i] for name, _ in WEIGHERS})
         for i, (key, summary) in enumerate(zip(keys, summaries))]
+
+
+def set_load_aside(verdicts):
+    """Every host's verdicts as the filters keep hosts (scoring.keep).
+
+    ``verdicts``: per host, {filter name: verdict}. When no host passes
+    the load filter with the others, the load verdicts of the hosts
+    that pass the others read ``no-quiet-host``: those hosts are kept.
+    """
+    kept, aside = scoring.keep([
+        (all(v.passed for name, v in by_name.items() if name != LOAD),
+         by_name[LOAD].passed) for by_name in verdicts])
+    if not aside:
+        return verdicts
+    return [dict(by_name, **{LOAD: scoring.set_aside(by_name[LOAD])})
+            if keep and not by_name[LOAD].passed else by_name
+            for by_name, keep in zip(verdicts, kept)]
 
 
 def _weights(fn, request, summaries, settings, now):

@@ -17,6 +17,15 @@ Agreement with nova: when nova owns the guest's NUMA topology
 (``Request.nova_topology``), nova's NUMATopologyFilter chooses the host
 nodes; every function here then passes and weighs neutrally instead of
 judging nodes nova may not choose.
+
+Load is measured, never assumed: a node is *quiet* when the load its
+agent measured on its floating CPUs is at or under the threshold, and
+only that decides :func:`load_check`. The new guest's own vCPUs count at
+``Settings.vcpu_load`` each, in the headroom the weighers and the choice
+between quiet nodes read, never in a refusal: nova's CPU allocation
+ratio, not our filter, decides how many vCPUs a host takes. Load is a
+preference, so :func:`keep` sets it aside when no host has a quiet node
+(doc/source/scheduler.rst, "The load model").
 """
 
 import dataclasses
@@ -35,12 +44,23 @@ WEIGHT_FLOOR = -1.0
 WEIGHT_CEILING = 1.0
 
 
+# The busy share of each of a new guest's vCPUs the headroom assumes:
+# 1 / nova's initial_cpu_allocation_ratio (4.0), the mean share at which
+# a host filled to nova's default ratio is exactly busy.
+DEFAULT_VCPU_LOAD = 0.25
+
+
 @dataclasses.dataclass(frozen=True)
 class Settings:
     ttl: float
     strict: bool
     threshold: float
     weigh_plain_flavors: bool = False
+    # The expected busy share of each vCPU of the new guest.
+    vcpu_load: float = DEFAULT_VCPU_LOAD
+    # Whether the load filter also judges flavors that name no hw:numa_*
+    # key; off, only the weigher may (weigh_plain_flavors).
+    filter_plain_flavors: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,7 +169,8 @@ def _no_numbers(verdict):
 def _fit_numbers(verdict):
     request, settings, node = verdict.request, verdict.settings, verdict.best
     numbers = {'vcpus': request.vcpus, 'memory_mb': request.memory_mb,
-               'threshold': settings.threshold}
+               'threshold': settings.threshold,
+               'vcpu_load': settings.vcpu_load}
     if node is not None:
         # The node's CPUs a floating guest may use and their load: what
         # the verdict judged (summary.NodeState).
@@ -194,19 +215,26 @@ _REASONS = {
     'enforces': lambda v: f'agent enforces {v.request.policy.value}',
     'cannot-enforce': lambda v: _cannot_enforce(v.request, v.summary),
     'no-nic-node': 'no NUMA node is local to the uplink',
-    'no-nic-memory': 'no NIC-local node has the free memory',
-    'nic-over': 'every NIC-local node would be over the load threshold',
+    'no-nic-memory': 'no NIC-local node has the free memory and CPUs a '
+                     'guest without dedicated CPUs may use',
     'nic-fits': 'NIC-local node holds the instance',
+    'plain-not-filtered': 'the flavor names no hw:numa_* key; plain '
+                          'flavors are not filtered on load',
     'no-memory': 'no node has the free memory',
-    'over': 'every node would be over the load threshold',
-    'fits': 'a node holds the instance',
+    'over': 'every node that holds the instance is measured over the '
+            'load threshold',
+    'fits': 'a node measured under the load threshold holds the instance',
+    'no-quiet-host': 'no host has a node measured under the load '
+                     "threshold for the instance; load is set aside and "
+                     "nova's own choice stands",
 }
 _NUMBERS = {
     'cannot-enforce': lambda v: _enforce_numbers(v.request, v.summary),
     'no-nic-node': lambda v: {'physnets': sorted(v.request.physnets)},
-    'no-nic-memory': _fit_numbers, 'nic-over': _fit_numbers,
-    'nic-fits': _fit_numbers, 'no-memory': _fit_numbers,
+    'no-nic-memory': _fit_numbers, 'nic-fits': _fit_numbers,
+    'plain-not-filtered': _fit_numbers, 'no-memory': _fit_numbers,
     'over': _fit_numbers, 'fits': _fit_numbers,
+    'no-quiet-host': _fit_numbers,
 }
 
 PASS_NOT_ASKED = _verdict(True, 'not-asked')
@@ -227,21 +255,27 @@ def _no_report(settings):
     return FAIL_NO_REPORT if settings.strict else PASS_NO_REPORT
 
 
-def best_node(nodes, vcpus, memory_mb, threshold):
-    """The node with the most headroom among those that hold the memory.
+def best_node(nodes, vcpus, memory_mb, settings):
+    """The node the instance would best sit on, among those with the memory.
+
+    Quiet nodes (:func:`summary.is_quiet`) come first; among equals, the
+    most headroom left with the instance's expected load.
 
     :returns: ``(node, headroom)``; headroom is the threshold minus the
         node's projected load (negative: over the threshold), or
         ``(None, None)`` when no node has the free memory.
     """
-    best, best_headroom = None, None
+    threshold, vcpu_load = settings.threshold, settings.vcpu_load
+    best = best_key = None
     for node in nodes:
         if node.free_mb < memory_mb:
             continue
-        headroom = threshold - summary_mod.projected_load(node, vcpus)
-        if best is None or headroom > best_headroom:
-            best, best_headroom = node, headroom
-    return best, best_headroom
+        key = (summary_mod.is_quiet(node, threshold),
+               threshold - summary_mod.projected_load(node, vcpus,
+                                                      vcpu_load))
+        if best is None or key > best_key:
+            best, best_key = node, key
+    return (None, None) if best is None else (best, best_key[1])
 
 
 def load_candidates(summary, request):
@@ -271,27 +305,33 @@ def nic_local_ids(summary, physnets):
     return summary.nic_nodes
 
 
-def nic_fit(nodes, ids, vcpus, memory_mb, threshold):
+def nic_fit(nodes, ids, vcpus, memory_mb, settings):
     """The best NIC-local node and weight, in one pass over the nodes.
 
     Only nodes whose id is in ``ids`` and that hold the memory count. The
     weight is the clamped headroom shared with the I/O-intensive instances
     already local to that uplink; sharing does not soften a deficit.
 
-    :returns: ``(node, headroom, weight)``: the node with the most
-        headroom, its headroom, and the best weight of any of them; or
-        ``(None, None, None)`` when no NIC-local node has the free memory.
+    :returns: ``(node, headroom, weight)``: the node :func:`best_node`
+        picks among them, its headroom, and the best weight of any of
+        them; or ``(None, None, None)`` when no NIC-local node has the
+        free memory.
     """
-    best = best_headroom = best_weight = None
-    for node in nodes:
-        if node.id not in ids or node.free_mb < memory_mb:
+    # A node without floating CPUs holds no floating guest's vCPUs.
+    local = [node for node in nodes if node.id in ids and node.floating_cpus]
+    best, best_headroom = best_node(local, vcpus, memory_mb, settings)
+    if best is None:
+        return None, None, None
+    threshold, vcpu_load = settings.threshold, settings.vcpu_load
+    best_weight = None
+    for node in local:
+        if node.free_mb < memory_mb:
             continue
-        headroom = threshold - summary_mod.projected_load(node, vcpus)
+        headroom = threshold - summary_mod.projected_load(node, vcpus,
+                                                          vcpu_load)
         weight = clamp(headroom)
         if headroom >= 0:
             weight /= 1 + node.io_neighbours
-        if best is None or headroom > best_headroom:
-            best, best_headroom = node, headroom
         if best_weight is None or weight > best_weight:
             best_weight = weight
     return best, best_headroom, best_weight
@@ -321,9 +361,12 @@ def policy_check(request, summary, settings):
 def nic_check(request, summary, settings):
     """NumaNicLocalityFilter: does a NIC-local node hold the instance?
 
-    The same pass over the NIC-local nodes gives the NIC weigher its
-    weight (``weight``) for an I/O-heavy request that does not require
-    locality; the verdict then passes, as the filter does not ask.
+    The flavor's requirement is locality, so locality and memory decide;
+    how busy the NIC-local nodes are is :func:`load_check`'s question
+    (which, for such a flavor, judges those nodes only). The same pass
+    gives the NIC weigher its weight (``weight``) for an I/O-heavy
+    request that does not require locality; the verdict then passes, as
+    the filter does not ask.
     """
     if request.error is not None:
         return PASS_NOT_ASKED
@@ -336,21 +379,30 @@ def nic_check(request, summary, settings):
         return _no_report(settings) if required else PASS_NOT_ASKED
     ids = nic_local_ids(summary, request.physnets)
     best, headroom, weight = nic_fit(summary.nodes, ids, request.vcpus,
-                                     request.memory_mb, settings.threshold)
+                                     request.memory_mb, settings)
     if not required:
         return _new(Verdict, (True, 'not-asked', best, headroom, weight,
                               None, None, None))
-    if best is None:
-        why = ('no-nic-memory' if any(node.id in ids for node in
-                                      summary.nodes) else 'no-nic-node')
+    if best is not None:
+        why = 'nic-fits'
+    elif any(node.id in ids for node in summary.nodes):
+        why = 'no-nic-memory'
     else:
-        why = 'nic-fits' if headroom >= 0 else 'nic-over'
-    return _new(Verdict, (why == 'nic-fits', why, best, headroom, weight,
+        why = 'no-nic-node'
+    return _new(Verdict, (best is not None, why, best, headroom, weight,
                           request, settings, summary))
 
 
-def load_check(request, summary, settings):
-    """NumaNodeLoadFilter: does a node hold the instance under threshold?"""
+def load_fit(request, summary, settings):
+    """Where the instance would sit on a host, and whether that is quiet.
+
+    The node :func:`best_node` picks among :func:`load_candidates` (the
+    NIC-local ones, for a flavor that requires NIC locality and has
+    such a node with the memory): ``fits`` when it is quiet, ``over``
+    when every candidate with the memory is busy, ``no-memory`` when
+    none has it. The load weigher reads its headroom for every flavor it
+    weighs; :func:`load_check` adds whether the filter asks at all.
+    """
     if request.error is not None:
         return PASS_NOT_ASKED
     if request.nova_topology:
@@ -359,15 +411,59 @@ def load_check(request, summary, settings):
         # Load is a preference nova never had: unknown load is no reason
         # to refuse a host, whatever the mode.
         return PASS_NO_REPORT_NEUTRAL
-    best, headroom = best_node(load_candidates(summary, request),
-                               request.vcpus, request.memory_mb,
-                               settings.threshold)
+    best = None
+    if request.nic_required:
+        best, headroom, _ = nic_fit(
+            summary.nodes, nic_local_ids(summary, request.physnets),
+            request.vcpus, request.memory_mb, settings)
+    if best is None:
+        best, headroom = best_node(load_candidates(summary, request),
+                                   request.vcpus, request.memory_mb,
+                                   settings)
     if best is None:
         why = 'no-memory'
+    elif summary_mod.is_quiet(best, settings.threshold):
+        why = 'fits'
     else:
-        why = 'fits' if headroom >= 0 else 'over'
+        why = 'over'
     return _new(Verdict, (why == 'fits', why, best, headroom, None,
                           request, settings, summary))
+
+
+def load_check(request, summary, settings):
+    """NumaNodeLoadFilter: does a quiet node hold the instance?
+
+    A flavor that names no ``hw:numa_*`` key passes unless the operator
+    asks for plain flavors to be filtered too (``filter_plain_flavors``).
+    """
+    verdict = load_fit(request, summary, settings)
+    if (request.plain and not settings.filter_plain_flavors
+            and not verdict.passed):
+        return verdict._replace(passed=True, why='plain-not-filtered')
+    return verdict
+
+
+def keep(rows):
+    """Which hosts a filter keeps, from each host's (others, load) passes.
+
+    ``rows``: per host, whether it passes every check but load, and
+    whether it passes load. Load is a preference: a host is kept when
+    it passes both, unless no host does, when every host that passes the
+    other checks is kept (nova's own filters and weighers then choose).
+
+    :returns: ``(kept, load_set_aside)``: a boolean per host, and whether
+        load was set aside.
+    """
+    kept = [others and load for others, load in rows]
+    if any(kept):
+        return kept, False
+    kept = [others for others, _ in rows]
+    return kept, any(kept)
+
+
+def set_aside(verdict):
+    """A failed load verdict as it reads once :func:`keep` set load aside."""
+    return verdict._replace(passed=True, why='no-quiet-host')
 
 
 def policy_verdict(request, summary, settings, now):
@@ -391,7 +487,7 @@ def nic_weight_of(verdict):
 
 
 def load_weight_of(verdict):
-    """The raw load weight a fresh host's :func:`load_check` carries."""
+    """The raw load weight a fresh host's :func:`load_fit` carries."""
     return (WEIGHT_FLOOR if verdict.best is None
             else clamp(verdict.headroom))
 
@@ -419,7 +515,7 @@ def load_weight(request, summary, settings):
     """Raw node-load weight of a fresh host, or None for "neutral"."""
     if not applies(load_weight, request, settings):
         return None
-    return load_weight_of(load_check(request, summary, settings))
+    return load_weight_of(load_fit(request, summary, settings))
 
 
 def applies(weight_fn, request, settings):

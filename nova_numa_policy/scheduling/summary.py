@@ -153,12 +153,23 @@ def summarize(data, io_rate):
         measurements=frozenset(data['measurements']))
 
 
-def projected_load(node, vcpus):
-    """The load of the node's floating CPUs with ``vcpus`` more busy ones.
+def projected_load(node, vcpus, vcpu_load):
+    """The load of the node's floating CPUs with a new guest's expected share.
 
-    Infinite on a node without floating CPUs: no vCPU of a floating
-    guest may run there.
+    ``vcpus`` more vCPUs, each expected busy ``vcpu_load`` of the time
+    (``[numa_policy_scheduler] expected_vcpu_load``). Infinite on a node
+    without floating CPUs: no vCPU of a floating guest may run there.
     """
     if not node.floating_cpus:
         return math.inf
-    return node.floating_load + vcpus / node.floating_cpus
+    return node.floating_load + vcpus * vcpu_load / node.floating_cpus
+
+
+def is_quiet(node, threshold):
+    """Whether the node's floating CPUs were measured at or under threshold.
+
+    What the load filter decides on: the load the agent measured, not
+    what the new guest is assumed to add. A node without floating CPUs
+    holds no floating guest, so it is never quiet.
+    """
+    return node.floating_cpus > 0 and node.floating_load <= threshold

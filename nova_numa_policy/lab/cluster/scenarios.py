@@ -158,12 +158,11 @@ SCENARIOS = {s.name: s for s in (
     Scenario('consolidation', 'Seed 000 Fig. 8: two 24-vCPU guests per '
              'AMD48 host, 3 hosts, two guests of each class (low, moderate, '
              'high); which classes share a host follows the arrival order.',
-             # Two 24-vCPU guests fill a host: the operator of a
-             # consolidated cloud sets the load threshold to 100 %
-             # (at the default 80 % our load filter refuses the second).
+             # Two 24-vCPU guests fill a host, at the default load
+             # threshold: the load filter judges measured load only.
              _builder('consolidation', topology.amd48, 3,
                       [LOW24, MODERATE24, HIGH24] * 2, 2, 2,
-                      ('carrefour',), threshold=1.0)),
+                      ('carrefour',))),
     Scenario('hostile-bursty', 'Honest limits: 12 guests that look idle '
              'when scheduled, then burst network traffic on and off, and '
              '12 netperf guests asking for NIC locality; 3 hosts.',

@@ -20,8 +20,11 @@ from nova_numa_policy.lab.cluster import nova
 from nova_numa_policy.lab.sim import state as st
 from nova_numa_policy.scheduling import scoring
 
-# The scheduler plugins' defaults (nova_numa_policy.conf.scheduler).
-SETTINGS = scoring.Settings(ttl=180.0, strict=True, threshold=0.8)
+# The scheduler plugins' defaults (nova_numa_policy.conf.scheduler), but
+# for the new guest's expected vCPU load: one over the allocation ratio,
+# as the option's help says, and the study's ratio is 1.0.
+SETTINGS = scoring.Settings(ttl=180.0, strict=True, threshold=0.8,
+                            vcpu_load=1.0)
 OUR_MULTIPLIERS = (1.0, 1.0)  # nic_locality, node_load weight multipliers
 FILTERS = (scoring.policy_verdict, scoring.nic_verdict,
            scoring.load_verdict)
@@ -215,12 +218,16 @@ class Ours(NovaDefault):
         now = cluster.now
         settings = dataclasses.replace(SETTINGS,
                                        threshold=cluster.threshold)
-        passed = []
-        for i in _fitting(cluster, app):
+        fitting = _fitting(cluster, app)
+        rows = []
+        for i in fitting:
             summary = cluster.summary(i)
-            if all(f(request, summary, settings, now).passed
-                   for f in FILTERS):
-                passed.append(i)
+            policy, nic, load = (f(request, summary, settings, now).passed
+                                 for f in FILTERS)
+            rows.append((policy and nic, load))
+        # The filters' own rule: load set aside when no host is quiet.
+        kept, _ = scoring.keep(rows)
+        passed = [i for i, keep in zip(fitting, kept) if keep]
         if not passed:
             return None, request
         hosts = [cluster.hosts[i] for i in passed]

@@ -44,7 +44,8 @@ class ExplainCommandTest(base.CliTestCase):
         self.assertIn('NumaPolicyFilter: agent cannot enforce home '
                       "(enforceable=['first-touch', 'interleave'])", out)
         self.assertIn('NumaNicLocalityWeigher: -', out)
-        self.assertIn('NumaNodeLoadWeigher: 0.3', out)
+        # 0.8 - (0.25 + 2 vCPUs * 0.25 / 8 CPUs), to three places.
+        self.assertIn('NumaNodeLoadWeigher: 0.488', out)
 
     def test_an_unknown_policy_is_the_api_error(self):
         code, _out, err = self.run_cli(*BASE, '--property',

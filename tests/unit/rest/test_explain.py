@@ -10,6 +10,8 @@ from tests.unit.collector import fakes
 from tests.unit.rest import base
 
 FILTERS = ['NumaPolicyFilter', 'NumaNicLocalityFilter', 'NumaNodeLoadFilter']
+# Both nodes' CPUs free for floating guests, 10 % busy.
+QUIET_FLOATING = {0: (list(range(8)), 0.1), 1: (list(range(8, 16)), 0.1)}
 
 
 def _recent(seconds_ago):
@@ -64,7 +66,8 @@ class ExplainTest(testtools.TestCase):
         return next(f for f in host['filters'] if f['name'] == name)
 
     def test_every_reporting_host_is_explained_once_from_its_latest(self):
-        hosts = self._json(_path())['hosts']
+        hosts = self._json(_path(specs={'hw:numa_policy': 'interleave'}))[
+            'hosts']
         self.assertEqual(['compute-1', 'compute-2', 'compute-3'],
                          [h['host'] for h in hosts])
         for host in hosts:
@@ -78,21 +81,56 @@ class ExplainTest(testtools.TestCase):
         self.assertLess(compute_3['report_age'], 60)
 
     def test_load_verdict_carries_node_and_numbers(self):
-        host = self._hosts(_path(vcpus=4, memory_mb=2048))['compute-1']
+        host = self._hosts(_path(vcpus=4, memory_mb=2048, specs={
+            'hw:numa_policy': 'interleave'}))['compute-1']
         load = self._filter(host, 'NumaNodeLoadFilter')
         self.assertTrue(load['passed'])
         self.assertEqual(0, load['node'])
+        # headroom: 0.8 - (0.25 + 4 vCPUs * 0.25 / 8 CPUs)
         self.assertEqual({'vcpus': 4, 'memory_mb': 2048, 'threshold': 0.8,
-                          'load': 0.25, 'cpus': 8, 'free_mb': 30000,
-                          'headroom': 0.05}, load['numbers'])
+                          'vcpu_load': 0.25, 'load': 0.25, 'cpus': 8,
+                          'free_mb': 30000, 'headroom': 0.425},
+                         load['numbers'])
 
-    def test_a_node_over_the_threshold_fails_the_load_filter(self):
-        host = self._hosts(_path(vcpus=6))['compute-1']
-        load = self._filter(host, 'NumaNodeLoadFilter')
+    def test_a_busy_host_fails_the_load_filter_beside_a_quiet_one(self):
+        self.api.storage.store_report(fakes.make_report(
+            host='compute-4', generated_at=_recent(5),
+            floating=QUIET_FLOATING), _recent(4))
+        self._override('node_load_threshold', 0.2)
+        hosts = self._hosts(_path(specs={'hw:numa_policy': 'interleave'}))
+        load = self._filter(hosts['compute-1'], 'NumaNodeLoadFilter')
         self.assertFalse(load['passed'])
-        self.assertEqual('every node would be over the load threshold',
-                         load['reason'])
-        self.assertFalse(host['passed'])
+        self.assertEqual('every node that holds the instance is measured '
+                         'over the load threshold', load['reason'])
+        self.assertEqual((0, 0.25), (load['node'], load['numbers']['load']))
+        self.assertFalse(hosts['compute-1']['passed'])
+        self.assertTrue(hosts['compute-4']['passed'])
+
+    def test_with_no_quiet_host_load_is_set_aside_saying_why(self):
+        self._override('node_load_threshold', 0.2)
+        hosts = self._hosts(_path(specs={'hw:numa_policy': 'interleave'}))
+        load = self._filter(hosts['compute-1'], 'NumaNodeLoadFilter')
+        self.assertTrue(load['passed'])
+        self.assertIn('no host has a node measured under the load '
+                      'threshold', load['reason'])
+        self.assertEqual((0.2, 0.25), (load['numbers']['threshold'],
+                                       load['numbers']['load']))
+        self.assertTrue(hosts['compute-1']['passed'])
+
+    def test_a_plain_flavor_is_not_filtered_on_load_by_default(self):
+        self._override('node_load_threshold', 0.2)
+        self.api.storage.store_report(fakes.make_report(
+            host='compute-4', generated_at=_recent(5),
+            floating=QUIET_FLOATING), _recent(4))
+        host = self._hosts(_path())['compute-1']
+        load = self._filter(host, 'NumaNodeLoadFilter')
+        self.assertTrue(load['passed'])
+        self.assertIn('plain flavors are not filtered', load['reason'])
+        self._override('filter_plain_flavors', True)
+        body = self._json(_path())
+        self.assertTrue(body['settings']['filter_plain_flavors'])
+        host = {h['host']: h for h in body['hosts']}['compute-1']
+        self.assertFalse(self._filter(host, 'NumaNodeLoadFilter')['passed'])
 
     def test_a_policy_the_agent_cannot_enforce_fails_with_its_list(self):
         hosts = self._hosts(_path(specs={'hw:numa_policy': 'home'}))
@@ -144,11 +182,15 @@ class ExplainTest(testtools.TestCase):
 
     def test_scheduler_options_are_the_ones_applied(self):
         self._override('node_load_threshold', 0.5)
+        self._override('expected_vcpu_load', 0.5)
         body = self._json(_path(vcpus=1))
         self.assertEqual(0.5, body['settings']['node_load_threshold'])
+        self.assertEqual(0.5, body['settings']['expected_vcpu_load'])
         load = self._filter(body['hosts'][0], 'NumaNodeLoadFilter')
-        self.assertEqual(0.5, load['numbers']['threshold'])
-        self.assertEqual(0.125, load['numbers']['headroom'])
+        self.assertEqual((0.5, 0.5), (load['numbers']['threshold'],
+                                      load['numbers']['vcpu_load']))
+        # 0.5 - (0.25 + 1 vCPU * 0.5 / 8 CPUs)
+        self.assertEqual(0.188, load['numbers']['headroom'])
 
     def test_required_nic_locality_follows_the_physnet(self):
         specs = {'hw:numa_policy': 'interleave',
@@ -166,11 +208,12 @@ class ExplainTest(testtools.TestCase):
         hosts = self._hosts(_path(specs={'hw:numa_policy': 'interleave'}))
         weights = {name: h['weights']['NumaNodeLoadWeigher']
                    for name, h in hosts.items()}
-        # compute-1: node 0 headroom 0.8 - (0.25 + 2/8); compute-3 holds
-        # nothing (the floor); compute-2 has no fresh report (median).
-        self.assertAlmostEqual(0.3, weights['compute-1'])
+        # compute-1: node 0 headroom 0.8 - (0.25 + 2 * 0.25 / 8);
+        # compute-3 holds nothing (the floor); compute-2 has no fresh
+        # report (the median).
+        self.assertAlmostEqual(0.4875, weights['compute-1'])
         self.assertEqual(-1.0, weights['compute-3'])
-        self.assertAlmostEqual(-0.35, weights['compute-2'])
+        self.assertAlmostEqual(-0.25625, weights['compute-2'])
         self.assertIsNone(hosts['compute-1']['weights'][
             'NumaNicLocalityWeigher'])
 

@@ -27,7 +27,7 @@ class ExplainTest(testtools.TestCase):
         super().setUp()
         self.snapshot = {
             ('good', 'good'): summary('good', ((8, 0.1, 32768),) * 2),
-            ('busy', 'busy'): summary('busy', ((8, 0.75, 32768),) * 2),
+            ('busy', 'busy'): summary('busy', ((8, 0.9, 32768),) * 2),
         }
         rows = explain.explain(IO_HEAVY, self.snapshot, SETTINGS, NOW,
                                hosts=[('silent', 'silent')])
@@ -47,12 +47,36 @@ class ExplainTest(testtools.TestCase):
 
     def test_a_failing_host_names_the_filter_node_and_numbers(self):
         failures = self.rows['busy'].failures()
-        self.assertEqual({'NumaNicLocalityFilter', 'NumaNodeLoadFilter'},
-                         set(failures))
-        nic = failures['NumaNicLocalityFilter']
-        self.assertEqual(0, nic.node)
-        self.assertEqual(0.75, nic.numbers['load'])
-        self.assertEqual(0.8, nic.numbers['threshold'])
+        # Its NIC-local node holds the guest; that node is busy.
+        self.assertEqual({'NumaNodeLoadFilter'}, set(failures))
+        load = failures['NumaNodeLoadFilter']
+        self.assertEqual(0, load.node)
+        self.assertEqual(0.9, load.numbers['load'])
+        self.assertEqual(0.8, load.numbers['threshold'])
+
+    def test_with_every_host_busy_load_is_set_aside_on_every_host(self):
+        snapshot = {key: value for key, value in self.snapshot.items()
+                    if key != ('good', 'good')}
+        snapshot[('busy2', 'busy2')] = summary('busy2',
+                                               ((8, 0.95, 32768),) * 2)
+        rows = explain.explain(IO_HEAVY, snapshot, SETTINGS, NOW)
+        for row in rows:
+            load = row.verdicts['NumaNodeLoadFilter']
+            self.assertEqual((True, 'no-quiet-host'), (load.passed, load.why))
+            self.assertTrue(row.passed)
+        # The weights still rank the quieter host first.
+        weights = {row.host: row.weights['NumaNodeLoadWeigher']
+                   for row in rows}
+        self.assertGreater(weights['busy'], weights['busy2'])
+
+    def test_a_host_refused_for_another_reason_keeps_its_load_verdict(self):
+        snapshot = {('busy', 'busy'): self.snapshot[('busy', 'busy')]}
+        rows = explain.explain(IO_HEAVY, snapshot, SETTINGS, NOW,
+                               hosts=[('silent', 'silent')])
+        by_host = {row.host: row for row in rows}
+        self.assertEqual('no-quiet-host', by_host['busy'].verdicts[
+            'NumaNodeLoadFilter'].why)
+        self.assertFalse(by_host['silent'].passed)
 
     def test_a_host_without_report_fails_only_what_needs_proof(self):
         self.assertEqual({'NumaPolicyFilter', 'NumaNicLocalityFilter'},

@@ -30,7 +30,7 @@ from tests.unit.scheduler import reports
 
 IDLE = (8, 0.1, 32768)
 HALF = (8, 0.4, 32768)
-BUSY = (8, 0.75, 32768)
+BUSY = (8, 0.9, 32768)
 FULL = (8, 0.1, 512)
 IO_HEAVY = {'hw:numa_policy': 'interleave',
             'hw:numa_nic_locality': 'required'}
@@ -138,8 +138,48 @@ class NumaFilterTest(_PluginTest):
         numa_filter = filters.NumaFilter()
         self.assertTrue(numa_filter.host_passes(host_state('idle'),
                                                 spec(IO_HEAVY)))
-        self.assertFalse(numa_filter.host_passes(host_state('all_busy'),
-                                                 spec(IO_HEAVY)))
+        self.assertFalse(numa_filter.host_passes(
+            host_state('first_touch_only'), spec(IO_HEAVY)))
+        # Alone, a busy host is the only choice: load is set aside.
+        self.assertTrue(numa_filter.host_passes(host_state('all_busy'),
+                                                spec(IO_HEAVY)))
+
+
+class LoadIsAPreferenceTest(_PluginTest):
+    """The load filter never leaves a request nova would place hostless."""
+
+    def test_a_plain_flavor_is_not_filtered_on_load_by_default(self):
+        for cls in (filters.NumaNodeLoadFilter, filters.NumaFilter):
+            self.assertEqual(set(HOSTS), self.passing([cls], {}), cls)
+
+    def test_the_operator_may_filter_plain_flavors(self):
+        self.flags(filter_plain_flavors=True, group='numa_policy_scheduler')
+        self.assertEqual(set(HOSTS) - {'all_busy', 'no_memory'},
+                         self.passing([filters.NumaNodeLoadFilter], {}))
+
+    def test_busy_hosts_are_avoided_while_a_quiet_one_is_left(self):
+        self.assertNotIn('all_busy', self.passing(
+            [filters.NumaNodeLoadFilter], FLAVORS['policy']))
+
+    def test_with_no_quiet_host_every_host_is_kept_saying_why(self):
+        logged = self.useFixture(fixtures.FakeLogger(
+            name='placement_filters.filters', level=logging.INFO))
+        self.hosts = [host_state('all_busy'), host_state('no_memory')]
+        self.assertEqual({'all_busy', 'no_memory'},
+                         self.passing([filters.NumaNodeLoadFilter],
+                                      FLAVORS['policy']))
+        self.assertIn('NumaNodeLoadFilter: no host has a NUMA node measured '
+                      'at or under the load threshold 0.8 for this instance '
+                      '(2 vCPUs, 2048 MB); load is set aside', logged.output)
+        # The combined filter still refuses what its other checks refuse:
+        # this idle host cannot enforce the policy.
+        self.hosts.append(host_state('first_touch_only'))
+        self.assertEqual({'all_busy', 'no_memory'},
+                         self.passing([filters.NumaFilter],
+                                      FLAVORS['policy']))
+        self.assertEqual(
+            self.passing(INDIVIDUAL_FILTERS, FLAVORS['policy']),
+            self.passing([filters.NumaFilter], FLAVORS['policy']))
 
 
 class SharedAssessmentTest(_PluginTest):
@@ -165,10 +205,10 @@ class FailureLogTest(_PluginTest):
             name='placement_filters.filters', level=logging.DEBUG))
         self.passing([filters.NumaFilter], IO_HEAVY)
         self.assertIn('nic_node_busy, nic_node_busy fails NumaFilter '
-                      '(NumaNicLocalityFilter): every NIC-local node would '
-                      'be over the load threshold (NUMA node 0',
-                      logged.output)
-        self.assertIn("'load': 0.75", logged.output)
+                      '(NumaNodeLoadFilter): every node that holds the '
+                      'instance is measured over the load threshold (NUMA '
+                      'node 0', logged.output)
+        self.assertIn("'load': 0.9", logged.output)
         self.assertNotIn('idle, idle fails', logged.output)
 
     def test_no_reason_is_built_when_debug_is_off(self):
