@@ -123,19 +123,19 @@ class _FloatingCapacityBase(harness.ReportsToTheScheduler,
 class FloatingCapacityTest(_FloatingCapacityBase):
     """The reports say which CPUs floating guests may use (1.6)."""
 
-    # Where a floating guest lands in each scenario (None: nowhere).
+    # Where a floating guest lands in each scenario.
     IDLE_DEDICATED_NODE = 'host2'
     IDLE_DEDICATED_CPUS = 'host2'
     BUSY_SHARED_SET = 'host2'
-    ONLY_AN_IDLE_DEDICATED_NODE = None
+    BUSY_SHARED_NODE = 'host2'
 
     def test_an_idle_dedicated_node_does_not_attract_a_floating_guest(self):
         self.start_hosts(WHOLE_NODES, 'host1', 'host2')
-        # host1: its shared node busy (0.75 + 2 vCPUs / 4 CPUs > 0.8),
-        # its dedicated node idle. host2: its shared node has room
-        # (0.2 + 2 / 4 = 0.7), pinned guests keep its dedicated node
-        # busy. Were every CPU of a node counted, host1's idle node 1
-        # would have the most room of all.
+        # host1: its shared node at 0.75 (0.8 - (0.75 + 2 vCPUs * 0.25 /
+        # 4 CPUs): no headroom left), its dedicated node idle. host2: its
+        # shared node at 0.2 (headroom 0.475), pinned guests keep its
+        # dedicated node busy. Were every CPU of a node counted, host1's
+        # idle node 1 would have the most headroom of all.
         self.report(host1=busy((NODE0, 0.75)),
                     host2=busy((NODE0, 0.2), (NODE1, 1.0)))
         self.assertEqual(self.IDLE_DEDICATED_NODE, self.boot(vcpus=2))
@@ -151,24 +151,30 @@ class FloatingCapacityTest(_FloatingCapacityBase):
 
     def test_a_busy_shared_set_is_busy_beside_idle_dedicated_cpus(self):
         self.start_hosts(HALF_NODES, 'host1', 'host2')
-        # host1: its shared CPUs 90 % busy (0.9 + 1 / 2 > 0.8), its
-        # dedicated ones idle: 45 % over all of a node's CPUs. host2: its
-        # shared CPUs 20 % busy (0.2 + 1 / 2 = 0.7), its dedicated ones
-        # full: 60 % over all of a node's (0.6 + 1 / 4 > 0.8).
+        # host1: its shared CPUs 90 % busy (over 0.8), its dedicated
+        # ones idle: 45 % over all of a node's CPUs. host2: its shared
+        # CPUs 20 % busy, its dedicated ones full: 60 % over all of a
+        # node's.
         self.report(host1=busy((SHARED_HALVES, 0.9)),
                     host2=busy((SHARED_HALVES, 0.2), (DEDICATED_HALVES, 1.0)))
         self.assertEqual(self.BUSY_SHARED_SET, self.boot(vcpus=1))
 
     def test_a_host_refused_to_floating_guests_still_takes_pinned_ones(self):
-        self.start_hosts(WHOLE_NODES, 'host1')
-        self.report(host1=busy((NODE0, 0.75)))
-        expected = self.ONLY_AN_IDLE_DEDICATED_NODE
-        self.assertEqual(expected, self.boot(
-            vcpus=2, expected_state='ACTIVE' if expected else 'ERROR'))
-        # Its idle dedicated CPUs are for guests like this one, which
-        # nova's NUMATopologyFilter places: our filters leave it alone.
-        self.assertEqual('host1', self.boot(
-            vcpus=2, extra_specs={'hw:cpu_policy': 'dedicated'}))
+        self.start_hosts(WHOLE_NODES, 'host1', 'host2')
+        # host1's shared node is busy (0.95 > 0.8), its dedicated one
+        # idle; host2's shared node is quiet (0.5), its dedicated one
+        # full. A policy flavor floats: the load filter refuses host1.
+        self.report(host1=busy((NODE0, 0.95)),
+                    host2=busy((NODE0, 0.5), (NODE1, 1.0)))
+        floating = self.boot(
+            vcpus=2, extra_specs={'hw:numa_policy': 'interleave'})
+        self.assertEqual(self.BUSY_SHARED_NODE, floating)
+        # Idle dedicated CPUs are for guests like this one, which nova's
+        # NUMATopologyFilter places: our filters leave both hosts to it,
+        # and nova's weighers spread it to the other host.
+        pinned = self.boot(vcpus=2,
+                           extra_specs={'hw:cpu_policy': 'dedicated'})
+        self.assertEqual({'host1', 'host2'}, {floating, pinned})
 
 
 class OlderAgentTest(FloatingCapacityTest):
@@ -178,4 +184,4 @@ class OlderAgentTest(FloatingCapacityTest):
     IDLE_DEDICATED_NODE = 'host1'
     IDLE_DEDICATED_CPUS = 'host1'
     BUSY_SHARED_SET = 'host1'
-    ONLY_AN_IDLE_DEDICATED_NODE = 'host1'
+    BUSY_SHARED_NODE = 'host1'

@@ -18,7 +18,7 @@ from tests.unit.scheduler import reports
 CONF = cfg.CONF
 
 IDLE = (8, 0.1, 32768)
-BUSY = (8, 0.75, 32768)
+BUSY = (8, 0.9, 32768)   # measured over the 0.8 threshold
 NOVA_FILTERS = CONF.filter_scheduler.enabled_filters
 OUR_FILTERS = harness.OUR_FILTERS
 HOSTS = ('host1', 'host2', 'host3')
@@ -82,13 +82,20 @@ class SchedulerPluginsTest(_PluginsTestBase):
         self.report(host1=dict(nodes=(BUSY, BUSY)),
                     host2=dict(nodes=(BUSY, BUSY)),
                     host3=dict(nodes=(IDLE, BUSY)))
-        self.assertEqual('host3', self.boot())
-        self.assertEqual('host3', self.boot({'hw:numa_policy': 'home'}))
+        for _ in HOSTS:
+            self.assertEqual('host3', self.boot({'hw:numa_policy': 'home'}))
+
+    def test_a_plain_flavor_is_not_filtered_on_load(self):
+        self.report(host1=dict(nodes=(BUSY, BUSY)),
+                    host2=dict(nodes=(BUSY, BUSY)),
+                    host3=dict(nodes=(IDLE, BUSY)))
+        # nova's RAM weigher spreads them over the three hosts.
+        self.assertEqual(set(HOSTS), {self.boot() for _ in HOSTS})
 
     def test_a_host_without_agent_is_avoided_in_strict_mode(self):
-        # host3 has no agent; host1 and host2 are too loaded to qualify.
-        self.report(host1=dict(nodes=(BUSY, BUSY)),
-                    host2=dict(nodes=(BUSY, BUSY)))
+        # host3 has no agent; host1's and host2's cannot enforce it.
+        self.report(host1=dict(enforceable=('first-touch',)),
+                    host2=dict(enforceable=('first-touch',)))
         self.boot({'hw:numa_policy': 'interleave'}, expected_state='ERROR')
 
     def test_plain_flavors_spread_like_nova_when_hosts_are_equal(self):
@@ -128,6 +135,6 @@ class PermissiveModeTest(_PluginsTestBase):
 
     def test_a_host_without_agent_is_used_in_permissive_mode(self):
         # The same hosts as the strict-mode test, which ends in ERROR.
-        self.report(host1=dict(nodes=(BUSY, BUSY)),
-                    host2=dict(nodes=(BUSY, BUSY)))
+        self.report(host1=dict(enforceable=('first-touch',)),
+                    host2=dict(enforceable=('first-touch',)))
         self.assertEqual('host3', self.boot({'hw:numa_policy': 'interleave'}))
