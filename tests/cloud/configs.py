@@ -110,22 +110,7 @@ def nova(layout):
         'glance': {'region_name': lay.REGION},
         'service_user': {**auth_section('nova'),
                          'send_service_user_token': 'True'},
-        **scheduler_overrides(),
     }
-
-
-def scheduler_overrides():
-    """The lab's node load threshold, in nova.conf and in our API's file.
-
-    Every lab host's CPUs are busy emulating: each TCG guest spins in its
-    firmware and each service's Python runs under TCG. At the default
-    0.8 a 1-vCPU guest fits a 2-CPU node only below 30 % measured load,
-    and the servers tests' seventh was refused on both computes (seen:
-    nodes at 36 % and 58 %). At 1.0 our filter still refuses a node the
-    guest would take past all of its CPUs. Our API's explanation must
-    use the threshold nova's scheduler uses, as an operator sets both.
-    """
-    return {'numa_policy_scheduler': {'node_load_threshold': '1.0'}}
 
 
 def glance(layout):

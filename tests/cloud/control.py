@@ -113,11 +113,9 @@ class ControlPlane:
             shutil.copyfile(source, destination)
         for service in ('nova', 'neutron', 'glance', 'keystone'):
             os.makedirs(layout.data_dir(service), exist_ok=True)
-        # The plugin edits nova.conf and writes ours before anything runs.
+        # The plugin edits nova.conf and writes ours before anything runs;
+        # the scheduler's options are its defaults, in both.
         plugin.run(layout, plugin.CONFIGURE)
-        # Then the lab's threshold in ours too (a later section wins).
-        with open(layout.numa_policy_conf, 'a') as f:
-            f.write('\n' + configs.render(configs.scheduler_overrides()))
 
     def _service_specs(self):
         # Read when first needed: the collector's command is recorded by

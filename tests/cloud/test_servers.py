@@ -37,10 +37,10 @@ from tests.cloud import resources
 from tests.host import base
 from tests.labhost import kernel
 
-# One vCPU: our NumaNodeLoadFilter counts a guest's vCPUs as load on a
-# single node, and a lab host's node has two CPUs; two vCPUs would make
-# every node 100 % loaded, over the 0.8 threshold, on every host.
-VCPUS = 1
+# As many vCPUs as a lab host's node has CPUs: node-sized guests, at the
+# scheduler's default load threshold (doc/source/scheduler.rst, "The
+# load model").
+VCPUS = 2
 MEMORY_MB = 64
 DISK_GB = 1
 BOOT_TIMEOUT = 900

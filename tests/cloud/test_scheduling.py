@@ -1,0 +1,145 @@
+"""nova's scheduler, with our filters and weighers, choosing in the cloud.
+
+A real load, spinners on every CPU of one compute's lab host, keeps that
+compute's nodes busy as its own agent measures them; the other compute
+runs as it is. The scheduler runs at the default load threshold (0.8),
+on the agents' reports, and the flavors have 2 vCPUs: as many as a lab
+host's node has CPUs. Each test reads our API's explanation first, so
+that what the scheduler chose is compared with what it was told, then
+lets nova schedule a server and reads where it went. A scheduled server
+is deleted as soon as nova has given it a host: the choice is the test,
+not the boot (tests/cloud/test_servers.py boots and checks servers).
+"""
+
+import json
+import urllib.parse
+import uuid as uuid_mod
+
+import testtools
+from testtools import content
+
+from nova_numa_policy.contracts import policy
+from tests.cloud import cloud as cloud_mod
+from tests.cloud import resources
+from tests.cloud import test_servers
+from tests.host import base
+
+CLOUD = None
+LOAD_FILTER = 'NumaNodeLoadFilter'
+THRESHOLD = 0.8
+# The busy compute's agent reports its spinners within a period or two;
+# the scheduler's cache and our API read the same reports.
+REPORT_TIMEOUT = 240
+# nova gives a server its host once the compute claims it.
+SCHEDULE_TIMEOUT = 300
+
+
+def setUpModule():
+    global CLOUD
+    CLOUD = cloud_mod.for_test_module()
+
+
+class SchedulerInTheCloudTest(testtools.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        if CLOUD is None:
+            raise cls.skipException('no cloud')
+        cls.nova = CLOUD.nova()
+        image_path = resources.make_raw_image(
+            f'{CLOUD.workdir}/raw-scheduling.img')
+        cls.image = resources.upload_image(CLOUD.session(), image_path,
+                                           name='numa-cloud-scheduling')
+        suffix = uuid_mod.uuid4().hex[:6]
+        cls.specs = {'interleave': {policy.POLICY_KEY: 'interleave'},
+                     'plain': {}}
+        cls.flavors = {
+            name: cls.nova.create_flavor(
+                f'numa-scheduling-{name}-{suffix}', test_servers.VCPUS,
+                test_servers.MEMORY_MB, test_servers.DISK_GB, specs)
+            for name, specs in cls.specs.items()}
+        cls.busy, cls.quiet = sorted(CLOUD.computes)
+
+    def setUp(self):
+        super().setUp()
+        lab = CLOUD.computes[self.busy].lab
+        base.keep_busy(lab, range(lab.topology.cpus))
+        self.addCleanup(lab.run, base.STOP_BUSY)
+
+    def explain(self, flavor_name):
+        query = urllib.parse.urlencode({
+            'vcpus': test_servers.VCPUS, 'memory_mb': test_servers.MEMORY_MB,
+            'extra_specs': json.dumps(self.specs[flavor_name])})
+        status, body = CLOUD.numa_api(f'/v1/explain?{query}')
+        self.assertEqual(200, status, body)
+        return {host['host']: host for host in body['hosts']}
+
+    @staticmethod
+    def load_verdict(host):
+        return next(f for f in host['filters'] if f['name'] == LOAD_FILTER)
+
+    def explained_when(self, flavor_name, done, what):
+        """Our API's explanation once ``done`` holds of it."""
+        hosts = resources.wait_for(lambda: self.explain(flavor_name), done,
+                                   what, REPORT_TIMEOUT, interval=5)
+        self.addDetail(f'explain-{flavor_name}', content.text_content(
+            json.dumps(hosts, indent=1, sort_keys=True)))
+        return hosts
+
+    def scheduled_host(self, flavor_name):
+        """The host nova gives a new server of the flavor; then deleted."""
+        server = self.nova.create_server(
+            f'numa-scheduling-{flavor_name}',
+            self.flavors[flavor_name]['id'], self.image['id'], 'none')
+        self.addCleanup(self.nova.wait_deleted, server['id'])
+        self.addCleanup(self.nova.delete_server, server['id'])
+        placed = resources.wait_for(
+            lambda: self.nova.server(server['id']),
+            lambda now: now.get('OS-EXT-SRV-ATTR:host')
+            or now['status'] == 'ERROR',
+            f'a host for server {server["id"]}', SCHEDULE_TIMEOUT,
+            interval=2)
+        self.addDetail('server', content.text_content(
+            json.dumps(placed, indent=1, sort_keys=True)))
+        self.assertNotEqual('ERROR', placed['status'], placed.get('fault'))
+        return placed['OS-EXT-SRV-ATTR:host']
+
+    def busy_and_quiet(self, hosts):
+        busy = self.load_verdict(hosts[self.busy])
+        quiet = self.load_verdict(hosts[self.quiet])
+        return (not busy['passed'] and busy['numbers']['load'] > THRESHOLD
+                and quiet['passed'])
+
+    def test_a_policy_server_avoids_the_compute_a_real_load_keeps_busy(self):
+        hosts = self.explained_when(
+            'interleave', self.busy_and_quiet,
+            f'{self.busy} refused for its load, {self.quiet} passed')
+        refused = self.load_verdict(hosts[self.busy])
+        # The reason names the node and the numbers that decided.
+        self.assertEqual('every node that holds the instance is measured '
+                         'over the load threshold', refused['reason'])
+        self.assertIn(refused['node'], range(
+            CLOUD.computes[self.busy].topology.nodes))
+        self.assertEqual(
+            (test_servers.VCPUS, THRESHOLD, CLOUD.computes[
+                self.busy].topology.cpus_per_node),
+            (refused['numbers']['vcpus'], refused['numbers']['threshold'],
+             refused['numbers']['cpus']))
+        self.assertLess(refused['numbers']['headroom'], 0)
+        chosen = self.load_verdict(hosts[self.quiet])
+        self.assertEqual('a node measured under the load threshold holds '
+                         'the instance', chosen['reason'])
+        self.assertLessEqual(chosen['numbers']['load'], THRESHOLD)
+        self.assertEqual(self.quiet, self.scheduled_host('interleave'))
+
+    def test_a_plain_server_is_not_refused_on_the_busy_compute(self):
+        hosts = self.explained_when(
+            'plain', lambda hosts: self.load_verdict(
+                hosts[self.busy])['numbers'].get('load', 0) > THRESHOLD,
+            f'{self.busy} measured busy')
+        verdict = self.load_verdict(hosts[self.busy])
+        self.assertTrue(verdict['passed'], verdict)
+        self.assertIn('plain flavors are not filtered on load',
+                      verdict['reason'])
+        self.assertTrue(hosts[self.busy]['passed'])
