@@ -55,12 +55,12 @@ from tests.labhost import network
 from tests.labhost import ssh as ssh_mod
 from tests.labhost import topology as topology_mod
 
-# Two nodes each: the smallest lab host with a NUMA choice to make, the
-# one the host tier checks most, and the same shape on both ends of a
-# migration. Four CPUs each either way: a four-node host would cost the
-# same to emulate and make no policy decision the six values need.
+# Unlike hosts, so that the scheduler has something to tell them apart
+# by (tests/cloud/test_scheduling.py): two nodes with the uplink on node
+# 1, and four with it on node 0. Two CPUs a node on both, so that a
+# migration's guest fits one node at either end.
 COMPUTES = (('lab-compute-1', topology_mod.TWO_NODES),
-            ('lab-compute-2', topology_mod.TWO_NODES))
+            ('lab-compute-2', topology_mod.FOUR_NODES_NIC_ON_0))
 COMPUTE_MICROVERSION = '2.86'
 GET_RETRIES = 3
 REGISTER_TIMEOUT = 900

@@ -53,7 +53,10 @@ class SchedulerInTheCloudTest(testtools.TestCase):
                                            name='numa-cloud-scheduling')
         suffix = uuid_mod.uuid4().hex[:6]
         cls.specs = {'interleave': {policy.POLICY_KEY: 'interleave'},
-                     'plain': {}}
+                     'plain': {},
+                     'home': {policy.POLICY_KEY: 'home'},
+                     'home-nic': {policy.POLICY_KEY: 'home',
+                                  policy.NIC_LOCALITY_KEY: 'required'}}
         cls.flavors = {
             name: cls.nova.create_flavor(
                 f'numa-scheduling-{name}-{suffix}', test_servers.VCPUS,
@@ -61,11 +64,14 @@ class SchedulerInTheCloudTest(testtools.TestCase):
             for name, specs in cls.specs.items()}
         cls.busy, cls.quiet = sorted(CLOUD.computes)
 
-    def setUp(self):
-        super().setUp()
-        lab = CLOUD.computes[self.busy].lab
-        base.keep_busy(lab, range(lab.topology.cpus))
+    def keep_busy(self, host, cpus):
+        """Spinners on ``cpus`` of ``host``'s lab host, to the test's end."""
+        lab = CLOUD.computes[host].lab
+        base.keep_busy(lab, cpus)
         self.addCleanup(lab.run, base.STOP_BUSY)
+
+    def keep_busy_whole(self, host):
+        self.keep_busy(host, range(CLOUD.computes[host].topology.cpus))
 
     def explain(self, flavor_name):
         query = urllib.parse.urlencode({
@@ -112,6 +118,7 @@ class SchedulerInTheCloudTest(testtools.TestCase):
                 and quiet['passed'])
 
     def test_a_policy_server_avoids_the_compute_a_real_load_keeps_busy(self):
+        self.keep_busy_whole(self.busy)
         hosts = self.explained_when(
             'interleave', self.busy_and_quiet,
             f'{self.busy} refused for its load, {self.quiet} passed')
@@ -134,6 +141,7 @@ class SchedulerInTheCloudTest(testtools.TestCase):
         self.assertEqual(self.quiet, self.scheduled_host('interleave'))
 
     def test_a_plain_server_is_not_refused_on_the_busy_compute(self):
+        self.keep_busy_whole(self.busy)
         hosts = self.explained_when(
             'plain', lambda hosts: self.load_verdict(
                 hosts[self.busy])['numbers'].get('load', 0) > THRESHOLD,
@@ -143,3 +151,39 @@ class SchedulerInTheCloudTest(testtools.TestCase):
         self.assertIn('plain flavors are not filtered on load',
                       verdict['reason'])
         self.assertTrue(hosts[self.busy]['passed'])
+
+    def test_required_nic_locality_goes_where_the_nic_s_node_is_quiet(self):
+        """Each compute has one busy node; only the uplink's node counts.
+
+        Node 1 is kept busy on both. On the first compute that is its
+        uplink's node, on the second (its NIC on node 0) it is not: the
+        load alone does not tell them apart, where the NIC sits does.
+        """
+        topologies = {host: CLOUD.computes[host].topology
+                      for host in (self.busy, self.quiet)}
+        self.assertEqual({self.busy: 1, self.quiet: 0},
+                         {host: t.nic_node for host, t in topologies.items()})
+        for host, topology in topologies.items():
+            self.keep_busy(host, topology.node_cpus(1))
+
+        def nic_node_decides(hosts):
+            refused = self.load_verdict(hosts[self.busy])
+            chosen = self.load_verdict(hosts[self.quiet])
+            return (not refused['passed'] and refused['node'] == 1
+                    and chosen['passed'] and chosen['node'] == 0)
+
+        hosts = self.explained_when(
+            'home-nic', nic_node_decides,
+            f"{self.busy}'s uplink node busy, {self.quiet}'s quiet")
+        for host in hosts.values():
+            nic = next(f for f in host['filters']
+                       if f['name'] == 'NumaNicLocalityFilter')
+            # Both have an uplink node with room: locality is no refusal.
+            self.assertTrue(nic['passed'], nic)
+        refused = self.load_verdict(hosts[self.busy])
+        self.assertGreater(refused['numbers']['load'], THRESHOLD)
+        # Without the NIC requirement each has a quiet node (node 0).
+        anywhere = self.explain('home')
+        self.assertTrue(all(h['passed'] for h in anywhere.values()),
+                        anywhere)
+        self.assertEqual(self.quiet, self.scheduled_host('home-nic'))

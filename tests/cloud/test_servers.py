@@ -123,10 +123,25 @@ def domain_tune(xml):
     else:
         cpus = (_nodeset(vcpu.get('cpuset')) if vcpu is not None
                 else frozenset())
-    pins = sorted((int(pin.get('vcpu')), _nodeset(pin.get('cpuset')))
-                  for pin in root.findall('./cputune/vcpupin'))
     return enforcement.MemoryTune(mode, nodes or frozenset(), cpus,
-                                  tuple(cpus for _, cpus in pins))
+                                  _vcpu_pins(root, vcpu))
+
+
+def _vcpu_pins(root, vcpu):
+    """Each vCPU's CPUs, by index, where the agent pinned any; else ().
+
+    The agent pins vCPUs one at a time (a loop may move one of two): a
+    vCPU without a ``<vcpupin>`` of its own runs where ``<vcpu cpuset>``
+    says, anywhere (an empty set) where that says nothing.
+    """
+    pinned = {int(pin.get('vcpu')): _nodeset(pin.get('cpuset'))
+              for pin in root.findall('./cputune/vcpupin')}
+    if not pinned:
+        return ()
+    count = int(vcpu.text) if vcpu is not None else max(pinned) + 1
+    placed = (_nodeset(vcpu.get('cpuset')) if vcpu is not None
+              and vcpu.get('cpuset') else frozenset())
+    return tuple(pinned.get(index, placed) for index in range(count))
 
 
 class Placed:
@@ -152,7 +167,8 @@ class Placed:
 class ServersTest(testtools.TestCase):
     """Each value on a server booted through nova's API."""
 
-    # The host tier's checks of a QEMU process against a tune.
+    # The host tier's checks of a QEMU process against a tune read the
+    # shape of the host the guest runs on (placed() sets it).
     TOPOLOGY = cloud_mod.COMPUTES[0][1]
     assert_kernel_follows = base.LabTestCase.assert_kernel_follows
     node_cpus = base.LabTestCase.node_cpus
@@ -216,6 +232,8 @@ class ServersTest(testtools.TestCase):
             json.dumps(server, indent=1, sort_keys=True)))
         self.assertEqual('ACTIVE', server['status'], server.get('fault'))
         compute = CLOUD.computes[server['OS-EXT-SRV-ATTR:host']]
+        # The computes differ: the checks read the chosen one's shape.
+        self.TOPOLOGY = compute.topology
         domain = compute.lab.call('tests.cloud.inlab:domain',
                                   server['OS-EXT-SRV-ATTR:instance_name'])
         self.assertIsNotNone(domain, 'no libvirt domain for the server')

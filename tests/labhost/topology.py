@@ -91,7 +91,16 @@ FOUR_NODES = LabTopology(
 # Debian 12's: tests/labhost/emulator.py).
 SRIOV_NODES = dataclasses.replace(TWO_NODES, name='sriov-nodes', sriov=True)
 
-TOPOLOGIES = {t.name: t for t in (TWO_NODES, FOUR_NODES, SRIOV_NODES)}
+# The cloud's second compute: unlike TWO_NODES in what the scheduler
+# reads, four nodes and the NIC on node 0, yet each node a TWO_NODES
+# node's two CPUs (a guest that fits one node fits one node on both), in
+# the same RAM as TWO_NODES in all.
+FOUR_NODES_NIC_ON_0 = LabTopology(
+    name='four-nodes-nic0', nodes=4, cpus_per_node=2, memory_mb_per_node=512,
+    distances=FOUR_NODES.distances, nic_node=0)
+
+TOPOLOGIES = {t.name: t for t in (TWO_NODES, FOUR_NODES, SRIOV_NODES,
+                                  FOUR_NODES_NIC_ON_0)}
 
 # QEMU's model of an Intel 82576, a NIC with SR-IOV.
 SRIOV_NIC = 'igb'
