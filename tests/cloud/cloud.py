@@ -172,14 +172,32 @@ class Nova:
     def delete_server(self, server_id):
         self.delete(f'/servers/{server_id}')
 
-    def wait_deleted(self, server_id, timeout=300):
-        """Return once nova answers 404 for the server."""
-        resources.wait_for(
-            lambda: self.session.get(
+    def wait_deleted(self, server_id, timeout=300, or_error=False):
+        """Return once nova answers 404 for the server: True.
+
+        ``or_error``: return False as soon as the server is in ERROR (a
+        delete that failed) instead.
+        """
+        def answer():
+            got = self.session.get(
                 f'{self.base}/servers/{server_id}', headers=self.headers,
-                raise_exc=False, connect_retries=GET_RETRIES).status_code,
-            lambda status: status == 404, f'server {server_id} deleted',
-            timeout, interval=3)
+                raise_exc=False, connect_retries=GET_RETRIES)
+            if got.status_code == 404:
+                return True
+            if or_error and got.json()['server']['status'] == 'ERROR':
+                return False
+            return None
+
+        return resources.wait_for(answer, lambda gone: gone is not None,
+                                  f'server {server_id} deleted', timeout,
+                                  interval=3)
+
+    def delete_and_wait(self, server_id, timeout=300):
+        """Delete the server and wait; once more if that delete failed."""
+        self.delete_server(server_id)
+        if not self.wait_deleted(server_id, timeout, or_error=True):
+            self.delete_server(server_id)
+            self.wait_deleted(server_id, timeout)
 
 
 class Cloud:

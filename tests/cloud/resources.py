@@ -65,6 +65,12 @@ def make_raw_image(path, mib=IMAGE_MIB):
     return path
 
 
+def raw_image(session, workdir, name):
+    """A halting raw disk made in ``workdir`` and uploaded as ``name``."""
+    return upload_image(session, make_raw_image(
+        os.path.join(workdir, f'{name}.raw')), name=name)
+
+
 def upload_image(session, path, name='numa-cloud-raw', timeout=60):
     """Upload the raw disk at ``path`` to glance; the image once active.
 
@@ -102,6 +108,30 @@ def create_provider_network(session, name='physnet1-flat',
         'ip_version': 4, 'cidr': cidr, 'gateway_ip': None,
         'enable_dhcp': False}}).json()['subnet']
     return network, subnet
+
+
+def provider_network(session, name='physnet1-flat'):
+    """The shared flat network on physnet1: found, or made as ``name``.
+
+    neutron refuses a second flat network on a physnet, so whichever a
+    test made first is the one every other uses.
+    """
+    found = session.get(
+        endpoints.url('neutron') + '/v2.0/networks', params={
+            'provider:physical_network': lay.PHYSNET,
+            'provider:network_type': 'flat'}).json()['networks']
+    if found:
+        return found[0]
+    network, _subnet = create_provider_network(session, name)
+    return network
+
+
+def port_of(session, server_id):
+    """The server's one port, as neutron shows it (its binding too)."""
+    (port,) = session.get(
+        endpoints.url('neutron') + '/v2.0/ports',
+        params={'device_id': server_id}).json()['ports']
+    return port
 
 
 def wait_for(fetch, done, what, timeout, interval=0.5):

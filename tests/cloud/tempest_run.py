@@ -117,23 +117,11 @@ def ensure_flavor(session, name, vcpus, ram, disk):
 
 
 def ensure_network(session):
-    """The name of the shared flat network on physnet1.
-
-    neutron refuses a second flat network on a physnet, so whichever a
-    test made first is the one.
-    """
-    base = endpoints.url('neutron') + '/v2.0/networks'
-    found = _ok(session.get(base, params={
-        'provider:physical_network': lay.PHYSNET,
-        'provider:network_type': 'flat'}, raise_exc=False),
-        'list networks').json()['networks']
-    if found:
-        if not found[0].get('shared'):
-            raise RunnerError(f'network {found[0]["name"]} on {lay.PHYSNET} '
-                              'is not shared: tempest\'s projects cannot '
-                              'use it')
-        return found[0]['name']
-    network, _subnet = resources.create_provider_network(session, NETWORK)
+    """The name of the shared flat network on physnet1 (made if none)."""
+    network = resources.provider_network(session, NETWORK)
+    if not network.get('shared'):
+        raise RunnerError(f'network {network["name"]} on {lay.PHYSNET} is '
+                          'not shared: tempest\'s projects cannot use it')
     return network['name']
 
 

@@ -1,4 +1,4 @@
-"""A ``home`` server moved between the two compute lab hosts by nova.
+"""Servers with a port on physnet1 moved between the two computes by nova.
 
 The cloud is tests/cloud/cloud.py's, shared by the modules of the test
 process. Live migration goes libvirt to libvirt over the link between
@@ -10,7 +10,11 @@ domain XML there says, and that XML is a valid ``home`` placement for
 the destination. When the node the source chose on the destination (blind
 to its load) is busy, the destination's agent re-homes the guest on
 arrival, and the kernel there shows it moved. A resize that is reverted
-brings the guest back to a valid placement on its first host.
+brings the guest back to a valid placement on its first host. After
+every move the server's port is bound, and active, on the host the
+guest runs on. A ``home`` server that requires NIC locality, moved live
+one way and cold the other, is on each destination's uplink node (node
+1 of one compute, node 0 of the other), as the kernel there shows.
 """
 
 import json
@@ -34,6 +38,8 @@ MIGRATION_TIMEOUT = 900
 # few of its 5 s periods (two samples of the guest's own vCPU load
 # first), and the page migration under emulation.
 REHOME_TIMEOUT = 300
+# neutron's binding follows a move within its agents' loops (5 s).
+PORT_TIMEOUT = 120
 # A migration's states once it failed (nova/objects/migration.py).
 FAILED = ('error', 'failed', 'cancelled')
 CLOUD = None
@@ -44,8 +50,11 @@ def setUpModule():
     CLOUD = cloud_mod.for_test_module()
 
 
-class MigrationTest(testtools.TestCase):
+class _MovesTestBase(testtools.TestCase):
+    """A server of ``SPECS`` with a port on physnet1, and its moves."""
 
+    SPECS = {policy.POLICY_KEY: 'home'}
+    NAME = 'numa-home-migration'
     TOPOLOGY = test_servers.ServersTest.TOPOLOGY
     assert_kernel_follows = test_servers.ServersTest.assert_kernel_follows
     node_cpus = test_servers.ServersTest.node_cpus
@@ -63,14 +72,14 @@ class MigrationTest(testtools.TestCase):
         if CLOUD is None:
             raise cls.skipException('no cloud')
         cls.nova = CLOUD.nova()
-        image_path = resources.make_raw_image(
-            f'{CLOUD.workdir}/raw-migration.img')
-        cls.image = resources.upload_image(CLOUD.session(), image_path,
-                                           name='numa-cloud-migration')
+        cls.image = resources.raw_image(CLOUD.session(), CLOUD.workdir,
+                                        f'{cls.NAME}-image')
         cls.flavor = cls.nova.create_flavor(
-            f'numa-home-migration-{uuid_mod.uuid4().hex[:6]}',
+            f'{cls.NAME}-{uuid_mod.uuid4().hex[:6]}',
             test_servers.VCPUS, test_servers.MEMORY_MB,
-            test_servers.DISK_GB, {policy.POLICY_KEY: 'home'})
+            test_servers.DISK_GB, cls.SPECS)
+        cls.networks = [
+            {'uuid': resources.provider_network(CLOUD.session())['id']}]
 
     @classmethod
     def tearDownClass(cls):
@@ -95,8 +104,8 @@ class MigrationTest(testtools.TestCase):
                 cls.server = None
         if cls.server is None:
             server = self.nova.create_server(
-                'numa-home-migration', self.flavor['id'], self.image['id'],
-                'none')
+                self.NAME, self.flavor['id'], self.image['id'],
+                self.networks)
             cls.server = self.nova.wait_server(server['id'], ['ACTIVE'],
                                                test_servers.BOOT_TIMEOUT)
         self.server = self.nova.server(cls.server['id'])
@@ -182,6 +191,19 @@ class MigrationTest(testtools.TestCase):
             REHOME_TIMEOUT)
         return server
 
+    def _cold_migrate(self):
+        """The server once cold-migrated and the resize confirmed."""
+        before = self._act({'migrate': None})
+        server = self._moved('finished', before)
+        self.assertEqual('VERIFY_RESIZE', server['status'],
+                         f'{server.get("fault")}\n{CLOUD.diagnostics()}')
+        answer = self.nova.action(self.server['id'], {'confirmResize': None})
+        self.assertEqual(204, answer.status_code, answer.text)
+        server = self.nova.wait_server(self.server['id'], ['ACTIVE'],
+                                       MIGRATION_TIMEOUT)
+        self.assertEqual('ACTIVE', server['status'], server.get('fault'))
+        return server
+
     def _migrations(self):
         return self.nova.get(
             f'/os-migrations?instance_uuid={self.server["id"]}')['migrations']
@@ -223,6 +245,24 @@ class MigrationTest(testtools.TestCase):
         self.assert_kernel_follows(
             view, tune, test_servers.domain_iothreads(domain['xml']))
         self.assertEqual(1.0, kernel.share_on(view.ram.pages, tune.nodes))
+        self.assert_port_bound_on(server, host)
+        return tune
+
+    def assert_port_bound_on(self, server, host):
+        """neutron has the server's port bound on ``host``, and active."""
+        port = self.eventually(
+            lambda: resources.port_of(CLOUD.session(), server['id']),
+            lambda p: p['binding:host_id'] == host
+            and p['status'] == 'ACTIVE',
+            f'its port bound and active on {host}', PORT_TIMEOUT,
+            describe=lambda p: repr({k: p[k] for k in (
+                'binding:host_id', 'status', 'binding:vif_type')}))
+        self.addDetail(f'port-{host}', content.text_content(
+            json.dumps(port, indent=1, sort_keys=True)))
+
+
+class MigrationTest(_MovesTestBase):
+    """A ``home`` server, moved by each test from where the last left it."""
 
     def test_live_migration(self):
         source = self._host(self.server)
@@ -299,15 +339,7 @@ class MigrationTest(testtools.TestCase):
     def test_cold_migration(self):
         source = self._host(self.server)
         destination = self._other(source)
-        before = self._act({'migrate': None})
-        server = self._moved('finished', before)
-        self.assertEqual('VERIFY_RESIZE', server['status'],
-                         f'{server.get("fault")}\n{CLOUD.diagnostics()}')
-        answer = self.nova.action(self.server['id'], {'confirmResize': None})
-        self.assertEqual(204, answer.status_code, answer.text)
-        server = self.nova.wait_server(self.server['id'], ['ACTIVE'],
-                                       MIGRATION_TIMEOUT)
-        self.assertEqual('ACTIVE', server['status'], server.get('fault'))
+        server = self._cold_migrate()
         self.check_placed_on(server, destination)
 
     def test_resize_revert(self):
@@ -335,3 +367,38 @@ class MigrationTest(testtools.TestCase):
         self.assertEqual(self.flavor['name'],
                          server['flavor']['original_name'])
         self.check_placed_on(server, source)
+
+
+class NicLocalMigrationTest(_MovesTestBase):
+    """``home`` with ``hw:numa_nic_locality=required``, moved both ways.
+
+    The computes' uplinks sit on different nodes (node 1 of the first,
+    node 0 of the second): after each move the guest must be on the
+    destination's uplink node, memory and threads, as the kernel there
+    shows, and its port bound there.
+    """
+
+    SPECS = {policy.POLICY_KEY: 'home',
+             policy.NIC_LOCALITY_KEY: 'required'}
+    NAME = 'numa-home-nic-migration'
+
+    def assert_on_the_nic_node(self, server, host):
+        nic_node = CLOUD.computes[host].topology.nic_node
+
+        def now():
+            return test_servers.domain_tune(self._domain(server)['xml'])
+
+        self.eventually(now, lambda t: t.nodes == {nic_node},
+                        f"the guest on {host}'s uplink node {nic_node}",
+                        REHOME_TIMEOUT, describe=repr)
+        tune = self.check_placed_on(server, host)
+        self.assertEqual(frozenset({nic_node}), tune.nodes)
+
+    def test_live_then_cold_migration_keep_it_on_the_uplink_node(self):
+        first = self._host(self.server)
+        self.assert_on_the_nic_node(self.server, first)
+        second = self._other(first)
+        server = self._live_migrate()
+        self.assert_on_the_nic_node(server, second)
+        server = self._cold_migrate()
+        self.assert_on_the_nic_node(server, first)

@@ -30,8 +30,9 @@ THRESHOLD = 0.8
 # The busy compute's agent reports its spinners within a period or two;
 # the scheduler's cache and our API read the same reports.
 REPORT_TIMEOUT = 240
-# nova gives a server its host once the compute claims it.
-SCHEDULE_TIMEOUT = 300
+# A 2-vCPU server of the halting image, ACTIVE under emulation.
+SCHEDULE_TIMEOUT = test_servers.BOOT_TIMEOUT
+DELETE_TIMEOUT = 300
 
 
 def setUpModule():
@@ -47,10 +48,8 @@ class SchedulerInTheCloudTest(testtools.TestCase):
         if CLOUD is None:
             raise cls.skipException('no cloud')
         cls.nova = CLOUD.nova()
-        image_path = resources.make_raw_image(
-            f'{CLOUD.workdir}/raw-scheduling.img')
-        cls.image = resources.upload_image(CLOUD.session(), image_path,
-                                           name='numa-cloud-scheduling')
+        cls.image = resources.raw_image(CLOUD.session(), CLOUD.workdir,
+                                        'numa-cloud-scheduling')
         suffix = uuid_mod.uuid4().hex[:6]
         cls.specs = {'interleave': {policy.POLICY_KEY: 'interleave'},
                      'plain': {},
@@ -94,21 +93,23 @@ class SchedulerInTheCloudTest(testtools.TestCase):
         return hosts
 
     def scheduled_host(self, flavor_name):
-        """The host nova gives a new server of the flavor; then deleted."""
+        """The host nova gives a new server of the flavor; then deleted.
+
+        Deleted once ACTIVE: a delete while the compute still builds it
+        takes nova's rarer path, where one failed call to placement (a
+        connection reset, seen once through the lab's forward) leaves the
+        server in ERROR.
+        """
         server = self.nova.create_server(
             f'numa-scheduling-{flavor_name}',
             self.flavors[flavor_name]['id'], self.image['id'], 'none')
-        self.addCleanup(self.nova.wait_deleted, server['id'])
-        self.addCleanup(self.nova.delete_server, server['id'])
-        placed = resources.wait_for(
-            lambda: self.nova.server(server['id']),
-            lambda now: now.get('OS-EXT-SRV-ATTR:host')
-            or now['status'] == 'ERROR',
-            f'a host for server {server["id"]}', SCHEDULE_TIMEOUT,
-            interval=2)
+        self.addCleanup(self.nova.delete_and_wait, server['id'],
+                        DELETE_TIMEOUT)
+        placed = self.nova.wait_server(server['id'], ['ACTIVE'],
+                                       SCHEDULE_TIMEOUT)
         self.addDetail('server', content.text_content(
             json.dumps(placed, indent=1, sort_keys=True)))
-        self.assertNotEqual('ERROR', placed['status'], placed.get('fault'))
+        self.assertEqual('ACTIVE', placed['status'], placed.get('fault'))
         return placed['OS-EXT-SRV-ATTR:host']
 
     def busy_and_quiet(self, hosts):
@@ -165,6 +166,13 @@ class SchedulerInTheCloudTest(testtools.TestCase):
                          {host: t.nic_node for host, t in topologies.items()})
         for host, topology in topologies.items():
             self.keep_busy(host, topology.node_cpus(1))
+        # Without the NIC requirement every node counts: once the first
+        # compute's reports show node 0 quiet (an earlier test's load
+        # gone) and node 1 busy, its best node is node 0.
+        self.explained_when(
+            'home', lambda hosts: self.load_verdict(hosts[self.busy])[
+                'node'] == 0 and self.load_verdict(hosts[self.busy])[
+                'passed'], f"{self.busy}'s node 0 quiet, its best for home")
 
         def nic_node_decides(hosts):
             refused = self.load_verdict(hosts[self.busy])
@@ -182,8 +190,4 @@ class SchedulerInTheCloudTest(testtools.TestCase):
             self.assertTrue(nic['passed'], nic)
         refused = self.load_verdict(hosts[self.busy])
         self.assertGreater(refused['numbers']['load'], THRESHOLD)
-        # Without the NIC requirement each has a quiet node (node 0).
-        anywhere = self.explain('home')
-        self.assertTrue(all(h['passed'] for h in anywhere.values()),
-                        anywhere)
         self.assertEqual(self.quiet, self.scheduled_host('home-nic'))

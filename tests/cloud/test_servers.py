@@ -191,7 +191,7 @@ class ServersTest(testtools.TestCase):
         image_path = resources.make_raw_image(
             os.path.join(cls.workdir, 'raw.img'))
         cls.image = resources.upload_image(session, image_path)
-        cls.network, _ = resources.create_provider_network(session)
+        cls.network = resources.provider_network(session)
         cls.flavors = {
             value: cls.nova.create_flavor(
                 f'numa-{value.replace("+", "-")}-{uuid_mod.uuid4().hex[:6]}',
