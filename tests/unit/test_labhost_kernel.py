@@ -57,3 +57,24 @@ class InterleaveStepTest(testtools.TestCase):
         # Many huge pages: the base-page rule again.
         self.assertEqual(9000, base.interleaved_least_pages(
             20000, 2, base.HUGE_PAGE_PAGES))
+
+
+class AssertInterleavedTest(testtools.TestCase):
+
+    def check(self, pages, nodes, step=base.HUGE_PAGE_PAGES):
+        base.LabTestCase.assert_interleaved(self, pages, nodes, step)
+
+    def test_fewer_huge_pages_than_nodes_need_two_nodes(self):
+        # Three 2 MiB pages on a four-node host (seen in the cloud).
+        self.check({0: 1024, 1: 512}, {0, 1, 2, 3})
+        self.assertRaises(self.failureException, self.check,
+                          {0: 1536}, {0, 1, 2, 3})
+
+    def test_pages_off_the_interleaved_nodes_fail(self):
+        self.assertRaises(self.failureException, self.check,
+                          {0: 1024, 5: 512}, {0, 1, 2, 3})
+
+    def test_enough_pages_need_each_node_s_share(self):
+        self.check({0: 768, 1: 768}, {0, 1})
+        self.assertRaises(self.failureException, self.check,
+                          {0: 1536}, {0, 1})
