@@ -171,6 +171,7 @@ class ServersTest(testtools.TestCase):
     # shape of the host the guest runs on (placed() sets it).
     TOPOLOGY = cloud_mod.COMPUTES[0][1]
     assert_kernel_follows = base.LabTestCase.assert_kernel_follows
+    assert_interleaved = base.LabTestCase.assert_interleaved
     node_cpus = base.LabTestCase.node_cpus
     eventually = base.LabTestCase.eventually
     settled_view = base.LabTestCase.settled_view
