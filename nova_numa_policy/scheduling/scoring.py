@@ -266,16 +266,19 @@ def best_node(nodes, vcpus, memory_mb, settings):
         ``(None, None)`` when no node has the free memory.
     """
     threshold, vcpu_load = settings.threshold, settings.vcpu_load
-    best = best_key = None
+    best = best_quiet = best_headroom = None
     for node in nodes:
         if node.free_mb < memory_mb:
             continue
-        key = (summary_mod.is_quiet(node, threshold),
-               threshold - summary_mod.projected_load(node, vcpus,
-                                                      vcpu_load))
-        if best is None or key > best_key:
-            best, best_key = node, key
-    return (None, None) if best is None else (best, best_key[1])
+        quiet = summary_mod.is_quiet(node, threshold)
+        headroom = threshold - summary_mod.projected_load(node, vcpus,
+                                                          vcpu_load)
+        # Compared without a (quiet, headroom) tuple: this runs for every
+        # node of every host of a new request shape.
+        if (best is None or quiet > best_quiet
+                or (quiet == best_quiet and headroom > best_headroom)):
+            best, best_quiet, best_headroom = node, quiet, headroom
+    return best, best_headroom
 
 
 def load_candidates(summary, request):
@@ -305,30 +308,38 @@ def nic_local_ids(summary, physnets):
     return summary.nic_nodes
 
 
-def nic_fit(nodes, ids, vcpus, memory_mb, settings):
+def nic_local_nodes(summary, ids):
+    """The nodes of ``ids`` (:func:`nic_local_ids`) that may hold vCPUs.
+
+    A node without floating CPUs holds no floating guest's vCPUs.
+    """
+    return [node for node in summary.nodes
+            if node.id in ids and node.floating_cpus]
+
+
+def nic_fit(local, vcpus, memory_mb, settings):
     """The best NIC-local node and weight, in one pass over the nodes.
 
-    Only nodes whose id is in ``ids`` and that hold the memory count. The
-    weight is the clamped headroom shared with the I/O-intensive instances
+    ``local``: :func:`nic_local_nodes`; only those that hold the memory
+    count. The node is the one :func:`best_node` would pick. The weight
+    is the clamped headroom shared with the I/O-intensive instances
     already local to that uplink; sharing does not soften a deficit.
 
-    :returns: ``(node, headroom, weight)``: the node :func:`best_node`
-        picks among them, its headroom, and the best weight of any of
-        them; or ``(None, None, None)`` when no NIC-local node has the
-        free memory.
+    :returns: ``(node, headroom, weight)``: that node, its headroom, and
+        the best weight of any of them; or ``(None, None, None)`` when no
+        NIC-local node has the free memory.
     """
-    # A node without floating CPUs holds no floating guest's vCPUs.
-    local = [node for node in nodes if node.id in ids and node.floating_cpus]
-    best, best_headroom = best_node(local, vcpus, memory_mb, settings)
-    if best is None:
-        return None, None, None
     threshold, vcpu_load = settings.threshold, settings.vcpu_load
-    best_weight = None
+    best = best_quiet = best_headroom = best_weight = None
     for node in local:
         if node.free_mb < memory_mb:
             continue
+        quiet = summary_mod.is_quiet(node, threshold)
         headroom = threshold - summary_mod.projected_load(node, vcpus,
                                                           vcpu_load)
+        if (best is None or quiet > best_quiet
+                or (quiet == best_quiet and headroom > best_headroom)):
+            best, best_quiet, best_headroom = node, quiet, headroom
         weight = clamp(headroom)
         if headroom >= 0:
             weight /= 1 + node.io_neighbours
@@ -378,7 +389,8 @@ def nic_check(request, summary, settings):
     if summary is None:
         return _no_report(settings) if required else PASS_NOT_ASKED
     ids = nic_local_ids(summary, request.physnets)
-    best, headroom, weight = nic_fit(summary.nodes, ids, request.vcpus,
+    best, headroom, weight = nic_fit(nic_local_nodes(summary, ids),
+                                     request.vcpus,
                                      request.memory_mb, settings)
     if not required:
         return _new(Verdict, (True, 'not-asked', best, headroom, weight,
@@ -413,8 +425,9 @@ def load_fit(request, summary, settings):
         return PASS_NO_REPORT_NEUTRAL
     best = None
     if request.nic_required:
-        best, headroom, _ = nic_fit(
-            summary.nodes, nic_local_ids(summary, request.physnets),
+        best, headroom = best_node(
+            nic_local_nodes(summary, nic_local_ids(summary,
+                                                   request.physnets)),
             request.vcpus, request.memory_mb, settings)
     if best is None:
         best, headroom = best_node(load_candidates(summary, request),
