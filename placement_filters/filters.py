@@ -14,6 +14,7 @@ them all (``NumaFilter``: all that pass its other checks) and says why
 at INFO (:func:`nova_numa_policy.scheduling.scoring.keep`).
 """
 
+import itertools
 import logging as std_logging
 
 from oslo_log import log as logging
@@ -50,6 +51,13 @@ class _ReportFilter(filters.BaseHostFilter):
         raise NotImplementedError()
 
     def filter_all(self, host_states, spec_obj):
+        return self._filter(host_states, spec_obj, whole_list=True)
+
+    def _filter(self, host_states, spec_obj, whole_list):
+        """The hosts that pass; ``whole_list``: all nova has left to judge.
+
+        Only a whole list can say that silent agents left no host.
+        """
         if scheduler_utils.request_is_rebuild(spec_obj):
             return host_states
         request, assessor = base.assessor_for(spec_obj)
@@ -62,6 +70,12 @@ class _ReportFilter(filters.BaseHostFilter):
         field = self.field
         kept, load_set_aside = assess.kept(assessments, field)
         passed = [host for host, keep in zip(host_states, kept) if keep]
+        if whole_list and not passed and host_states:
+            _refuse_for_want_of_reports(request, assessor, host_states,
+                                        assessments, field)
+        if whole_list and passed and field != assess.LOAD:
+            _say_passed_without_reports(type(self).__name__, request,
+                                        assessor, host_states, assessments)
         if load_set_aside:
             _log_load_set_aside(type(self).__name__, request,
                                 assessor.settings, len(passed))
@@ -77,7 +91,7 @@ class _ReportFilter(filters.BaseHostFilter):
         return passed
 
     def host_passes(self, host_state, spec_obj):
-        return bool(self.filter_all([host_state], spec_obj))
+        return bool(self._filter([host_state], spec_obj, whole_list=False))
 
     def _log_failure(self, host_state, request, settings, summary, now,
                      assessment):
@@ -114,6 +128,73 @@ def _log_load_set_aside(name, request, settings, kept):
              {'filter': name, 'threshold': settings.threshold,
               'vcpus': request.vcpus, 'memory_mb': request.memory_mb,
               'kept': kept}, instance_uuid=request.instance_uuid)
+
+
+# Requests this scheduler process refused because hosts without a fresh
+# report emptied the list: the operator's count, in each such log line.
+_refused_for_want_of_reports = itertools.count(1)
+# Hosts named in that log line, at most.
+SILENT_HOSTS_LOGGED = 10
+
+
+def _refuse_for_want_of_reports(request, assessor, host_states,
+                                assessments, field):
+    """Fail the request saying why, when silent agents emptied the list.
+
+    In strict mode a host without a fresh report fails a flavor that asks
+    what only a report answers. When every host left is such a host, the
+    server's fault names the cause instead of nova's bare "No valid host"
+    (nova's conductor writes a NoValidHost reason there), and the
+    operator's log names the silent hosts. Where some hosts reported and
+    were refused for what they reported, silence is not the cause.
+    """
+    if assess.without_report(assessor, assessments, field) < len(
+            host_states):
+        return
+    settings = assessor.settings
+    keys = scoring.report_questions(request, assessor.asks_policy,
+                                    assessor.asks_nic)
+    silent = sorted({host.host for host in host_states})
+    LOG.warning('No host for %(keys)s: none of the %(hosts)d host(s) '
+                'left has a fresh NUMA report (report_ttl %(ttl)s s, '
+                'no_report_mode strict); refused, %(count)d such refusal(s) '
+                'by this scheduler process. Check numa-policy-agent on: '
+                '%(silent)s',
+                {'keys': ', '.join(keys), 'hosts': len(host_states),
+                 'ttl': settings.ttl,
+                 'count': next(_refused_for_want_of_reports),
+                 'silent': ', '.join(silent[:SILENT_HOSTS_LOGGED])},
+                instance_uuid=request.instance_uuid)
+    raise nova_exception.NoValidHost(reason=scoring.no_report_refusal(
+        keys, settings.ttl))
+
+
+def _say_passed_without_reports(name, request, assessor, host_states,
+                                assessments):
+    """Log the hosts passed unheard in permissive mode: a degraded answer.
+
+    Such a host may take an instance whose policy its agent cannot yet
+    confirm; the operator's log says which hosts and that the instance is
+    left to its host's agent, which handles it as it handles every guest
+    it finds when it reports again.
+    """
+    if assessor.settings.strict:
+        return
+    keys = scoring.report_questions(request, assessor.asks_policy,
+                                    assessor.asks_nic)
+    silent = [host.host for host, assessment
+              in zip(host_states, assessments)
+              if assessment is assessor.no_report]
+    if not keys or not silent:
+        return
+    LOG.warning('%(filter)s: %(silent)d of %(hosts)d host(s) passed for '
+                '%(keys)s without a fresh NUMA report (no_report_mode '
+                'permissive); an instance placed there waits for its '
+                "host's agent to report again. Silent: %(names)s",
+                {'filter': name, 'silent': len(silent),
+                 'hosts': len(host_states), 'keys': ', '.join(keys),
+                 'names': ', '.join(sorted(silent)[:SILENT_HOSTS_LOGGED])},
+                instance_uuid=request.instance_uuid)
 
 
 def _refuse_a_contradictory_request(request):

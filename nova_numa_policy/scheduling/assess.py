@@ -50,6 +50,19 @@ def kept(assessments, field):
     return [a[field] for a in assessments], False
 
 
+def without_report(assessor, assessments, field):
+    """How many hosts a filter reading ``field`` refuses for want of a report.
+
+    Those are the hosts assessed as :attr:`Assessor.no_report` (no fresh
+    report) when that answer fails the filter: strict mode, for a flavor
+    that asks what only a report can answer.
+    """
+    no_report = assessor.no_report
+    if no_report[field]:
+        return 0
+    return sum(1 for assessment in assessments if assessment is no_report)
+
+
 def request_shape(request):
     """What an assessment depends on: the request without its instance."""
     return (request.vcpus, request.memory_mb, request.policy,

@@ -255,6 +255,32 @@ def _no_report(settings):
     return FAIL_NO_REPORT if settings.strict else PASS_NO_REPORT
 
 
+def report_questions(request, asks_policy, asks_nic):
+    """The flavor keys only a host's report answers, as the user set them."""
+    keys = []
+    if asks_policy and request.policy is not None:
+        keys.append(f'hw:numa_policy={request.policy.value}')
+    if asks_nic:
+        keys.append('hw:numa_nic_locality=required')
+    return keys
+
+
+def no_report_refusal(keys, ttl):
+    """Why a request failed when only hosts without a fresh report were left.
+
+    What the user reads in the server's fault (nova's conductor writes a
+    NoValidHost reason there), so that "No valid host" names its cause:
+    the hosts' agents are silent, not the request wrong. Like nova's own
+    reasons it gives no count of hosts: the operator's log has those.
+    """
+    return (f'No host has a NUMA report from its nova-numa-policy agent '
+            f'in the last {ttl:g} s, and this cloud places '
+            f'{" with ".join(keys)} only where an agent reports it can be '
+            f'enforced (no_report_mode = strict): the agents '
+            f'(numa-policy-agent) on the compute hosts are down or cannot '
+            f'reach the message queue. Ask the cloud operator.')
+
+
 def best_node(nodes, vcpus, memory_mb, settings):
     """The node the instance would best sit on, among those with the memory.
 
