@@ -71,7 +71,9 @@ class Controllers:
         self._authorize(context, policies.HOSTS_LIST)
         query = self._query(request, {'marker': validation.name})
         rows = self._storage.list_hosts(query['limit'], query.get('marker'))
-        return views.page('hosts', [views.host_summary(r) for r in rows],
+        now, ttl = self._clock(), self._scheduler.report_ttl
+        return views.page('hosts',
+                          [views.host_summary(r, now, ttl) for r in rows],
                           query['limit'], request.path_url, {},
                           lambda item: item['host'])
 
@@ -90,7 +92,8 @@ class Controllers:
     def show_host(self, request, context, host):
         self._check_show(request, context, policies.HOSTS_SHOW)
         row = self._host_row(validation.name('host', host))
-        return {'host': views.host_detail(row)}
+        return {'host': views.host_detail(row, self._clock(),
+                                          self._scheduler.report_ttl)}
 
     @_storage_errors
     def list_host_reports(self, request, context, host):

@@ -49,7 +49,17 @@ SCHEMAS = {
         'node_count': {'type': 'integer', 'minimum': 1},
         'instance_count': {'type': 'integer', 'minimum': 0},
         'enforceable_policies': {'type': 'array',
-                                 'items': {'type': 'string'}}},
+                                 'items': {'type': 'string'}},
+        'report_age': {
+            'type': 'number',
+            'description': 'Seconds since the last report was generated, '
+            'by this API\'s clock.'},
+        'report_fresh': {
+            'type': 'boolean',
+            'description': 'Whether report_age is within '
+            '[numa_policy_scheduler] report_ttl: false means the '
+            'scheduler treats the host as having no agent '
+            '(no_report_mode decides what policy flavors get there).'}},
         # HostDetail extends it through allOf.
         additional=True),
     'NumaNode': _object({

@@ -33,11 +33,26 @@ def policy_applied(requested, applied):
     return requested == applied
 
 
-def host_summary(row):
+def report_age(row, now):
+    """Seconds since the host's last report was made, at ``now`` (epoch)."""
+    made = row['generated_at'].replace(tzinfo=datetime.timezone.utc)
+    return round(now - made.timestamp(), 1)
+
+
+def host_summary(row, now, ttl):
+    """A host's last report in brief, and whether the scheduler heeds it.
+
+    ``report_fresh`` is the scheduler's own test (report_ttl against the
+    report's generation time): a host whose report is not fresh is one
+    the scheduler treats as having no agent, so an operator's monitoring
+    watches this field.
+    """
     body = _dated(row, 'host', 'hypervisor_hostname', 'agent_version',
                   'seq', 'period', 'instance_count')
+    age = report_age(row, now)
     body.update(node_count=len(row['numa_nodes']),
-                enforceable_policies=list(row['enforceable_policies']))
+                enforceable_policies=list(row['enforceable_policies']),
+                report_age=age, report_fresh=age <= ttl)
     return body
 
 
@@ -75,9 +90,9 @@ def _nic(nic):
     return {'irqs': [], 'irq_cpus': [], 'irq_steering': None, **nic}
 
 
-def host_detail(row):
+def host_detail(row, now, ttl):
     """A host's summary plus its nodes, NICs and instances."""
-    body = host_summary(row)
+    body = host_summary(row, now, ttl)
     instance_mb = _instance_memory_per_node(row['instances'])
     body['numa_nodes'] = [_node(node, row['nics'], instance_mb)
                           for node in row['numa_nodes']]

@@ -5,12 +5,14 @@ from cliff import columns
 from nova_numa_policy.osc.v1 import common
 
 LIST_FIELDS = ('host', 'node_count', 'instance_count', 'agent_version',
-               'generated_at')
+               'generated_at', 'report_fresh')
 LONG_FIELDS = LIST_FIELDS + ('hypervisor_hostname', 'seq', 'received_at',
                              'period', 'enforceable_policies')
 HEADERS = {'host': 'Host', 'node_count': 'NUMA Nodes',
            'instance_count': 'Instances', 'agent_version': 'Agent Version',
-           'generated_at': 'Reported At', 'hypervisor_hostname':
+           'generated_at': 'Reported At',
+           # Whether the scheduler heeds the report (report_ttl).
+           'report_fresh': 'Fresh', 'hypervisor_hostname':
            'Hypervisor Hostname', 'seq': 'Seq', 'received_at': 'Received At',
            'period': 'Period (s)', 'enforceable_policies':
            'Enforceable Policies'}

@@ -23,7 +23,22 @@ class PolicyAppliedTest(testtools.TestCase):
                                  views.policy_applied(requested, applied))
 
 
+def _epoch(moment):
+    return moment.replace(tzinfo=datetime.timezone.utc).timestamp()
+
+
 class HostDetailTest(testtools.TestCase):
+
+    def test_the_report_is_fresh_within_the_ttl_as_the_scheduler_says(self):
+        moment = datetime.datetime(2025, 1, 31, 12, 0)
+        row = {'host': 'h', 'hypervisor_hostname': 'h', 'agent_version': '1',
+               'seq': 1, 'generated_at': moment, 'received_at': moment,
+               'period': 5.0, 'instance_count': 0, 'numa_nodes': [],
+               'enforceable_policies': []}
+        for age, fresh in ((0, True), (180, True), (180.5, False)):
+            body = views.host_summary(row, _epoch(moment) + age, 180)
+            self.assertEqual((age, fresh),
+                             (body['report_age'], body['report_fresh']))
 
     def test_nodes_carry_instance_memory_and_their_nics(self):
         moment = datetime.datetime(2025, 1, 31, 12, 0)
@@ -51,7 +66,7 @@ class HostDetailTest(testtools.TestCase):
                  'vcpu_cpus': [], 'io_rate': 0.0, 'io_intensive': False,
                  'access_class': None, 'generated_at': moment}],
         }
-        body = views.host_detail(row)
+        body = views.host_detail(row, _epoch(moment), 180)
         self.assertEqual([42, 5], [n['instance_memory_mb']
                                    for n in body['numa_nodes']])
         self.assertEqual([[], ['eth0']], [n['nics']
@@ -82,7 +97,7 @@ class HostDetailTest(testtools.TestCase):
                                       distances=[21, 10], floating_cpus=[],
                                       floating_load=None)],
         }
-        body = views.host_detail(row)
+        body = views.host_detail(row, _epoch(moment), 180)
         self.assertEqual([([1], 0.9), ([], None)],
                          [(n['floating_cpus'], n['floating_load'])
                           for n in body['numa_nodes']])
