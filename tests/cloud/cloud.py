@@ -70,6 +70,7 @@ REGISTER_TIMEOUT = 900
 STATE_DISK_GB = 4
 REPORT_TIMEOUT = 300
 AGENT_LOG = '/tmp/numa-policy-agent.log'
+AGENT_BINARY = '/usr/bin/numa-policy-agent'
 # What it prints (oslo.log writes its log to the file above only).
 AGENT_OUTPUT = '/tmp/numa-policy-agent.out'
 # The agent's own state (handled arrivals, interrupts' affinity as
@@ -297,12 +298,33 @@ class Cloud:
         lab.run(f'mkdir -p {compute_mod.STATE_DIR} {AGENT_STATE_DIR} && '
                 f'chown nova:nova {compute_mod.STATE_DIR} {AGENT_STATE_DIR} '
                 f'&& echo 1 > /proc/sys/kernel/numa_balancing')
-        # As devstack/plugin.sh starts it where neutron's OVS agent runs:
-        # nova's file, the OVS agent's (its bridge mappings), ours.
+        self.start_agent(host.name)
+
+    def start_agent(self, name):
+        """Start compute ``name``'s agent, as devstack/plugin.sh starts it.
+
+        Where neutron's OVS agent runs: nova's file, the OVS agent's (its
+        bridge mappings), ours. Its output is appended to, so that a
+        restarted agent's lines follow those of its earlier run.
+        """
         files = (deploy.NOVA_CONF, l2agent.CONF, deploy.AGENT_CONF)
         config = ' '.join(f'--config-file {path}' for path in files)
-        lab.run(f'cd / && setsid /usr/bin/numa-policy-agent {config} '
-                f'> {AGENT_OUTPUT} 2>&1 < /dev/null &', user='nova')
+        self.computes[name].lab.run(
+            f'cd / && setsid {AGENT_BINARY} {config} '
+            f'>> {AGENT_OUTPUT} 2>&1 < /dev/null &', user='nova')
+
+    def stop_agent(self, name, signal_name='KILL', timeout=60):
+        """Signal compute ``name``'s agent and wait until it is gone."""
+        lab = self.computes[name].lab
+        # A bracket in the pattern: the shell running pkill, whose own
+        # command line holds the pattern, does not match it.
+        pattern = f"'[{AGENT_BINARY[0]}]{AGENT_BINARY[1:]}'"
+        lab.run(f'pkill -{signal_name} -f {pattern}', check=False)
+        resources.wait_for(
+            lambda: lab.run(f'pgrep -f {pattern}',
+                            check=False).stdout.strip(),
+            lambda pids: not pids, f'the agent of {name} gone', timeout,
+            interval=1)
 
     def _register(self):
         nova = self.nova()

@@ -13,6 +13,7 @@ The settings of our own pieces are those devstack/plugin.sh writes
 (tests/cloud/plugin.py).
 """
 
+import dataclasses
 import json
 import os
 import shutil
@@ -196,6 +197,39 @@ class ControlPlane:
 
     def __exit__(self, *exc_info):
         self.stop()
+
+    # -- for tests: a service stopped, started again or twice --------------
+
+    def service_spec(self, name, extra_config=None, as_name=None):
+        """What runs service ``name``; ``extra_config`` read after its own.
+
+        ``extra_config``, ``{section: {option: value}}``, goes in a file
+        of its own given last on the command line (a daemon's
+        ``--config-file``), so that it overrides the service's file
+        without touching it. ``as_name`` names a second copy.
+        """
+        spec = self._service_specs()[name]
+        name = as_name or name
+        if extra_config:
+            path = os.path.join(self.layout.etc, f'{name}-extra.conf')
+            configs.write(path, extra_config)
+            spec = dataclasses.replace(
+                spec, argv=spec.argv + ('--config-file', path))
+        return dataclasses.replace(spec, name=name)
+
+    def start_service(self, spec):
+        """Start a service and wait until it says it is up."""
+        self.processes.start(spec)
+        self.processes.wait([spec.name])
+
+    def stop_service(self, name):
+        self.processes.stop(name)
+
+    def restart_service(self, name, extra_config=None):
+        """Stop service ``name``; start it again, as it was or overridden."""
+        spec = self.service_spec(name, extra_config)
+        self.stop_service(name)
+        self.start_service(spec)
 
     # -- for tests and computes --------------------------------------------
 

@@ -27,6 +27,11 @@ HELPERS = os.path.join(HERE, 'devstack.sh')
 # lab hosts run it); the settings enable the collector and the API.
 SERVICES = 'key,mysql,rabbit,n-api,n-cond,n-sch,placement-api,g-api,' \
            'neutron-api'
+# Seconds the scheduler and our API heed a report (devstack's
+# NUMA_POLICY_REPORT_TTL): twelve of the agents' 5 s periods, so that a
+# stopped agent is seen within a test's patience (tests/cloud/faults),
+# and a period slowed by emulation does not make a host look silent.
+REPORT_TTL = 60
 # Before the control plane's databases exist: configuration only.
 CONFIGURE = ('stack:install', 'stack:post-config')
 # Once the collector's database exists: its schema, then the services.
@@ -64,6 +69,7 @@ def environment(layout, base_env=None):
         'NUMA_POLICY_DB_NAME': lay.db_name('numa_policy'),
         'NUMA_POLICY_API_LISTEN_ADDRESS': endpoints.HOST_ADDRESS,
         'NUMA_POLICY_API_PORT': str(endpoints.PORTS['numa-policy']),
+        'NUMA_POLICY_REPORT_TTL': str(REPORT_TTL),
         'NUMA_POLICY_BIN_DIR': os.path.dirname(lay.bin_path('python')),
         'NUMA_POLICY_TEST_CALL_LOG': call_log(layout),
         'NUMA_POLICY_TEST_HELPERS': HELPERS,

@@ -179,9 +179,11 @@ def http_answers(port):
     return True
 
 
-def log_matches(path, pattern):
+def log_matches(path, pattern, offset=0):
+    """Whether the log, from byte ``offset`` on, matches ``pattern``."""
     try:
         with open(path, errors='replace') as f:
+            f.seek(offset)
             return re.search(pattern, f.read()) is not None
     except FileNotFoundError:
         return False
@@ -197,6 +199,9 @@ class Processes:
     def __init__(self, layout):
         self.layout = layout
         self._running = {}
+        # Where each process's own lines begin in its log: a service
+        # started again appends to the log of its earlier run.
+        self._log_starts = {}
 
     def start(self, spec):
         if spec.name in self._running:
@@ -209,6 +214,7 @@ class Processes:
         with open(log_path, 'ab') as log:
             log.write(f'=== {" ".join(spec.argv)}\n'.encode())
             log.flush()
+            self._log_starts[spec.name] = log.tell()
             process = subprocess.Popen(
                 spec.argv, env=env, stdin=subprocess.DEVNULL, stdout=log,
                 stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
@@ -237,11 +243,12 @@ class Processes:
         if code is not None:
             raise self.failure(name, f'exited with status {code}')
         log_path = self.layout.log(name)
-        if spec.failed and log_matches(log_path, spec.failed):
+        since = self._log_starts.get(name, 0)
+        if spec.failed and log_matches(log_path, spec.failed, since):
             raise self.failure(name, 'failed')
         if spec.port is not None:
             return 'ready' if http_answers(spec.port) else 'running'
-        if log_matches(log_path, spec.ready):
+        if log_matches(log_path, spec.ready, since):
             return 'ready'
         return 'running'
 
@@ -264,6 +271,11 @@ class Processes:
         self.start(spec)
         self.wait([spec.name], timeout)
 
+    def stop(self, name):
+        """Stop one process as stop_all stops them all; its group too."""
+        _spec, process = self._running.pop(name)
+        _stop([process])
+
     def stop_all(self):
         """Kill every process group started, even half-started ones.
 
@@ -273,18 +285,23 @@ class Processes:
         """
         running = [process for _spec, process in self._running.values()]
         self._running.clear()
-        for process in running:
-            kill_group(process.pid, signal.SIGTERM)
-        deadline = time.monotonic() + STOP_TIMEOUT
-        for process in running:
-            try:
-                process.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                pass
-        for process in running:
-            # Also what the leader left behind in its group (workers).
-            kill_group(process.pid, signal.SIGKILL)
-            process.wait()
+        _stop(running)
+
+
+def _stop(running):
+    """SIGTERM to each group, SIGKILL to what is left after STOP_TIMEOUT."""
+    for process in running:
+        kill_group(process.pid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_TIMEOUT
+    for process in running:
+        try:
+            process.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+    for process in running:
+        # Also what the leader left behind in its group (workers).
+        kill_group(process.pid, signal.SIGKILL)
+        process.wait()
 
 
 def kill_group(pgid, signum):

@@ -194,6 +194,18 @@ class NovaConfigTest(PluginTestCase):
         self.assertEqual(['reports_x'], node.project_conf()[
             'numa_policy_reports']['topic'])
 
+    def test_report_ttl_is_the_same_for_the_scheduler_and_the_api(self):
+        node = self.node(NUMA_POLICY_REPORT_TTL='60')
+        node.run('stack:post-config')
+        for parsed in (read_ini(node.nova_conf), node.project_conf()):
+            self.assertEqual(['60'],
+                             parsed['numa_policy_scheduler']['report_ttl'])
+
+    def test_report_ttl_left_at_its_default_unless_set(self):
+        node = self.node()
+        node.run('stack:post-config')
+        self.assertNotIn('numa_policy_scheduler', read_ini(node.nova_conf))
+
     def test_uplinks_handed_over_in_novas_state_directory(self):
         # In nova.conf, so nova-compute (the driver extension) and the
         # agent (which reads nova-cpu.conf first) name the same file.

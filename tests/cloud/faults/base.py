@@ -1,0 +1,141 @@
+"""What every fault scenario reads of the cloud: guests, reports, actions."""
+
+import json
+import time
+import urllib.parse
+import uuid as uuid_mod
+
+import testtools
+from testtools import content
+
+from tests.cloud import cloud as cloud_mod
+from tests.cloud import plugin
+from tests.cloud import resources
+from tests.cloud import test_servers
+from tests.labhost import kernel
+
+# A report older than this is not heeded (devstack's NUMA_POLICY_REPORT_TTL
+# in this cloud); the agents report every 5 s.
+REPORT_TTL = plugin.REPORT_TTL
+AGENT_PERIOD = 5
+# Silence is seen once the last report is older than the TTL; a restarted
+# agent reports within a period of its start, which takes a while under
+# emulation (its imports, libvirt's connection, the first period).
+STALE_TIMEOUT = REPORT_TTL + 60
+BACK_TIMEOUT = 240
+BOOT_TIMEOUT = test_servers.BOOT_TIMEOUT
+DELETE_TIMEOUT = 300
+ACTIONS_LIMIT = 1000
+
+
+class FaultTestBase(testtools.TestCase):
+    """One cloud for the module (``CLOUD``), flavors made on demand."""
+
+    CLOUD = None
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        if cls.CLOUD is None:
+            cls.CLOUD = cloud_mod.for_test_module()
+        cls.nova = cls.CLOUD.nova()
+        cls.image = resources.raw_image(cls.CLOUD.session(),
+                                        cls.CLOUD.workdir,
+                                        f'numa-faults-{cls.__name__}')
+        cls.suffix = uuid_mod.uuid4().hex[:6]
+        cls._flavors = {}
+
+    def flavor(self, specs):
+        key = json.dumps(specs, sort_keys=True)
+        if key not in self._flavors:
+            self._flavors[key] = self.nova.create_flavor(
+                f'numa-faults-{len(self._flavors)}-{self.suffix}',
+                test_servers.VCPUS, test_servers.MEMORY_MB,
+                test_servers.DISK_GB, specs)
+        return self._flavors[key]
+
+    # -- servers -------------------------------------------------------
+
+    def create(self, name, specs):
+        """A new server of ``specs``, deleted at the test's end."""
+        server = self.nova.create_server(
+            name, self.flavor(specs)['id'], self.image['id'], 'none')
+        self.addCleanup(self.nova.delete_and_wait, server['id'],
+                        DELETE_TIMEOUT)
+        return server
+
+    def settled(self, server, statuses=('ACTIVE', 'ERROR')):
+        server = self.nova.wait_server(server['id'], list(statuses),
+                                       BOOT_TIMEOUT)
+        self.addDetail(f'server-{server["name"]}', content.text_content(
+            json.dumps(server, indent=1, sort_keys=True)))
+        return server
+
+    def boot(self, name, specs):
+        server = self.settled(self.create(name, specs))
+        self.assertEqual('ACTIVE', server['status'], server.get('fault'))
+        return server
+
+    def guest_state(self, server):
+        """What the kernel says of a server's guest, to compare over time.
+
+        The nodes holding its RAM, each vCPU thread's allowed CPUs, and
+        the ``<numatune>`` and pins of its live domain XML.
+        """
+        compute = self.CLOUD.computes[server['OS-EXT-SRV-ATTR:host']]
+        domain = compute.lab.call('tests.cloud.inlab:domain',
+                                  server['OS-EXT-SRV-ATTR:instance_name'])
+        view = kernel.guest_view(compute.lab.call(
+            'tests.labhost.inside:kernel_view', domain['pid'],
+            ram_bytes=test_servers.MEMORY_MB * 1024 * 1024))
+        ram = view.ram
+        return {'ram_nodes': sorted(n for n, p in ram.pages.items() if p),
+                'vcpu_cpus': [sorted(c) for c in view.vcpu_cpus()],
+                'tune': repr(test_servers.domain_tune(domain['xml']))}
+
+    # -- what our API says ----------------------------------------------
+
+    def api(self, path):
+        status, body = self.CLOUD.numa_api(path)
+        self.assertEqual(200, status, body)
+        return body
+
+    def report_fresh(self, host):
+        return self.api(f'/v1/hosts/{host}')['host']['report_fresh']
+
+    def wait_freshness(self, host, fresh, timeout):
+        """Seconds until our API says ``host``'s report is ``fresh``."""
+        began = time.monotonic()
+        resources.wait_for(lambda: self.report_fresh(host),
+                           lambda seen: seen is fresh,
+                           f'{host} report_fresh {fresh}', timeout,
+                           interval=2)
+        return time.monotonic() - began
+
+    def actions(self, uuid):
+        body = self.api(f'/v1/actions?instance_uuid={uuid}'
+                        f'&limit={ACTIONS_LIMIT}')
+        return body['actions']
+
+    def applied(self, uuid):
+        """Our API's record of the instance, once its policy is applied."""
+        def read():
+            return self.CLOUD.numa_api(f'/v1/instances/{uuid}')
+
+        status, body = resources.wait_for(
+            read, lambda a: a[0] == 200 and a[1]['instance']['policy_applied'],
+            f'instance {uuid} applied in the collector', BACK_TIMEOUT,
+            interval=3)
+        return body['instance']
+
+    def explain(self, specs):
+        query = urllib.parse.urlencode({
+            'vcpus': test_servers.VCPUS, 'memory_mb': test_servers.MEMORY_MB,
+            'extra_specs': json.dumps(specs)})
+        return {host['host']: host
+                for host in self.api(f'/v1/explain?{query}')['hosts']}
+
+    def note(self, name, value):
+        """A figure for the operator's page, in the test's details."""
+        self.addDetail(name, content.text_content(str(value)))
+        print(f'fault figure: {self.id()}: {name}: {value}', flush=True)
