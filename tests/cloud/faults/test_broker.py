@@ -1,0 +1,74 @@
+"""RabbitMQ stopped for 30 s under the running cloud, then started.
+
+Every service reconnects by itself: the agents' reports reach the
+collector again, the scheduler's listener hears them again (a policy
+server is placed, which in strict mode needs a fresh report in the
+scheduler's own cache), and no host goes unheard: the longest silence
+in each host's report history is within the report TTL.
+"""
+
+import datetime
+import subprocess
+import time
+
+from tests.cloud.faults import base
+from tests.cloud import infra
+from tests.cloud import resources
+
+HOME = {'hw:numa_policy': 'home'}
+OUTAGE = 30
+HISTORY = 1000
+
+
+def _rabbitmqctl(*args):
+    subprocess.run([infra.RABBITMQCTL, *args], check=True,
+                   capture_output=True, timeout=120)
+
+
+class BrokerRestartTest(base.FaultTestBase):
+
+    def longest_silence(self, host, since):
+        """Seconds of the widest gap between two of ``host``'s reports.
+
+        From the last one made before ``since`` (a datetime) on.
+        """
+        body = self.api(f'/v1/hosts/{host}/reports?limit={HISTORY}')
+        made = sorted(datetime.datetime.fromisoformat(r['generated_at'])
+                      for r in body['reports'])
+        before = [m for m in made if m < since]
+        made = before[-1:] + [m for m in made if m >= since]
+        return max((b - a).total_seconds() for a, b in zip(made, made[1:]))
+
+    def test_everything_reconnects_within_the_report_ttl(self):
+        hosts = sorted(self.CLOUD.computes)
+        self.addCleanup(_rabbitmqctl, 'start_app')
+        stopped_at = datetime.datetime.now(datetime.timezone.utc)
+        _rabbitmqctl('stop_app')
+        stopped = time.monotonic()
+        time.sleep(OUTAGE)
+        _rabbitmqctl('start_app')
+        self.note('seconds the broker was down',
+                  round(time.monotonic() - stopped))
+        began = time.monotonic()
+        for host in hosts:
+            # A report generated after the restart: the agent's own
+            # connection came back (a fresh one may predate the outage
+            # by less than the TTL).
+            resources.wait_for(
+                lambda host=host: self.api(f'/v1/hosts/{host}')['host'],
+                lambda h: h['report_age'] < time.monotonic() - began,
+                f'a report of {host} made after the restart',
+                base.BACK_TIMEOUT, interval=2)
+        self.note('seconds from the broker started to every agent heard',
+                  round(time.monotonic() - began))
+        # The scheduler heard them too: strict mode places a policy
+        # server only on a host whose report its own cache holds fresh.
+        server = self.boot('numa-faults-after-broker', HOME)
+        self.note('seconds from the broker started to a policy server '
+                  'ACTIVE', round(time.monotonic() - began))
+        self.applied(server['id'])
+        for host in hosts:
+            silence = self.longest_silence(host, stopped_at)
+            self.note(f'longest silence of {host} in seconds',
+                      round(silence))
+            self.assertLessEqual(silence, base.REPORT_TTL, host)
