@@ -26,10 +26,10 @@ import sys
 
 import numpy as np
 
-from nova_numa_policy.lab.cluster import bound
-from nova_numa_policy.lab.cluster import evidence
-from nova_numa_policy.lab.cluster import scenarios
-from nova_numa_policy.lab.sim import experiment
+from numa_policy_lab.cluster import bound
+from numa_policy_lab.cluster import evidence
+from numa_policy_lab.cluster import scenarios
+from numa_policy_lab.sim import experiment
 
 DOC = os.path.join(os.path.dirname(__file__), '..', '..', 'doc', 'source')
 STATIC = os.path.join(DOC, '_static')
@@ -318,7 +318,7 @@ def about_bound(above):
     text = [
         '**The bound** is what no strategy, static or moving pages and '
         'vCPUs, can pass in the model (:doc:`simulator`, "Upper bound"; '
-        'derived term by term in ``nova_numa_policy/lab/cluster/'
+        'derived term by term in ``lab/numa_policy_lab/cluster/'
         "bound.py``). Every stall term of a vCPU's time is at least its "
         'value with the vCPU on a CPU of its own, its memory, network '
         'buffers and sibling vCPUs on its node and nothing queued, and its '

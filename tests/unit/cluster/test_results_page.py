@@ -1,8 +1,8 @@
 import testtools
 
-from nova_numa_policy.lab.cluster import bound
-from nova_numa_policy.lab.cluster import evidence
-from nova_numa_policy.lab.sim import experiment
+from numa_policy_lab.cluster import bound
+from numa_policy_lab.cluster import evidence
+from numa_policy_lab.sim import experiment
 from tests.bench import cluster as bench
 
 

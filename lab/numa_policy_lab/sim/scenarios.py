@@ -9,9 +9,9 @@ import dataclasses
 
 import numpy as np
 
-from nova_numa_policy.lab.sim import state as st
-from nova_numa_policy.lab.sim import topology
-from nova_numa_policy.lab.sim import workload as wl
+from numa_policy_lab.sim import state as st
+from numa_policy_lab.sim import topology
+from numa_policy_lab.sim import workload as wl
 
 
 @dataclasses.dataclass(frozen=True)

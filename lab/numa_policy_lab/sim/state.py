@@ -4,7 +4,7 @@ import dataclasses
 
 import numpy as np
 
-from nova_numa_policy.lab.sim import workload as wl
+from numa_policy_lab.sim import workload as wl
 
 PAGES_PER_MB = 256  # 4 KiB pages
 

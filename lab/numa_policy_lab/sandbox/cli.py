@@ -1,9 +1,9 @@
-"""``numa-policy sandbox [--smoke] [--json] [--keep-running]``.
+"""``numa-policy-lab sandbox [--smoke] [--json] [--keep-running]``.
 
 nova must choose its concurrency mode (native threads) before anything
-imports oslo.messaging, and the ``numa-policy`` command imports it for its
-other subcommands. So ``numa-policy sandbox`` replaces its process
-(``exec``: same pid, no child) with ``python -m nova_numa_policy.lab.sandbox``,
+imports oslo.messaging, and the ``numa-policy-lab`` command imports it for
+its other subcommands. So ``numa-policy-lab sandbox`` replaces its process
+(``exec``: same pid, no child) with ``python -m numa_policy_lab.sandbox``,
 which decides first; importing this module stays cheap.
 """
 
@@ -67,7 +67,7 @@ def exec_sandbox(args, out):
     out.flush()
     sys.stderr.flush()
     os.execv(sys.executable, [sys.executable, '-m',
-                              'nova_numa_policy.lab.sandbox',
+                              'numa_policy_lab.sandbox',
                               *to_argv(args)])
 
 
@@ -123,10 +123,10 @@ def _first_error(exc):
 
 def run(args, out):
     """Start, script, summarise, clean up; the exit status."""
-    from nova_numa_policy.lab.sandbox import messaging
-    from nova_numa_policy.lab.sandbox import plan as plan_mod
-    from nova_numa_policy.lab.sandbox import run
-    from nova_numa_policy.lab.sandbox import summary as summary_mod
+    from numa_policy_lab.sandbox import messaging
+    from numa_policy_lab.sandbox import plan as plan_mod
+    from numa_policy_lab.sandbox import run
+    from numa_policy_lab.sandbox import summary as summary_mod
 
     # Services log warnings and errors on stderr; stdout carries only the
     # summary (some libraries log INFO to stdout when left alone).

@@ -13,11 +13,11 @@ import numpy as np
 
 from nova_numa_policy.contracts import locality
 from nova_numa_policy.decisions import execution
-from nova_numa_policy.lab.cluster import bound as bound_mod
-from nova_numa_policy.lab.cluster import guests as guests_mod
-from nova_numa_policy.lab.cluster import hosts as hosts_mod
-from nova_numa_policy.lab.cluster import strategies as strategies_mod
 from nova_numa_policy.loops import runner as loop_runner
+from numa_policy_lab.cluster import bound as bound_mod
+from numa_policy_lab.cluster import guests as guests_mod
+from numa_policy_lab.cluster import hosts as hosts_mod
+from numa_policy_lab.cluster import strategies as strategies_mod
 
 
 class Cluster:

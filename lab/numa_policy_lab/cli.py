@@ -1,6 +1,6 @@
-"""``numa-policy``: the lab's command line.
+"""``numa-policy-lab``: the lab's command line.
 
-``numa-policy simulate host --scenario NAME --loops LIST --periods N
+``numa-policy-lab simulate host --scenario NAME --loops LIST --periods N
 --seed S [--json] [--dry-run]`` runs a simulated host with and without the
 loops; ``--list-scenarios`` names the scenarios; ``simulate cluster`` runs
 the cluster study and ``sandbox`` the one-command sandbox.
@@ -10,11 +10,11 @@ import argparse
 import json
 import sys
 
-from nova_numa_policy.lab.cluster import cli as cluster_cli
-from nova_numa_policy.lab.sandbox import cli as sandbox_cli
-from nova_numa_policy.lab.sim import experiment
-from nova_numa_policy.lab.sim import scenarios
 from nova_numa_policy.loops import runner
+from numa_policy_lab.cluster import cli as cluster_cli
+from numa_policy_lab.sandbox import cli as sandbox_cli
+from numa_policy_lab.sim import experiment
+from numa_policy_lab.sim import scenarios
 
 
 def _loops(text):
@@ -72,7 +72,7 @@ def _print_table(report, out):
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(prog='numa-policy')
+    parser = argparse.ArgumentParser(prog='numa-policy-lab')
     sub = parser.add_subparsers(dest='command', required=True)
     simulate = sub.add_parser('simulate', help='run the NUMA simulator')
     what = simulate.add_subparsers(dest='target', required=True)

@@ -10,10 +10,10 @@ import numpy as np
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import locality
 from nova_numa_policy.contracts import scope
-from nova_numa_policy.lab.sim import model
-from nova_numa_policy.lab.sim import signals
-from nova_numa_policy.lab.sim import state as st
-from nova_numa_policy.lab.sim import workload as wl
+from numa_policy_lab.sim import model
+from numa_policy_lab.sim import signals
+from numa_policy_lab.sim import state as st
+from numa_policy_lab.sim import workload as wl
 
 # Cost of migrating one 4 KiB page to the guest (copy, TLB shootdown,
 # fault on next touch): an order of magnitude of Linux move_pages(2), not a

@@ -1,4 +1,4 @@
-"""``numa-policy simulate cluster``: one scenario, one strategy, seeds.
+"""``numa-policy-lab simulate cluster``: one scenario, one strategy, seeds.
 
 ``--seed S`` runs one stream; ``--seeds N`` runs seeds S..S+N-1 and adds
 the relative standard deviation over them. ``--json`` prints per-guest
@@ -10,9 +10,9 @@ loop actions the agents' do-no-harm guard refused.
 
 import json
 
-from nova_numa_policy.lab.cluster import evidence
-from nova_numa_policy.lab.cluster import scenarios
-from nova_numa_policy.lab.cluster import strategies
+from numa_policy_lab.cluster import evidence
+from numa_policy_lab.cluster import scenarios
+from numa_policy_lab.cluster import strategies
 
 
 def register(subparsers):

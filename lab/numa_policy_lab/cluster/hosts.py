@@ -13,11 +13,11 @@ import numpy as np
 
 from nova_numa_policy.contracts import locality
 from nova_numa_policy.decisions import reporting
-from nova_numa_policy.lab.sim import backend as sim_backend
-from nova_numa_policy.lab.sim import workload as wl
 from nova_numa_policy.loops import runner as loop_runner
 from nova_numa_policy.objects import wire as report_wire
 from nova_numa_policy.scheduling import summary as summary_mod
+from numa_policy_lab.sim import backend as sim_backend
+from numa_policy_lab.sim import workload as wl
 
 # The scheduler's [numa_policy_scheduler] io_intensive_rate default.
 IO_INTENSIVE_RATE = 500.0

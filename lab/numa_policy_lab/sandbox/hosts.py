@@ -15,11 +15,11 @@ from agent.service import manager
 from agent.service import notifier
 from agent.service import rebalance
 from nova_numa_policy.contracts import backend
-from nova_numa_policy.lab import shape
-from nova_numa_policy.lab.sim import backend as sim_backend
-from nova_numa_policy.lab.sim import scenarios
-from nova_numa_policy.lab.sim import state as sim_state
-from nova_numa_policy.lab.sim import topology
+from numa_policy_lab import shape
+from numa_policy_lab.sim import backend as sim_backend
+from numa_policy_lab.sim import scenarios
+from numa_policy_lab.sim import state as sim_state
+from numa_policy_lab.sim import topology
 
 PERIOD_S = 5.0
 NIC_NAME = 'eth0'

@@ -4,7 +4,7 @@ Nodes of equal CPUs and memory, numbered as Linux numbers them (node
 ``n``'s CPUs follow node ``n - 1``'s), a SLIT distance matrix as the
 firmware writes it and ``/sys/devices/system/node/node*/distance``
 reports it, and NICs on nodes. The simulator's hosts
-(:class:`nova_numa_policy.lab.sim.topology.SimHost`) add what it models
+(:class:`numa_policy_lab.sim.topology.SimHost`) add what it models
 of their performance; the lab host (``tests/labhost/topology.py``) makes
 a QEMU machine of one. Either reports it to the agent's side as the
 contract's ``HostTopology``, the same way.

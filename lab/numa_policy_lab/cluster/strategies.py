@@ -15,10 +15,10 @@ import numpy as np
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import locality
 from nova_numa_policy.decisions import enforcement
-from nova_numa_policy.lab.cluster import guests as guests_mod
-from nova_numa_policy.lab.cluster import nova
-from nova_numa_policy.lab.sim import state as st
 from nova_numa_policy.scheduling import scoring
+from numa_policy_lab.cluster import guests as guests_mod
+from numa_policy_lab.cluster import nova
+from numa_policy_lab.sim import state as st
 
 # The scheduler plugins' defaults (nova_numa_policy.conf.scheduler), but
 # for the new guest's expected vCPU load: one over the allocation ratio,

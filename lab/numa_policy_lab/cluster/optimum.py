@@ -29,10 +29,10 @@ import math
 
 import highspy
 
-from nova_numa_policy.lab.cluster import guests as guests_mod
-from nova_numa_policy.lab.cluster import hosts as hosts_mod
-from nova_numa_policy.lab.sim import model
-from nova_numa_policy.lab.sim import state as st
+from numa_policy_lab.cluster import guests as guests_mod
+from numa_policy_lab.cluster import hosts as hosts_mod
+from numa_policy_lab.sim import model
+from numa_policy_lab.sim import state as st
 
 # Price of one unit of the busiest controller's utilization, in units of
 # one guest's normalized throughput: a tie-breaker toward spreading.

@@ -52,10 +52,10 @@ import functools
 
 import numpy as np
 
-from nova_numa_policy.lab.sim import constants
-from nova_numa_policy.lab.sim import model
-from nova_numa_policy.lab.sim import state
-from nova_numa_policy.lab.sim import workload as wl
+from numa_policy_lab.sim import constants
+from numa_policy_lab.sim import model
+from numa_policy_lab.sim import state
+from numa_policy_lab.sim import workload as wl
 
 # Why a guest's bound can pass 1.0: the model's three exceptions, as the
 # page states them.

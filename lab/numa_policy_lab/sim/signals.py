@@ -56,8 +56,8 @@ generator.
 
 import numpy as np
 
-from nova_numa_policy.lab.sim import state as st
-from nova_numa_policy.lab.sim import workload as wl
+from numa_policy_lab.sim import state as st
+from numa_policy_lab.sim import workload as wl
 
 SCAN_MB = 256.0
 SCAN_PERIOD_MIN_S = 1.0

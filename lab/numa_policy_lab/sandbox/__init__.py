@@ -1,4 +1,4 @@
-"""``numa-policy sandbox``: the whole system on one machine.
+"""``numa-policy-lab sandbox``: the whole system on one machine.
 
 nova's services and real placement in process, RabbitMQ for the agents'
 reports, one agent per compute on the simulated backend, the collector

@@ -33,7 +33,7 @@ class FlavorSpec:
     vcpus: int
     memory_mb: int
     extra_specs: tuple  # (key, value) pairs
-    # The simulated workload of its servers (nova_numa_policy.lab.sim.workload)
+    # The simulated workload of its servers (numa_policy_lab.sim.workload)
     # and why that one: each flavor gets the application its policy is for.
     profile: str
     profile_why: str

@@ -9,8 +9,8 @@ import dataclasses
 
 import numpy as np
 
-from nova_numa_policy.lab import shape
-from nova_numa_policy.lab.sim import constants
+from numa_policy_lab import shape
+from numa_policy_lab.sim import constants
 
 # ACPI SLIT-style distances by hop count, what Linux reports in
 # /sys/devices/system/node/node*/distance.

@@ -13,8 +13,8 @@ import math
 
 import numpy as np
 
-from nova_numa_policy.lab.cluster import guests as g
-from nova_numa_policy.lab.sim import topology
+from numa_policy_lab.cluster import guests as g
+from numa_policy_lab.sim import topology
 
 SETTLE = 4  # periods after the last arrival before measuring or churning
 WINDOW = 8  # measured periods at the end of every run

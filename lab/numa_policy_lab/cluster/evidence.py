@@ -23,12 +23,12 @@ import numpy as np
 
 from nova_numa_policy.contracts import locality
 from nova_numa_policy.decisions import enforcement
-from nova_numa_policy.lab.cluster import optimum
-from nova_numa_policy.lab.cluster import scenarios
-from nova_numa_policy.lab.cluster import simulation
-from nova_numa_policy.lab.cluster import strategies
 from nova_numa_policy.loops import guard as guard_mod
 from nova_numa_policy.scheduling import scoring
+from numa_policy_lab.cluster import optimum
+from numa_policy_lab.cluster import scenarios
+from numa_policy_lab.cluster import simulation
+from numa_policy_lab.cluster import strategies
 
 STRATEGIES = tuple(strategies.STRATEGIES)
 OURS = strategies.Ours.name

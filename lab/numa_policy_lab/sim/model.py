@@ -24,8 +24,8 @@ import dataclasses
 
 import numpy as np
 
-from nova_numa_policy.lab.sim import constants as c
-from nova_numa_policy.lab.sim import workload as wl
+from numa_policy_lab.sim import constants as c
+from numa_policy_lab.sim import workload as wl
 
 L3_LATENCY = 48  # seed 000 Table 3, L3 hit, cycles
 

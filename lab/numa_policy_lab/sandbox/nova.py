@@ -7,7 +7,7 @@ sandbox drives one instance of that class as a plain ``fixtures.Fixture``:
 ``setUp`` starts the cloud, ``cleanUp`` runs nova's own cleanups. Nothing
 of the test runner is involved.
 
-Must be imported after :func:`nova_numa_policy.lab.sandbox.threading_mode`.
+Must be imported after :func:`numa_policy_lab.sandbox.threading_mode`.
 """
 
 import os

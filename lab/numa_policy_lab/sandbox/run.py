@@ -13,12 +13,12 @@ import types
 import fixtures
 import kombu
 
-from nova_numa_policy.lab.sandbox import hosts
-from nova_numa_policy.lab.sandbox import messaging
-from nova_numa_policy.lab.sandbox import nova
-from nova_numa_policy.lab.sandbox import services
-from nova_numa_policy.lab.sandbox import summary as summary_mod
 from nova_numa_policy.scheduling import explain
+from numa_policy_lab.sandbox import hosts
+from numa_policy_lab.sandbox import messaging
+from numa_policy_lab.sandbox import nova
+from numa_policy_lab.sandbox import services
+from numa_policy_lab.sandbox import summary as summary_mod
 from placement_filters import base as plugin_base
 from placement_filters import listener
 

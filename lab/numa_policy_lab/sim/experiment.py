@@ -6,9 +6,9 @@ import numpy as np
 
 from nova_numa_policy.contracts import locality
 from nova_numa_policy.decisions import execution
-from nova_numa_policy.lab.sim import backend as sim_backend
-from nova_numa_policy.lab.sim import scenarios
 from nova_numa_policy.loops import runner as loop_runner
+from numa_policy_lab.sim import backend as sim_backend
+from numa_policy_lab.sim import scenarios
 
 
 @dataclasses.dataclass

@@ -13,8 +13,8 @@ import uuid as uuid_mod
 import numpy as np
 
 from nova_numa_policy.contracts import policy as numa_policy
-from nova_numa_policy.lab.sim import state as st
-from nova_numa_policy.lab.sim import workload as wl
+from numa_policy_lab.sim import state as st
+from numa_policy_lab.sim import workload as wl
 
 
 @dataclasses.dataclass(frozen=True)
