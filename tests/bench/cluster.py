@@ -261,16 +261,17 @@ def io_path(rows, seeds):
         'The I/O path, simulated', '=======================', '',
         'The host simulator (:doc:`simulator`, "I/O handling"), not the '
         'cluster: the scenario *io-steering*, four netperf guests homed on '
-        "the NIC's node of the seed 002 host and two memcached guests on "
-        "node 1, the NIC's eight interrupt vectors spread over every node "
+        "the NIC's node of the :ref:`seed 002 <seed-002>` host and two "
+        "memcached guests on node 1, the NIC's eight interrupt vectors "
+        'spread over every node '
         'as the kernel spreads them and the emulator and vhost threads '
         f'unpinned; 40 periods, seeds {seeds[0]}..{seeds[-1]}, perfect '
         'counters. Without steering: vNUIOA alone, which finds the guests '
         'where it wants them; with steering: vNUIOA and iopath '
         '(:doc:`loops`, "The I/O path"). Every number is simulated, and '
         'the cost of handling a packet away from its buffers is an '
-        'estimate derived from seed 002 Fig. 5, which measured no '
-        'interrupt or I/O thread alone (``nova_numa_policy/lab/sim/'
+        'estimate derived from :ref:`seed 002 <seed-002>` Fig. 5, which '
+        'measured no interrupt or I/O thread alone (``lab/numa_policy_lab/sim/'
         'constants.py``): the rows say what the model gives, not what a '
         'host does.', '',
         '*Mean tput*: normalized throughput (1.0 = the guest alone, '

@@ -150,7 +150,8 @@ class IoPathSectionTest(testtools.TestCase):
         self.assertIn('simulated  vnuioa+iopath  0.960', self.text)
         self.assertIn('seeds 0..9', self.text)
         # The estimate it rests on is named.
-        self.assertIn('estimate derived from seed 002 Fig. 5', self.text)
+        self.assertIn('estimate derived from :ref:`seed 002 <seed-002>` '
+                      'Fig. 5', self.text)
 
     def test_no_rows_no_section(self):
         self.assertEqual([], bench.io_path([], [0]))
