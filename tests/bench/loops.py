@@ -12,9 +12,9 @@ import sys
 import time
 
 from nova_numa_policy.decisions import execution
-from nova_numa_policy.lab.sim import backend as sim_backend
-from nova_numa_policy.lab.sim import scenarios
 from nova_numa_policy.loops import runner
+from numa_policy_lab.sim import backend as sim_backend
+from numa_policy_lab.sim import scenarios
 
 BUDGET_MS = 17.5
 

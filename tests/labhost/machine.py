@@ -70,8 +70,9 @@ PR_SET_PDEATHSIG = 1
 # kernel panics ("IO-APIC + timer doesn't work", seen with two lab hosts
 # booting side by side).
 LAB_KERNEL_ARGS = 'mitigations=off no_timer_check'
-# The project's packages, compiled to bytecode here before a boot.
-PROJECT_PACKAGES = ('agent', 'nova_numa_policy', 'placement_filters',
+# The project's packages, compiled to bytecode here before a boot (the
+# lab's, lab/numa_policy_lab, with them).
+PROJECT_PACKAGES = ('agent', 'nova_numa_policy', 'placement_filters', 'lab',
                     'tests')
 
 _libc = ctypes.CDLL(None, use_errno=True)

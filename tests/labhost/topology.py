@@ -5,13 +5,13 @@ kernel sees real NUMA nodes (ACPI SRAT/SLIT written by QEMU): CPUs and
 memory per node, a distance matrix, and a NIC whose PCI expander bridge
 sits on a chosen node, as a multi-socket server's firmware describes it.
 The host's shape is the simulator's model
-(:class:`nova_numa_policy.lab.shape.NumaShape`): the same CPU numbering,
+(:class:`numa_policy_lab.shape.NumaShape`): the same CPU numbering,
 distances and NICs, reported the same way (``LabTopology.shape``).
 """
 
 import dataclasses
 
-from nova_numa_policy.lab import shape as shape_mod
+from numa_policy_lab import shape as shape_mod
 
 # QEMU writes the SLIT only for pairs it is told about; every pair is
 # given, so the guest never falls back to QEMU's 10/20 default.

@@ -14,11 +14,11 @@ from agent.service import manager
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import errors
 from nova_numa_policy.decisions import execution
-from nova_numa_policy.lab.sim import backend as sim_backend
-from nova_numa_policy.lab.sim import scenarios
-from nova_numa_policy.lab.sim import topology as sim_topology
 from nova_numa_policy.loops import base
 from nova_numa_policy.loops import runner as loop_runner
+from numa_policy_lab.sim import backend as sim_backend
+from numa_policy_lab.sim import scenarios
+from numa_policy_lab.sim import topology as sim_topology
 from tests.unit.sim import fixtures as sim_fixtures
 
 UUID = 'a6f1c1de-7d1e-4a53-9d36-5b0f5b1c0001'

@@ -1,8 +1,10 @@
 """The house's rules: which room may import which, read from the code.
 
-Every module of the three shipped packages is parsed (imports inside
-functions included) and each import of one of our rooms, or of
-``nova.tests``, is checked against :data:`MAY_IMPORT`. A room is a
+Every module of the three shipped packages and of the lab (a
+distribution of its own, ``lab/``) is parsed (imports inside functions
+included) and each import of one of our rooms, of ``nova.tests``, or of
+what only an extra or the lab installs (numpy, highspy), is checked
+against :data:`MAY_IMPORT` and :data:`EXTRA_IMPORTS`. A room is a
 folder: the folder a module stands in says its room, so the tree a
 reader opens is the map. The same table is the map in
 ``doc/source/architecture.rst``; a test below keeps the two in step.
@@ -17,12 +19,15 @@ import testtools
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGES = ('nova_numa_policy', 'agent', 'placement_filters')
+# The lab's package and the folder it stands in.
+LAB_PACKAGE = 'numa_policy_lab'
+LAB_DIR = ROOT / 'lab' / LAB_PACKAGE
 
 # Folders of nova_numa_policy/ that are rooms of their own (the folder's
 # name is the room's), and those that make up the clients' room.
 BASE_ROOMS = ('contracts', 'objects', 'decisions', 'scheduling', 'loops',
               'api')
-SERVICE_ROOMS = ('conf', 'virt', 'collector', 'rest', 'lab')
+SERVICE_ROOMS = ('conf', 'virt', 'collector', 'rest')
 CLIENT_MODULES = ('restclient', 'osc', 'dashboard', 'tempest_plugin')
 AGENT_ROOMS = ('sensors', 'privsep', 'backend', 'service')
 PRIVILEGED_ROOM = 'agent.privsep'
@@ -54,6 +59,12 @@ MAY_IMPORT = {
             'agent.backend', 'agent.service', 'placement_filters',
             'collector', 'rest', 'clients'},
 }
+# Third-party packages that only an extra (setup.cfg [extras]) or the lab
+# (lab/pyproject.toml) installs -> the rooms that may import them. A plain
+# `pip install .` into nova's environment brings neither.
+AGENT_EXTRA_ROOMS = {'loops', 'agent.sensors', 'agent.privsep',
+                     'agent.backend', 'agent.service', 'lab'}
+EXTRA_IMPORTS = {'numpy': AGENT_EXTRA_ROOMS, 'highspy': {'lab'}}
 # Third-party packages the configuration room may import besides the
 # standard library: it is read by every service and by the generators.
 CONF_MAY_IMPORT = {'oslo_config'}
@@ -64,6 +75,8 @@ def room_of(module):
     parts = module.split('.')
     if parts[0] == 'placement_filters':
         return parts[0]
+    if parts[0] == LAB_PACKAGE:
+        return 'lab'
     if parts[0] == 'agent':
         if len(parts) > 1 and parts[1] in AGENT_ROOMS:
             return 'agent.' + parts[1]
@@ -94,9 +107,11 @@ def imported_names(tree):
 
 
 def modules():
-    for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob('*.py')):
-            parts = path.relative_to(ROOT).with_suffix('').parts
+    roots = [(ROOT, ROOT / package) for package in PACKAGES]
+    roots.append((LAB_DIR.parent, LAB_DIR))
+    for base, root in roots:
+        for path in sorted(root.rglob('*.py')):
+            parts = path.relative_to(base).with_suffix('').parts
             if parts[-1] == '__init__':
                 parts = parts[:-1]
             yield '.'.join(parts), path
@@ -136,7 +151,11 @@ def violations(module, names):
         target = room_of(name)
         if target is None:
             top = name.split('.')[0]
-            if (room == 'conf' and top not in sys.stdlib_module_names
+            if room not in EXTRA_IMPORTS.get(top, {room}):
+                found.append(f'{module} ({room}) imports {name}: only '
+                             f'{", ".join(sorted(EXTRA_IMPORTS[top]))} '
+                             'may (an extra or the lab installs it)')
+            elif (room == 'conf' and top not in sys.stdlib_module_names
                     and top not in CONF_MAY_IMPORT):
                 found.append(f'{module} imports {name}: configuration '
                              'imports oslo.config only')
@@ -222,7 +241,12 @@ class LayersTest(testtools.TestCase):
             ('nova_numa_policy.conf.agent', 'agent.privsep'),
             ('nova_numa_policy.conf.loops', 'numpy'),
             ('nova_numa_policy.virt.driver', 'nova.tests.fixtures'),
-            ('placement_filters.cache', 'nova_numa_policy.lab.sim'),
+            ('placement_filters.cache', 'numa_policy_lab.sim'),
+            ('nova_numa_policy.rest.app', 'numa_policy_lab'),
+            # numpy is the agent's extra, highspy the lab's alone.
+            ('placement_filters.weights', 'numpy'),
+            ('nova_numa_policy.scheduling.scoring', 'numpy'),
+            ('nova_numa_policy.loops.brm', 'highspy'),
             ('agent.service.manager', 'placement_filters.cache'),
             # The base imports no loop: loops are plugins above it.
             ('nova_numa_policy.decisions.reporting',
@@ -241,8 +265,10 @@ class LayersTest(testtools.TestCase):
             self.assertEqual(1, len(violations(module, [name])),
                              f'{module} -> {name}')
         self.assertEqual([], violations(
-            'nova_numa_policy.lab.sandbox.nova',
-            ['nova.tests.fixtures', 'agent.service.manager']))
+            'numa_policy_lab.sandbox.nova',
+            ['nova.tests.fixtures', 'agent.service.manager', 'highspy']))
+        self.assertEqual([], violations(
+            'nova_numa_policy.loops.brm', ['numpy']))
         self.assertEqual([], violations(
             'nova_numa_policy.conf.agent', ['os', 'oslo_config.cfg']))
         self.assertRaises(AssertionError, room_of, 'agent.loose_module')

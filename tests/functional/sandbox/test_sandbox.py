@@ -1,4 +1,4 @@
-"""``numa-policy sandbox`` as CI runs it: a subprocess, checked from outside.
+"""``numa-policy-lab sandbox`` as CI runs it: a subprocess, seen from outside.
 
 Needs RabbitMQ on 127.0.0.1:5672 (guest/guest), like the sandbox itself.
 Each test starts the real command, so what is checked is what a user
@@ -20,9 +20,9 @@ import time
 import psutil
 import testtools
 
-from nova_numa_policy.lab.sandbox import messaging
+from numa_policy_lab.sandbox import messaging
 
-COMMAND = [sys.executable, '-m', 'nova_numa_policy.lab.cli', 'sandbox',
+COMMAND = [sys.executable, '-m', 'numa_policy_lab.cli', 'sandbox',
            '--smoke']
 URL = os.environ.get('NUMA_POLICY_SANDBOX_TRANSPORT_URL',
                      messaging.DEFAULT_URL)

@@ -6,8 +6,8 @@ from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import errors
 from nova_numa_policy.decisions import execution
 from nova_numa_policy.decisions import reporting
-from nova_numa_policy.lab.sim import backend as sim_backend
-from nova_numa_policy.lab.sim import topology as sim_topology
+from numa_policy_lab.sim import backend as sim_backend
+from numa_policy_lab.sim import topology as sim_topology
 
 from agent.service import manager
 from agent.service import rebalance

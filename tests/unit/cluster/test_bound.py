@@ -8,16 +8,16 @@ from hypothesis import strategies as st
 import numpy as np
 import testtools
 
-from nova_numa_policy.lab.cluster import bound
-from nova_numa_policy.lab.cluster import evidence
-from nova_numa_policy.lab.cluster import guests as guests_mod
-from nova_numa_policy.lab.cluster import hosts as hosts_mod
-from nova_numa_policy.lab.cluster import scenarios
-from nova_numa_policy.lab.cluster import simulation
-from nova_numa_policy.lab.sim import model
-from nova_numa_policy.lab.sim import state
-from nova_numa_policy.lab.sim import topology
-from nova_numa_policy.lab.sim import workload as wl
+from numa_policy_lab.cluster import bound
+from numa_policy_lab.cluster import evidence
+from numa_policy_lab.cluster import guests as guests_mod
+from numa_policy_lab.cluster import hosts as hosts_mod
+from numa_policy_lab.cluster import scenarios
+from numa_policy_lab.cluster import simulation
+from numa_policy_lab.sim import model
+from numa_policy_lab.sim import state
+from numa_policy_lab.sim import topology
+from numa_policy_lab.sim import workload as wl
 from tests.unit.sim import fixtures
 
 EXAMPLES = 150

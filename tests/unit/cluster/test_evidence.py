@@ -3,7 +3,7 @@ from unittest import mock
 import numpy as np
 import testtools
 
-from nova_numa_policy.lab.cluster import evidence
+from numa_policy_lab.cluster import evidence
 
 
 def _cell(strategy, means, best_static=1.0, scenario='netperf', pages=0,

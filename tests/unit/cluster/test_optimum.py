@@ -1,8 +1,8 @@
 import testtools
 
-from nova_numa_policy.lab.cluster import optimum
-from nova_numa_policy.lab.cluster import scenarios
-from nova_numa_policy.lab.sim import topology
+from numa_policy_lab.cluster import optimum
+from numa_policy_lab.cluster import scenarios
+from numa_policy_lab.sim import topology
 
 
 class OptimumTest(testtools.TestCase):

@@ -1,8 +1,8 @@
 import testtools
 
-from nova_numa_policy.lab.cluster import bound
-from nova_numa_policy.lab.cluster import evidence
-from nova_numa_policy.lab.sim import experiment
+from numa_policy_lab.cluster import bound
+from numa_policy_lab.cluster import evidence
+from numa_policy_lab.sim import experiment
 from tests.bench import cluster as bench
 
 
@@ -150,7 +150,8 @@ class IoPathSectionTest(testtools.TestCase):
         self.assertIn('simulated  vnuioa+iopath  0.960', self.text)
         self.assertIn('seeds 0..9', self.text)
         # The estimate it rests on is named.
-        self.assertIn('estimate derived from seed 002 Fig. 5', self.text)
+        self.assertIn('estimate derived from :ref:`seed 002 <seed-002>` '
+                      'Fig. 5', self.text)
 
     def test_no_rows_no_section(self):
         self.assertEqual([], bench.io_path([], [0]))

@@ -7,15 +7,15 @@ import numpy as np
 import testtools
 
 from nova_numa_policy.contracts import locality
-from nova_numa_policy.lab.cluster import evidence
-from nova_numa_policy.lab.cluster import scenarios
-from nova_numa_policy.lab.cluster import simulation
-from nova_numa_policy.lab.cluster import strategies
 from nova_numa_policy.loops import runner as loop_runner
+from numa_policy_lab.cluster import evidence
+from numa_policy_lab.cluster import scenarios
+from numa_policy_lab.cluster import simulation
+from numa_policy_lab.cluster import strategies
 
 # Prints the digest of one run whose loops act and whose kernel draws
 # matter, for the same run in another interpreter.
-_DIGEST = ('from nova_numa_policy.lab.cluster import evidence; '
+_DIGEST = ('from numa_policy_lab.cluster import evidence; '
            "print(evidence.digest(evidence.run_one('moderate', 'ours', 2)))")
 
 

@@ -1,14 +1,14 @@
 import numpy as np
 import testtools
 
-from nova_numa_policy.lab.cluster import evidence
-from nova_numa_policy.lab.cluster import guests
-from nova_numa_policy.lab.cluster import hosts
-from nova_numa_policy.lab.cluster import nova
-from nova_numa_policy.lab.cluster import scenarios
-from nova_numa_policy.lab.cluster import simulation
-from nova_numa_policy.lab.cluster import strategies
-from nova_numa_policy.lab.sim import topology
+from numa_policy_lab.cluster import evidence
+from numa_policy_lab.cluster import guests
+from numa_policy_lab.cluster import hosts
+from numa_policy_lab.cluster import nova
+from numa_policy_lab.cluster import scenarios
+from numa_policy_lab.cluster import simulation
+from numa_policy_lab.cluster import strategies
+from numa_policy_lab.sim import topology
 
 
 def _guest(app, k=0):

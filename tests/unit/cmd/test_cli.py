@@ -3,7 +3,7 @@ import json
 
 import testtools
 
-from nova_numa_policy.lab import cli
+from numa_policy_lab import cli
 
 
 class CliTest(testtools.TestCase):

@@ -584,7 +584,13 @@ class ServicesTest(PluginTestCase):
         self.assertEqual([], node.calls())
 
     def test_install_develops_the_checkout(self):
+        # A node that runs the agent takes its extra (numpy); a controller
+        # gets the plain package.
         node = self.node(NUMA_POLICY_DIR='/src/nnp')
+        node.run('stack:install')
+        self.assertEqual([('setup_develop', '/src/nnp', 'agent')],
+                         node.calls('setup_develop'))
+        node = self.node(services=CONTROLLER_ONLY, NUMA_POLICY_DIR='/src/nnp')
         node.run('stack:install')
         self.assertEqual([('setup_develop', '/src/nnp')],
                          node.calls('setup_develop'))

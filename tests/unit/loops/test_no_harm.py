@@ -15,8 +15,8 @@ a little below it, so a regression is still caught.
 import testtools
 
 from nova_numa_policy.contracts import locality
-from nova_numa_policy.lab.sim import experiment
-from nova_numa_policy.lab.sim import scenarios
+from numa_policy_lab.sim import experiment
+from numa_policy_lab.sim import scenarios
 
 TARGET = 0.98
 SEEDS = range(5)

@@ -2,10 +2,10 @@ import testtools
 
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.decisions import execution
-from nova_numa_policy.lab.sim import backend as sim_backend
-from nova_numa_policy.lab.sim import scenarios
 from nova_numa_policy.loops import base
 from nova_numa_policy.loops import runner
+from numa_policy_lab.sim import backend as sim_backend
+from numa_policy_lab.sim import scenarios
 
 
 class _Fixed(base.Strategy):

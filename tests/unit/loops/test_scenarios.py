@@ -3,7 +3,7 @@
 import numpy as np
 import testtools
 
-from nova_numa_policy.lab.sim import experiment
+from numa_policy_lab.sim import experiment
 
 PERIODS = 40
 

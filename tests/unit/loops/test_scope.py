@@ -14,12 +14,12 @@ from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import scope
 from nova_numa_policy.decisions import enforcement
 from nova_numa_policy.decisions import execution
-from nova_numa_policy.lab.sim import backend as sim_backend
-from nova_numa_policy.lab.sim import scenarios
 from nova_numa_policy.loops import base
 from nova_numa_policy.loops import brm
 from nova_numa_policy.loops import runner
 from nova_numa_policy.loops import vnuioa
+from numa_policy_lab.sim import backend as sim_backend
+from numa_policy_lab.sim import scenarios
 from tests.unit.loops import snapshots as s
 
 NODE0 = frozenset(range(5))

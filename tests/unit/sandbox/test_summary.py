@@ -4,7 +4,7 @@ import testtools
 
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import locality
-from nova_numa_policy.lab.sandbox import summary
+from numa_policy_lab.sandbox import summary
 from tests.unit.loops import snapshots as s
 
 

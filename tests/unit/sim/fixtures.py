@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from nova_numa_policy.lab.sim import state
-from nova_numa_policy.lab.sim import workload
+from numa_policy_lab.sim import state
+from numa_policy_lab.sim import workload
 
 
 def vm_at(host, profile, cpus, mem_node, memory_mb=1024, nic=None,

@@ -3,8 +3,8 @@ import testtools
 
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import locality
-from nova_numa_policy.lab.sim import backend as sim_backend
-from nova_numa_policy.lab.sim import scenarios
+from numa_policy_lab.sim import backend as sim_backend
+from numa_policy_lab.sim import scenarios
 
 
 def _sim(name='master-slave', seed=0, **kwargs):

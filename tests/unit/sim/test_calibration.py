@@ -2,10 +2,10 @@
 
 import testtools
 
-from nova_numa_policy.lab.sim import model
-from nova_numa_policy.lab.sim import topology
-from nova_numa_policy.lab.sim import workload as wl
 from nova_numa_policy.loops import base
+from numa_policy_lab.sim import model
+from numa_policy_lab.sim import topology
+from numa_policy_lab.sim import workload as wl
 from tests.unit.sim import fixtures
 
 TOLERANCE = 0.10
@@ -74,7 +74,7 @@ class CalibrationTest(testtools.TestCase):
 
     def _first_touch_imbalance(self, profile):
         host = topology.amd48()
-        from nova_numa_policy.lab.sim import scenarios
+        from numa_policy_lab.sim import scenarios
         cpus = [node * 6 for node in range(8)] * 2
         vm = scenarios.make_vm(host, 'x', profile, cpus, 8192)
         acc = model.evaluate(host, [vm]).vm_accesses[0]

@@ -9,13 +9,13 @@ import testtools
 
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.decisions import execution
-from nova_numa_policy.lab.sim import backend as sim_backend
-from nova_numa_policy.lab.sim import constants as c
-from nova_numa_policy.lab.sim import experiment
-from nova_numa_policy.lab.sim import model
-from nova_numa_policy.lab.sim import scenarios
-from nova_numa_policy.lab.sim import topology
 from nova_numa_policy.loops import runner as loop_runner
+from numa_policy_lab.sim import backend as sim_backend
+from numa_policy_lab.sim import constants as c
+from numa_policy_lab.sim import experiment
+from numa_policy_lab.sim import model
+from numa_policy_lab.sim import scenarios
+from numa_policy_lab.sim import topology
 from tests.unit.sim import fixtures
 
 NIC = 'ens1'  # ivybridge4's, on node 0

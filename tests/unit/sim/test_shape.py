@@ -4,8 +4,8 @@ import dataclasses
 
 import testtools
 
-from nova_numa_policy.lab import shape
-from nova_numa_policy.lab.sim import topology
+from numa_policy_lab import shape
+from numa_policy_lab.sim import topology
 from tests.labhost import topology as lab_topology
 
 

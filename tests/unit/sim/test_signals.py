@@ -5,11 +5,11 @@ import testtools
 
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import locality
-from nova_numa_policy.lab.sim import backend as sim_backend
-from nova_numa_policy.lab.sim import signals
-from nova_numa_policy.lab.sim import state as st
-from nova_numa_policy.lab.sim import topology
-from nova_numa_policy.lab.sim import workload as wl
+from numa_policy_lab.sim import backend as sim_backend
+from numa_policy_lab.sim import signals
+from numa_policy_lab.sim import state as st
+from numa_policy_lab.sim import topology
+from numa_policy_lab.sim import workload as wl
 from tests.unit.sim import fixtures
 
 HINTING = locality.SIGNAL_HINTING_FAULTS
