@@ -2,11 +2,10 @@
 
 import dataclasses
 
-import testtools
-
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import policy
 from nova_numa_policy.decisions import enforcement
+from tests import base as test_base
 
 
 def topology(nodes=2, cpus=4, mem=8192, nic_node=None):
@@ -30,7 +29,7 @@ def resolved(value, **specs):
     return policy.resolve({policy.POLICY_KEY: value, **specs})
 
 
-class BootTuneTest(testtools.TestCase):
+class BootTuneTest(test_base.TestCase):
 
     CASES = [
         # (name, policy, topology, usage, memory, expected (mode, nodes, cpus))
@@ -123,7 +122,7 @@ def placed(*cpus):
 NIC_PREFERRED = {policy.NIC_LOCALITY_KEY: 'preferred'}
 
 
-class NicHeadroomTest(testtools.TestCase):
+class NicHeadroomTest(test_base.TestCase):
     """Seed 002: NIC-prior only while the NIC node stays under 80 %.
 
     Four CPUs per node: 80 % is 3.2 vCPUs, so the NIC node takes a third
@@ -210,7 +209,7 @@ def instance(value, mode=None, nodes=(), affinity=None, emulator=(),
         emulator_affinity=frozenset(emulator) or full)
 
 
-class EnforceTest(testtools.TestCase):
+class EnforceTest(test_base.TestCase):
 
     def kinds(self, plan):
         return [type(a).__name__ for a in plan.actions]
@@ -272,7 +271,7 @@ class EnforceTest(testtools.TestCase):
             self.assertEqual(((), None), (plan.actions, plan.blocked))
 
 
-class AppliedPolicyTest(testtools.TestCase):
+class AppliedPolicyTest(test_base.TestCase):
 
     CASES = [
         (instance('interleave', 'interleave', {0, 1}), 'interleave'),
@@ -291,7 +290,7 @@ class AppliedPolicyTest(testtools.TestCase):
                              inst)
 
 
-class UndoTest(testtools.TestCase):
+class UndoTest(test_base.TestCase):
 
     def test_undo_restores_previous_values(self):
         before = instance('home', 'strict', {0},
@@ -349,7 +348,7 @@ def sparse(ids=(0, 1, 8, 9), cpus=4, nic=None):
         nics=() if nic is None else (backend.NicInfo('ens1', nic),))
 
 
-class SparseNodeIdsTest(testtools.TestCase):
+class SparseNodeIdsTest(test_base.TestCase):
     """Distances read by node id, never by position in a row."""
 
     def test_the_topology_reads_distances_by_id(self):
@@ -391,7 +390,7 @@ def pinned_nodes(topo, pins):
     return found
 
 
-class DealVcpusTest(testtools.TestCase):
+class DealVcpusTest(test_base.TestCase):
 
     def test_each_vcpu_goes_to_the_least_busy_node_ids_breaking_ties(self):
         topo = topology(nodes=4, cpus=4)
@@ -425,7 +424,7 @@ class DealVcpusTest(testtools.TestCase):
                                                     allowed_cpus={5, 6}))
 
 
-class HalfOfHostTest(testtools.TestCase):
+class HalfOfHostTest(test_base.TestCase):
 
     def test_a_large_guest_gets_the_most_compact_idle_half(self):
         half, reason = enforcement.half_of_host(sockets(), vcpus=8)
@@ -475,7 +474,7 @@ class HalfOfHostTest(testtools.TestCase):
             self.assertIn(word, reason, name)
 
 
-class SpreadBootPlanTest(testtools.TestCase):
+class SpreadBootPlanTest(test_base.TestCase):
 
     def test_a_large_interleaved_guest_keeps_to_its_half(self):
         topo = sockets()

@@ -8,7 +8,6 @@ import json
 import os
 
 import fixtures
-import testtools
 
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import errors
@@ -18,6 +17,7 @@ from agent.backend import iopath
 from agent.backend import libvirt_backend
 from agent.sensors import discovery
 from agent.service import cmd
+from tests import base as test_base
 from tests import fixtures as host_fixtures
 from tests.unit.agent import base
 from tests.unit.agent import iopath_files as files
@@ -64,7 +64,7 @@ class Clock:
         return self.now
 
 
-class FoundRecordTest(testtools.TestCase):
+class FoundRecordTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -103,7 +103,7 @@ class FoundRecordTest(testtools.TestCase):
                           iopath.Found('x', {1}))
 
 
-class IoPathTree(testtools.TestCase):
+class IoPathTree(test_base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -463,7 +463,7 @@ class BackendTest(base.TestDriverHostTest):
                           base.HOME_FROM_NOVA, {4})
 
 
-class WiringTest(testtools.TestCase):
+class WiringTest(test_base.TestCase):
     """The options give the agent's backend the daemon and the record."""
 
     def agent(self, **options):

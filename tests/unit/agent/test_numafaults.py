@@ -6,7 +6,6 @@ thread with its ``comm`` and ``sched`` as the kernel prints them.
 """
 
 import fixtures
-import testtools
 
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import locality
@@ -15,6 +14,7 @@ from nova_numa_policy.loops import runner as loop_runner
 from nova_numa_policy.loops import vnuioa
 
 from agent.sensors import numafaults
+from tests import base as test_base
 from tests.unit.agent import base
 from tests.unit.agent import test_pagemove_backend as guest_files
 
@@ -55,7 +55,7 @@ def write_threads(root, pid, threads):
                           sched_text(comm, tid, faults))
 
 
-class ParseTest(testtools.TestCase):
+class ParseTest(test_base.TestCase):
 
     def test_private_and_shared_faults_add_up_per_node(self):
         text = sched_text('CPU 0/KVM', 11, {0: 40, 1: 300}).replace(
@@ -86,7 +86,7 @@ class ParseTest(testtools.TestCase):
         self.assertFalse(numafaults.samples_locality(None))
 
 
-class ReadTest(testtools.TestCase):
+class ReadTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -211,7 +211,7 @@ class BackendSignalTest(base.TestDriverHostTest):
         self.assertIsNone(classes[base.NO_POLICY])
 
 
-class ReportedIoTest(testtools.TestCase):
+class ReportedIoTest(test_base.TestCase):
     """io_intensive in the report: vNUIOA's rule, the flavor first."""
 
     def report(self, **instance):

@@ -1,7 +1,5 @@
 """The rebalancing loops inside the agent, and the policy it reports."""
 
-import testtools
-
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import errors
 from nova_numa_policy.decisions import execution
@@ -11,6 +9,7 @@ from nova_numa_policy.lab.sim import topology as sim_topology
 
 from agent.service import manager
 from agent.service import rebalance
+from tests import base as test_base
 from tests.unit.agent import base
 from tests.unit.sim import fixtures as sim_fixtures
 
@@ -35,7 +34,7 @@ def _instance(requested, binding, hands_off=None):
         memory_mode=binding[0], memory_nodes=binding[1])
 
 
-class AppliedPolicyTest(testtools.TestCase):
+class AppliedPolicyTest(test_base.TestCase):
 
     # requested, binding, active loops, auto's choice, reported.
     CASES = [
@@ -104,7 +103,7 @@ def _node0_mb(sim):
     return sim.observe().instances[0].memory_mb_per_node.get(0, 0)
 
 
-class AgentRebalanceTest(testtools.TestCase):
+class AgentRebalanceTest(test_base.TestCase):
 
     def test_a_period_runs_carrefour_and_reports_it_in_force(self):
         sim = _remote_memory_host()
@@ -181,7 +180,7 @@ class _FailingMove(sim_backend.SimulatedBackend):
                                   pages)
 
 
-class LoopRollbackTest(testtools.TestCase):
+class LoopRollbackTest(test_base.TestCase):
 
     def test_a_failed_step_moves_the_pages_back(self):
         host = sim_topology.xeon2()

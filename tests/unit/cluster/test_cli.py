@@ -1,12 +1,11 @@
 import io
 import json
 
-import testtools
-
 from nova_numa_policy.lab import cli
+from tests import base as test_base
 
 
-class ClusterCliTest(testtools.TestCase):
+class ClusterCliTest(test_base.TestCase):
 
     def _run(self, argv):
         out = io.StringIO()

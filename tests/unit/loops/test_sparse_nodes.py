@@ -7,13 +7,12 @@ up to renaming the nodes.
 
 import dataclasses
 
-import testtools
-
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.loops import brm
 from nova_numa_policy.loops import nodeids
 from nova_numa_policy.loops import runner
 from nova_numa_policy.loops import vnuioa
+from tests import base as test_base
 from tests.unit.loops import snapshots as s
 
 CPUS = 4
@@ -90,7 +89,7 @@ def _positions(action, position):
     return action
 
 
-class SparseNodeIdsTest(testtools.TestCase):
+class SparseNodeIdsTest(test_base.TestCase):
 
     def test_every_strategy_decides_alike_on_sparse_ids(self):
         sparse = (0, 1, 8, 9)

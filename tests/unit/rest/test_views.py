@@ -1,11 +1,10 @@
 import datetime
 
-import testtools
-
 from nova_numa_policy.rest import views
+from tests import base as test_base
 
 
-class PolicyAppliedTest(testtools.TestCase):
+class PolicyAppliedTest(test_base.TestCase):
 
     def test_table(self):
         rows = [
@@ -23,7 +22,7 @@ class PolicyAppliedTest(testtools.TestCase):
                                  views.policy_applied(requested, applied))
 
 
-class HostDetailTest(testtools.TestCase):
+class HostDetailTest(test_base.TestCase):
 
     def test_nodes_carry_instance_memory_and_their_nics(self):
         moment = datetime.datetime(2025, 1, 31, 12, 0)
@@ -88,7 +87,7 @@ class HostDetailTest(testtools.TestCase):
                           for n in body['numa_nodes']])
 
 
-class PageTest(testtools.TestCase):
+class PageTest(test_base.TestCase):
 
     def test_a_full_page_links_to_the_next(self):
         body = views.page('items', [{'k': 'a'}, {'k': 'b'}], 2,

@@ -2,14 +2,13 @@
 
 import dataclasses
 
-import testtools
-
 from nova_numa_policy.lab import shape
 from nova_numa_policy.lab.sim import topology
+from tests import base as test_base
 from tests.labhost import topology as lab_topology
 
 
-class ShapeTest(testtools.TestCase):
+class ShapeTest(test_base.TestCase):
 
     def test_every_simulated_preset_is_a_machine_firmware_describes(self):
         for name, preset in topology.PRESETS.items():
