@@ -1,8 +1,8 @@
 """The pure rules of what a host measures of locality."""
 
-from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import locality
 from tests import base as test_base
+from tests import topology_factory
 
 
 class SignalsTest(test_base.TestCase):
@@ -76,9 +76,7 @@ class AccessesFromBandwidthTest(test_base.TestCase):
 class MeasuredFromBandwidthTest(test_base.TestCase):
 
     def test_each_vcpu_takes_its_nodes_penalty(self):
-        topology = backend.HostTopology(nodes=(
-            backend.NodeInfo(0, (0, 1), 1024, (10, 21)),
-            backend.NodeInfo(1, (2, 3), 1024, (21, 10))))
+        topology = topology_factory.host_topology(cpus=2, memory_mb=1024)
         accesses, penalties = locality.measured_from_bandwidth(
             topology, (0, 2), {0: (6400, 6400), 1: (6400, 0)},
             {0: 100, 1: 100})

@@ -8,12 +8,11 @@ from nova_numa_policy.loops import runner as loop_runner
 from nova_numa_policy.loops import vnuioa
 from nova_numa_policy.objects import wire as report_wire
 from tests import base as test_base
+from tests import topology_factory
 
 GUEST = '6f1f1a0e-0000-4000-8000-000000000001'
 NOW = datetime.datetime(2026, 11, 22, 8, 0, tzinfo=datetime.timezone.utc)
-TOPOLOGY = backend.HostTopology(nodes=(
-    backend.NodeInfo(0, (0, 1, 2, 3), 16384, (10, 21)),
-    backend.NodeInfo(1, (4, 5, 6, 7), 16384, (21, 10))))
+TOPOLOGY = topology_factory.host_topology(memory_mb=16384)
 
 
 def _report(*usage):
@@ -122,8 +121,8 @@ class NicIrqTest(test_base.TestCase):
     """Each NIC's vectors, where they are delivered and the loop's verdict."""
 
     def report(self, active_loops=('iopath',), judges=None):
-        topology = backend.HostTopology(
-            nodes=TOPOLOGY.nodes,
+        topology = topology_factory.host_topology(
+            memory_mb=16384,
             nics=(backend.NicInfo('eth0', 0), backend.NicInfo('eth1', 1)))
         guest = backend.InstanceState(
             uuid=GUEST, requested_policy=None, vcpu_cpus=(0, 1),

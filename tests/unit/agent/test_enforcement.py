@@ -6,17 +6,13 @@ from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import policy
 from nova_numa_policy.decisions import enforcement
 from tests import base as test_base
+from tests import topology_factory
 
 
 def topology(nodes=2, cpus=4, mem=8192, nic_node=None):
-    return backend.HostTopology(
-        nodes=tuple(backend.NodeInfo(
-            id=n, cpus=tuple(range(n * cpus, (n + 1) * cpus)),
-            memory_total_mb=mem,
-            distances=tuple(10 if o == n else 21 for o in range(nodes)))
-            for n in range(nodes)),
-        nics=(() if nic_node is None else
-              (backend.NicInfo('ens1', nic_node),)))
+    return topology_factory.host_topology(
+        nodes, cpus, mem, nics=(() if nic_node is None else
+                                (backend.NicInfo('ens1', nic_node),)))
 
 
 def usage(*free, load=None):
@@ -104,13 +100,8 @@ def ring(nodes=3, uniform=False):
     """4 CPUs per node, NIC on node 0; node k is k steps from it."""
     def distance(a, b):
         return 10 if a == b else 21 if uniform else 10 + 6 * abs(a - b)
-    return backend.HostTopology(
-        nodes=tuple(backend.NodeInfo(
-            id=n, cpus=tuple(range(n * 4, (n + 1) * 4)),
-            memory_total_mb=8192,
-            distances=tuple(distance(n, o) for o in range(nodes)))
-            for n in range(nodes)),
-        nics=(backend.NicInfo('ens1', 0),))
+    return topology_factory.host_topology(
+        nodes, distance=distance, nics=(backend.NicInfo('ens1', 0),))
 
 
 def placed(*cpus):
@@ -322,13 +313,8 @@ def sockets(nodes=4, cpus=4, mem=8192):
     """Two nodes per socket: 10 within a node, 16 on its socket, 21 else."""
     def distance(a, b):
         return 10 if a == b else 16 if a // 2 == b // 2 else 21
-    return backend.HostTopology(
-        nodes=tuple(backend.NodeInfo(
-            id=n, cpus=tuple(range(n * cpus, (n + 1) * cpus)),
-            memory_total_mb=mem,
-            distances=tuple(distance(n, o) for o in range(nodes)))
-            for n in range(nodes)),
-        nics=())
+    return topology_factory.host_topology(nodes, cpus, mem,
+                                          distance=distance)
 
 
 def sparse(ids=(0, 1, 8, 9), cpus=4, nic=None):
@@ -339,12 +325,8 @@ def sparse(ids=(0, 1, 8, 9), cpus=4, nic=None):
     """
     def distance(a, b):
         return 10 if a == b else 16 if (a < 8) == (b < 8) else 21
-    return backend.HostTopology(
-        nodes=tuple(backend.NodeInfo(
-            id=n, cpus=tuple(range(p * cpus, (p + 1) * cpus)),
-            memory_total_mb=8192,
-            distances=tuple(distance(n, o) for o in ids))
-            for p, n in enumerate(ids)),
+    return topology_factory.host_topology(
+        cpus=cpus, ids=ids, distance=distance,
         nics=() if nic is None else (backend.NicInfo('ens1', nic),))
 
 

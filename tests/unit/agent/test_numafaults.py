@@ -15,6 +15,7 @@ from nova_numa_policy.loops import vnuioa
 
 from agent.sensors import numafaults
 from tests import base as test_base
+from tests import topology_factory
 from tests.unit.agent import base
 from tests.unit.agent import test_pagemove_backend as guest_files
 
@@ -218,9 +219,7 @@ class ReportedIoTest(test_base.TestCase):
         inst = backend.InstanceState(uuid=base.HOME_FROM_NOVA,
                                      requested_policy='first-touch',
                                      **instance)
-        topology = backend.HostTopology(nodes=(
-            backend.NodeInfo(0, (0, 1), 1024, (10, 21)),
-            backend.NodeInfo(1, (2, 3), 1024, (21, 10))))
+        topology = topology_factory.host_topology(cpus=2, memory_mb=1024)
         snapshot = backend.HostSnapshot(topology, (), (inst,), 0.0)
         (reported,) = reporting.build_report(
             snapshot, 'h', 'h', 1, 5.0, frozenset(),

@@ -10,13 +10,11 @@ from nova_numa_policy.lab.sim import topology as sim_topology
 from agent.service import manager
 from agent.service import rebalance
 from tests import base as test_base
+from tests import topology_factory
 from tests.unit.agent import base
 from tests.unit.sim import fixtures as sim_fixtures
 
-TOPOLOGY = backend.HostTopology(nodes=tuple(
-    backend.NodeInfo(id=n, cpus=(2 * n, 2 * n + 1), memory_total_mb=4096,
-                     distances=(10, 21) if n == 0 else (21, 10))
-    for n in range(2)))
+TOPOLOGY = topology_factory.host_topology(cpus=2, memory_mb=4096)
 ALL = frozenset({0, 1})
 # memory mode, nodes -> the placement they realize on TOPOLOGY.
 FIRST_TOUCH = (None, ALL)
