@@ -47,6 +47,16 @@ def domains():
     ]
 
 
+class FakeClock:
+    """A monotonic clock a test moves by setting ``now``."""
+
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
 class TestDriverHostTest(test_base.TestCase):
     """Each test gets its own host file, sysfs tree and connection."""
 

@@ -280,7 +280,7 @@ class BackendSamplingTest(base.TestDriverHostTest):
         self.backend = self.sampling_backend()
 
     def sampling_backend(self, **options):
-        self.clock = guest_files.FakeClock()
+        self.clock = base.FakeClock()
         return libvirt_backend.LibvirtBackend(
             self.connection, root=self.root, sleep=lambda seconds: None,
             clock=self.clock,

@@ -56,14 +56,6 @@ class FakeSteering:
         return {tid: sorted(cpus) for tid in tids}
 
 
-class Clock:
-    def __init__(self):
-        self.now = 100.0
-
-    def __call__(self):
-        return self.now
-
-
 class FoundRecordTest(test_base.TestCase):
 
     def setUp(self):
@@ -114,7 +106,7 @@ class IoPathTree(test_base.TestCase):
         files.irq(self.root, 120, '0-7', '3')
         files.irq(self.root, 121, '0-7')
         self.steering = FakeSteering(self.root)
-        self.clock = Clock()
+        self.clock = base.FakeClock()
         self.bridges = {}
         self.io = iopath.IoPath(self.root, self.state, self.clock,
                                 self.steering, self.bridges.get)

@@ -246,18 +246,10 @@ class ActTest(base.TestDriverHostTest):
         self.assertEqual(before, self.vcpu_affinity(base.HOME_FROM_NOVA))
 
 
-class FakeClock:
-    def __init__(self):
-        self.now = 100.0
-
-    def __call__(self):
-        return self.now
-
-
 class ConnectionTest(test_base.TestCase):
 
     def test_reconnects_with_doubling_backoff(self):
-        clock = FakeClock()
+        clock = base.FakeClock()
         attempts = []
 
         def opener(uri):

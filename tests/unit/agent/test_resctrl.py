@@ -160,7 +160,7 @@ class BackendBandwidthTest(base.TestDriverHostTest):
         host_fixtures.write_resctrl(self.root)
         host_fixtures.write_l3(self.root, {c: c // 4 for c in range(8)})
         self.groups = FakeMonitorGroups(self.root)
-        self.clock = guest_files.FakeClock()
+        self.clock = base.FakeClock()
         self.backend = libvirt_backend.LibvirtBackend(
             self.connection, root=self.root, sleep=lambda seconds: None,
             monitor_groups=self.groups, clock=self.clock)

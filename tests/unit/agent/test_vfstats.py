@@ -16,7 +16,6 @@ from agent.backend import libvirt_backend
 from agent.sensors import vfstats
 from tests import base as test_base
 from tests.unit.agent import base
-from tests.unit.agent import test_pagemove_backend as guest_files
 
 VF = '0000:3b:02.1'
 PF = '0000:3b:00.0'
@@ -133,7 +132,7 @@ class BackendVfTest(base.TestDriverHostTest):
     def setUp(self):
         super().setUp()
         write_vf_tree(self.root)
-        self.clock = guest_files.FakeClock()
+        self.clock = base.FakeClock()
         self.counters = {'ens1f0': {1: (0, 0), 0: (0, 0)}}
         self.asked = []
         self.backend = libvirt_backend.LibvirtBackend(
