@@ -47,8 +47,6 @@ import tempfile
 import time
 import uuid as uuid_mod
 
-from nova_numa_policy.contracts import backend
-
 from agent.backend import bandwidth
 from agent.backend import libvirt_backend
 from agent.backend import samples
@@ -56,6 +54,7 @@ from agent.privsep import hwsampling
 from agent.sensors import numafaults
 from agent.sensors import perfsamples
 from agent.sensors import resctrl
+from tests import topology_factory
 
 CPU_BUDGET_MS = 17.5
 VCPUS = 2
@@ -74,9 +73,7 @@ time.sleep(3600)
 
 
 def _topology():
-    return backend.HostTopology(nodes=(
-        backend.NodeInfo(0, (0, 1), 1024, (10, 21)),
-        backend.NodeInfo(1, (2, 3), 1024, (21, 10))))
+    return topology_factory.host_topology(cpus=2, memory_mb=1024)
 
 
 def _start_guests(count):

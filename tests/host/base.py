@@ -13,6 +13,7 @@ import uuid as uuid_mod
 import testtools
 
 from nova_numa_policy.objects import wire as report_wire
+from tests import base as test_base
 from tests.labhost import deploy
 from tests.labhost import domains
 from tests.labhost import fixture
@@ -120,7 +121,7 @@ class Guest:
         self.xml = xml
 
 
-class LabTestCase(testtools.TestCase):
+class LabTestCase(test_base.TestCase):
     TOPOLOGY = topology_mod.TWO_NODES
 
     def setUp(self):

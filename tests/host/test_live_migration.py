@@ -25,16 +25,14 @@ from tests.host import base
 from tests.labhost import domains
 from tests.labhost import kernel
 from tests.labhost import machine
+from tests import topology_factory
 
 # nova's compute node NUMA cells, as nova-compute registers them.
 objects.register_all()
 
 MEMORY_MB = 128
 FLAVOR = types.SimpleNamespace(vcpus=2, memory_mb=MEMORY_MB)
-SOURCE = backend.HostTopology(nodes=tuple(
-    backend.NodeInfo(id=n, cpus=(2 * n, 2 * n + 1), memory_total_mb=4096,
-                     distances=tuple(10 if o == n else 20 for o in range(4)))
-    for n in range(4)))
+SOURCE = topology_factory.host_topology(4, cpus=2, memory_mb=4096, remote=20)
 # nova 34 gives every guest one QEMU I/O thread; the agent pins it with
 # the emulator, and the kernel checks count it with the emulator's.
 IOTHREADS = 1

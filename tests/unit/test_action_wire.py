@@ -2,17 +2,16 @@
 
 import datetime
 
-import testtools
-
 from nova_numa_policy.collector import actions as collector_actions
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.objects import action as action_wire
+from tests import base as test_base
 
 UUID = 'a6f1c1de-7d1e-4a53-9d36-5b0f5b1c0001'
 AT = datetime.datetime(2026, 11, 27, 12, 0, tzinfo=datetime.timezone.utc)
 
 
-class NotificationTest(testtools.TestCase):
+class NotificationTest(test_base.TestCase):
 
     def read_back(self, action, outcome=action_wire.APPLIED, error=None):
         return collector_actions.load_action(action_wire.notification(

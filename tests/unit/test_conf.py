@@ -21,6 +21,7 @@ from nova_numa_policy.contracts import messaging
 from nova_numa_policy.contracts import policy
 from nova_numa_policy.decisions import enforcement
 from nova_numa_policy.objects import report as report_obj
+from tests import base as test_base
 from tests.unit import conf_fixture
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -30,7 +31,7 @@ GENERATOR_CONFIG = os.path.join(
 SAMPLE = os.path.join(ROOT, 'etc', 'nova-numa-policy.conf.sample')
 
 
-class ListOptsTest(testtools.TestCase):
+class ListOptsTest(test_base.TestCase):
 
     def test_each_group_listed_once_with_documented_options(self):
         pairs = opts.list_opts()
@@ -62,11 +63,11 @@ class ListOptsTest(testtools.TestCase):
         self.assertIn('interleave', str(exc))
 
 
-class PrivateConfTest(testtools.TestCase):
+class PrivateConfTest(test_base.TestCase):
     """An override on a test's own ConfigOpts ends with the test."""
 
     def test_an_override_does_not_reach_a_later_test(self):
-        class SetsAnOverride(testtools.TestCase):
+        class SetsAnOverride(test_base.TestCase):
             def test(inner):
                 conf = inner.useFixture(conf_fixture.ProjectConf()).conf
                 conf.set_override('io_path_steering', True,
@@ -80,7 +81,7 @@ class PrivateConfTest(testtools.TestCase):
         self.assertFalse(later.numa_policy_agent.io_path_steering)
 
 
-class SampleIsCurrentTest(testtools.TestCase):
+class SampleIsCurrentTest(test_base.TestCase):
 
     def test_committed_sample_matches_the_generator(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -112,7 +113,7 @@ def sample_sections():
     return sections
 
 
-class AgentLibraryOptionsTest(testtools.TestCase):
+class AgentLibraryOptionsTest(test_base.TestCase):
     """The sample lists the library options the agent registers itself."""
 
     def listed(self, section):
@@ -145,7 +146,7 @@ class AgentLibraryOptionsTest(testtools.TestCase):
              'user_domain_name', 'project_domain_name'}, set(listed))
 
 
-class ExchangeTest(testtools.TestCase):
+class ExchangeTest(test_base.TestCase):
 
     def test_our_services_default_to_novas_exchange(self):
         conf = cfg.ConfigOpts()
@@ -156,7 +157,7 @@ class ExchangeTest(testtools.TestCase):
         self.assertEqual('nova', conf.control_exchange)
 
 
-class ConstantsTest(testtools.TestCase):
+class ConstantsTest(test_base.TestCase):
     """Configuration imports nothing of ours: its copies must agree."""
 
     def test_the_default_report_version_is_the_newest_written(self):

@@ -7,7 +7,6 @@ import sys
 import fixtures
 from oslo_config import cfg
 from stevedore import extension
-import testtools
 
 from nova_numa_policy.conf import loops as conf_loops
 from nova_numa_policy.loops import auto
@@ -15,9 +14,10 @@ from nova_numa_policy.loops import enforce
 from nova_numa_policy.loops import options as loop_options
 from nova_numa_policy.loops import runner
 from nova_numa_policy.loops import settings as loop_settings
+from tests import base as test_base
 
 
-class BuildConfigsTest(testtools.TestCase):
+class BuildConfigsTest(test_base.TestCase):
 
     def _conf(self, **overrides):
         conf = cfg.ConfigOpts()
@@ -90,7 +90,7 @@ def _group_opts():
     return conf_loops.OPTS + loop_options.loop_opts()
 
 
-class LoopNamesTest(testtools.TestCase):
+class LoopNamesTest(test_base.TestCase):
 
     def test_the_options_name_the_loops_the_entry_points_find(self):
         # Configuration imports nothing of ours: its list of loop names
@@ -140,7 +140,7 @@ def _installed(path, entry_points):
                      for name, target in entry_points.items())
 
 
-class LoopPluginsTest(testtools.TestCase):
+class LoopPluginsTest(test_base.TestCase):
     """Loops are stevedore plugins of one namespace, read once."""
 
     def setUp(self):

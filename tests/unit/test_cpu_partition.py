@@ -5,16 +5,16 @@ import os
 
 import fixtures
 from oslo_config import cfg
-import testtools
 
 from nova_numa_policy.contracts import scope
 
 from agent.service import cmd
+from tests import base as test_base
 
 HOST = frozenset(range(8))
 
 
-class FloatingCpusTest(testtools.TestCase):
+class FloatingCpusTest(test_base.TestCase):
 
     # (partition, the CPUs nova gives guests without dedicated CPUs)
     CASES = [
@@ -37,7 +37,7 @@ Node = collections.namedtuple('Node', 'id cpus')
 NODES = (Node(0, (0, 1, 2, 3)), Node(1, (4, 5, 6, 7)))
 
 
-class FloatingByNodeTest(testtools.TestCase):
+class FloatingByNodeTest(test_base.TestCase):
 
     # (partition, each node's CPUs guests without dedicated CPUs may use)
     CASES = [
@@ -74,7 +74,7 @@ class FloatingByNodeTest(testtools.TestCase):
                          .floating_by_node(nodes))
 
 
-class BoundTest(testtools.TestCase):
+class BoundTest(test_base.TestCase):
 
     # (the guest's own bound, the host's, the bound kept)
     CASES = [
@@ -93,7 +93,7 @@ class BoundTest(testtools.TestCase):
                              (guest, host))
 
 
-class NovaConfTest(testtools.TestCase):
+class NovaConfTest(test_base.TestCase):
 
     def partition(self, text):
         path = os.path.join(self.useFixture(fixtures.TempDir()).path,

@@ -8,7 +8,6 @@ same faults on a real libvirtd are in tests/host/test_faults.py.
 import errno
 
 import libvirt
-import testtools
 
 from agent.service import manager
 from nova_numa_policy.contracts import backend
@@ -19,6 +18,7 @@ from nova_numa_policy.loops import runner as loop_runner
 from numa_policy_lab.sim import backend as sim_backend
 from numa_policy_lab.sim import scenarios
 from numa_policy_lab.sim import topology as sim_topology
+from tests import base as test_base
 from tests.unit.sim import fixtures as sim_fixtures
 
 UUID = 'a6f1c1de-7d1e-4a53-9d36-5b0f5b1c0001'
@@ -99,7 +99,7 @@ def _libvirt_error(message):
     return libvirt.libvirtError(message)
 
 
-class MidPlanFaultTest(testtools.TestCase):
+class MidPlanFaultTest(test_base.TestCase):
     """Each failure kind at step 3 of 4: the guest ends as it was."""
 
     def run_plan(self, **faults):
@@ -186,7 +186,7 @@ class MidPlanFaultTest(testtools.TestCase):
         self.assertEqual(before, _placement(host))
 
 
-class NoticesTest(testtools.TestCase):
+class NoticesTest(test_base.TestCase):
     """What the agent tells the collector of each plan it carried out."""
 
     def carry_out(self, dry_run=False, **faults):
@@ -223,7 +223,7 @@ class NoticesTest(testtools.TestCase):
             fail_at=3, fault=errors.DomainGone('no domain'))))
 
 
-class PendingUndoTest(testtools.TestCase):
+class PendingUndoTest(test_base.TestCase):
 
     def steps(self):
         return (backend.PinEmulator(UUID, 'roll back', cpus=frozenset({0})),)
@@ -275,7 +275,7 @@ class _Once(base.Strategy):
         return list(self.plan), {'done': True}
 
 
-class AgentFinishesPendingUndoTest(testtools.TestCase):
+class AgentFinishesPendingUndoTest(test_base.TestCase):
     """The agent's periods: the undo left by a lost connection, finished."""
 
     def test_the_next_period_finishes_the_undo_then_decides(self):
@@ -300,7 +300,7 @@ class AgentFinishesPendingUndoTest(testtools.TestCase):
         self.assertEqual(before, _placement(host))
 
 
-class SimulatorRollbackTest(testtools.TestCase):
+class SimulatorRollbackTest(test_base.TestCase):
     """The simulators act through the executor: a failed step rolls back.
 
     ``execution.period`` is what the host simulator

@@ -6,12 +6,12 @@ No configuration is involved: nova loads validators from the
 
 from nova.api.validation.extra_specs import validators
 from nova import exception as nova_exc
-import testtools
 
 from nova_numa_policy.contracts import policy
+from tests import base as test_base
 
 
-class NovaValidatorTest(testtools.TestCase):
+class NovaValidatorTest(test_base.TestCase):
 
     def test_entry_point_registered_our_keys(self):
         for key in policy.OUR_KEYS:

@@ -7,8 +7,6 @@ and every guest's emulator and vhost CPUs.
 
 import dataclasses
 
-import testtools
-
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import errors
 from nova_numa_policy.decisions import execution
@@ -16,6 +14,7 @@ from nova_numa_policy.loops import base
 from nova_numa_policy.loops import guard
 from nova_numa_policy.loops import iopath
 from nova_numa_policy.loops import runner as loop_runner
+from tests import base as test_base
 from tests.unit.loops import snapshots as s
 
 EVERYWHERE = frozenset(range(8))
@@ -98,7 +97,7 @@ def _steers(decisions):
     return [a for _, a in decisions if isinstance(a, backend.SteerIrq)]
 
 
-class RunnerTest(testtools.TestCase):
+class RunnerTest(test_base.TestCase):
 
     def test_steers_pass_the_runner_and_the_guard(self):
         host = IoHost([_guest()])
@@ -160,7 +159,7 @@ class RunnerTest(testtools.TestCase):
         self.assertEqual(['iopath'], _runner(host).skipped)
 
 
-class ExecutionTest(testtools.TestCase):
+class ExecutionTest(test_base.TestCase):
 
     def test_steers_of_one_nic_are_one_plan_without_a_guest(self):
         host = IoHost([_guest()])
@@ -234,7 +233,7 @@ class ExecutionTest(testtools.TestCase):
                          (undo.irq, undo.nic, undo.cpus, undo.previous))
 
 
-class StrategyHooksTest(testtools.TestCase):
+class StrategyHooksTest(test_base.TestCase):
 
     def test_a_strategy_says_nothing_of_nics_and_keeps_its_config(self):
         self.assertEqual({}, base.Strategy.judge_nics(None, None))

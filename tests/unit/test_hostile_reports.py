@@ -15,13 +15,13 @@ import datetime
 
 import hypothesis
 from hypothesis import strategies as st
-import testtools
 
 from nova_numa_policy.collector import listener
 from nova_numa_policy.objects import report as report_obj
 from nova_numa_policy.objects import signing
 from nova_numa_policy.objects import wire as report_wire
 from placement_filters import cache as cache_mod
+from tests import base as test_base
 from tests import report_factory
 from tests.unit.collector import base
 
@@ -106,7 +106,7 @@ def payloads(draw):
         return primitive, f'{how}, unsignable'
 
 
-class ConsumersAgreeTest(testtools.TestCase):
+class ConsumersAgreeTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()

@@ -5,8 +5,8 @@ import shutil
 import tempfile
 
 import fixtures
-import testtools
 
+from tests import base as test_base
 from tests.labhost import emulator
 from tests.labhost import initramfs
 from tests.labhost import tools
@@ -23,7 +23,7 @@ def _device(args, prefix):
     return [a for a in args if a.startswith(prefix)]
 
 
-class SriovShapeTest(testtools.TestCase):
+class SriovShapeTest(test_base.TestCase):
 
     def test_the_sriov_shape_has_an_igb_nic_behind_an_iommu(self):
         args = _args(topology.SRIOV_NODES)
@@ -55,7 +55,7 @@ class SriovShapeTest(testtools.TestCase):
                           ((10,),), None, True)
 
 
-class FetchTest(testtools.TestCase):
+class FetchTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -109,7 +109,7 @@ class FetchTest(testtools.TestCase):
         self.assertEqual([], os.listdir(self.cache))
 
 
-class IrqbalanceFetchTest(testtools.TestCase):
+class IrqbalanceFetchTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -151,7 +151,7 @@ class IrqbalanceFetchTest(testtools.TestCase):
         self.assertIn('tests.labhost.emulator fetch', str(exc))
 
 
-class DevicesTest(testtools.TestCase):
+class DevicesTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()

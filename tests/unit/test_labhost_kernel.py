@@ -1,7 +1,6 @@
 """Reading a QEMU process's numa_maps back for the lab's tests (pure)."""
 
-import testtools
-
+from tests import base as test_base
 from tests.host import base
 from tests.labhost import kernel
 
@@ -14,7 +13,7 @@ NUMA_MAPS = """\
 """
 
 
-class GuestRamTest(testtools.TestCase):
+class GuestRamTest(test_base.TestCase):
 
     def test_the_mapping_of_the_guests_size_is_its_ram(self):
         ram = kernel.guest_ram(NUMA_MAPS, ram_starts=(0x7f1000000000,))
@@ -28,7 +27,7 @@ class GuestRamTest(testtools.TestCase):
             NUMA_MAPS, ram_starts=(0x1234,)).total)
 
 
-class MemoryPerNodeTest(testtools.TestCase):
+class MemoryPerNodeTest(test_base.TestCase):
 
     def test_every_mapping_counts_on_its_node(self):
         self.assertEqual({0: (4745 + 3000) * 4 / 1024, 1: 10 * 4 / 1024},
@@ -43,7 +42,7 @@ class MemoryPerNodeTest(testtools.TestCase):
         self.assertEqual({}, kernel.memory_mib_per_node(''))
 
 
-class InterleaveStepTest(testtools.TestCase):
+class InterleaveStepTest(test_base.TestCase):
 
     def test_base_pages_ask_for_nine_tenths_of_an_even_share(self):
         self.assertEqual(900, base.interleaved_least_pages(2000, 2))
@@ -59,7 +58,7 @@ class InterleaveStepTest(testtools.TestCase):
             20000, 2, base.HUGE_PAGE_PAGES))
 
 
-class AssertInterleavedTest(testtools.TestCase):
+class AssertInterleavedTest(test_base.TestCase):
 
     def check(self, pages, nodes, step=base.HUGE_PAGE_PAGES):
         base.LabTestCase.assert_interleaved(self, pages, nodes, step)

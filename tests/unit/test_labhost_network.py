@@ -4,8 +4,7 @@ import os
 import socket
 import threading
 
-import testtools
-
+from tests import base as test_base
 from tests.cloud import endpoints
 from tests.labhost import network
 from tests.labhost import relay
@@ -20,7 +19,7 @@ def _option(args, flag, prefix):
             if a == flag and args[i + 1].startswith(prefix)]
 
 
-class CloudNicTest(testtools.TestCase):
+class CloudNicTest(test_base.TestCase):
 
     def test_one_forward_per_port_to_the_relay(self):
         args = network.qemu_args(network.LabNetwork(
@@ -78,7 +77,7 @@ class CloudNicTest(testtools.TestCase):
                               and a not in ('-device', '-netdev')])
 
 
-class LinkTest(testtools.TestCase):
+class LinkTest(test_base.TestCase):
 
     def test_the_first_end_listens_the_second_connects(self):
         first, second = network.link_ends('/w/link.sock')
@@ -104,7 +103,7 @@ class LinkTest(testtools.TestCase):
         self.assertRaises(ValueError, network.link_ends, '/w/l', count=3)
 
 
-class GuestSettingsTest(testtools.TestCase):
+class GuestSettingsTest(test_base.TestCase):
 
     def test_no_network_changes_nothing(self):
         self.assertEqual({}, network.guest_settings(None))
@@ -123,7 +122,7 @@ class GuestSettingsTest(testtools.TestCase):
                 [5672], link=link, relay=RELAY)))
 
 
-class RelayTest(testtools.TestCase):
+class RelayTest(test_base.TestCase):
     """relay.py between a socket pair and a listener on 127.0.0.1."""
 
     def _listener(self):
@@ -189,7 +188,7 @@ def _access(address='127.0.0.2', port=2222, key=KEY):
                              library_path='/c/usr/lib')
 
 
-class SshForwardTest(testtools.TestCase):
+class SshForwardTest(test_base.TestCase):
 
     def test_off_by_default(self):
         args = network.qemu_args(network.cloud_network([5672], relay=RELAY))

@@ -8,11 +8,12 @@ import fixtures
 import testtools
 
 from nova_numa_policy.loops import runner
+from tests import base as test_base
 from tests.labhost import machine
 from tests.labhost import server
 
 
-class ScratchPathsTest(testtools.TestCase):
+class ScratchPathsTest(test_base.TestCase):
 
     def test_only_the_outermost_path_under_scratch_is_kept(self):
         self.assertEqual(
@@ -40,7 +41,7 @@ class ScratchPathsTest(testtools.TestCase):
             [os.path.join(home, 'venv', 'bin', 'python')]))
 
 
-class AgentConfigTest(testtools.TestCase):
+class AgentConfigTest(test_base.TestCase):
     """The host tier's agent configuration, as its tests extend it."""
 
     def test_options_appended_by_tests_land_in_the_loops_section(self):
@@ -68,7 +69,7 @@ def record_a_preload():
     PRELOADED.append('called')
 
 
-class PreloadTest(testtools.TestCase):
+class PreloadTest(test_base.TestCase):
     """What the server holds before it forks, every call has."""
 
     def test_a_module_is_imported_and_a_named_function_called(self):
@@ -88,7 +89,7 @@ class PreloadTest(testtools.TestCase):
         self.assertIn('carrefour', runner.registry())
 
 
-class ServerPollingTest(testtools.TestCase):
+class ServerPollingTest(test_base.TestCase):
     """The lab host's request server polls fast only while talked to."""
 
     def test_it_backs_off_while_idle_down_to_its_slowest(self):
@@ -107,7 +108,7 @@ class ServerPollingTest(testtools.TestCase):
             server.IDLE_POLL_INTERVAL, active=True))
 
 
-class ReadRequestTest(testtools.TestCase):
+class ReadRequestTest(test_base.TestCase):
     """A bad request is answered with an error, never ends the server."""
 
     def _file(self, name, text):
@@ -138,7 +139,7 @@ class ReadRequestTest(testtools.TestCase):
             self.assertIn(why, error)
 
 
-class UndoneOnErrorTest(testtools.TestCase):
+class UndoneOnErrorTest(test_base.TestCase):
 
     def test_a_failed_block_is_undone_and_its_error_raised(self):
         undone = []
@@ -161,7 +162,7 @@ class UndoneOnErrorTest(testtools.TestCase):
         self.assertEqual([], undone)
 
 
-class AcceleratorTest(testtools.TestCase):
+class AcceleratorTest(test_base.TestCase):
 
     CPUINFO = ('processor\t: 0\nmodel name\t: Intel(R) Xeon(R)\n'
                'flags\t\t: fpu sse4_2 {extra}popcnt\nbugs\t\t: spectre_v1\n')

@@ -5,8 +5,8 @@ import socket
 import subprocess
 
 import fixtures
-import testtools
 
+from tests import base as test_base
 from tests.labhost import network
 from tests.labhost import ssh
 from tests.labhost import tools
@@ -19,7 +19,7 @@ def _access(address, port=2222):
                              sshd='/s', keygen='/k')
 
 
-class TempestSettingsTest(testtools.TestCase):
+class TempestSettingsTest(test_base.TestCase):
 
     def test_one_port_each_host_its_address(self):
         self.assertEqual(
@@ -38,7 +38,7 @@ class TempestSettingsTest(testtools.TestCase):
         self.assertRaises(ValueError, ssh.tempest_settings, {}, '/k')
 
 
-class PortFreeTest(testtools.TestCase):
+class PortFreeTest(test_base.TestCase):
 
     def test_a_listener_holds_the_port_a_closed_one_does_not(self):
         server = socket.create_server(('127.0.0.1', 0))
@@ -57,7 +57,7 @@ LDD = """\
 """
 
 
-class SshdLibrariesTest(testtools.TestCase):
+class SshdLibrariesTest(test_base.TestCase):
 
     def test_the_missing_sonames_once_each(self):
         self.assertEqual(['libwrap.so.0', 'libnsl.so.2'],

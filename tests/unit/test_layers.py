@@ -15,7 +15,8 @@ import pathlib
 import re
 import sys
 
-import testtools
+from tests import base as test_base
+
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGES = ('nova_numa_policy', 'agent', 'placement_filters')
@@ -203,7 +204,7 @@ def privileged_outside_the_room(module, tree):
             for line, what in privileged_places(tree)]
 
 
-class LayersTest(testtools.TestCase):
+class LayersTest(test_base.TestCase):
 
     def test_no_import_runs_up_the_house(self):
         found = []

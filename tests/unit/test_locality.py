@@ -1,12 +1,11 @@
 """The pure rules of what a host measures of locality."""
 
-import testtools
-
-from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import locality
+from tests import base as test_base
+from tests import topology_factory
 
 
-class SignalsTest(testtools.TestCase):
+class SignalsTest(test_base.TestCase):
 
     def test_only_hinting_faults_are_sampled_and_kernel_balanced(self):
         self.assertTrue(locality.is_sampled(locality.SIGNAL_HINTING_FAULTS))
@@ -17,7 +16,7 @@ class SignalsTest(testtools.TestCase):
             self.assertFalse(locality.kernel_balances(signal))
 
 
-class BandwidthSignalTest(testtools.TestCase):
+class BandwidthSignalTest(test_base.TestCase):
 
     def test_bandwidth_counts_and_leaves_pages_to_the_loops(self):
         signal = locality.SIGNAL_BANDWIDTH
@@ -28,7 +27,7 @@ class BandwidthSignalTest(testtools.TestCase):
         self.assertTrue(locality.penalty_is_stall(locality.SIGNAL_COUNTERS))
 
 
-class AccessesFromBandwidthTest(testtools.TestCase):
+class AccessesFromBandwidthTest(test_base.TestCase):
 
     def test_two_nodes_remote_bytes_went_to_the_other_node(self):
         # vCPUs on node 0 moved 64 000 bytes, 16 000 of them local; with
@@ -74,12 +73,10 @@ class AccessesFromBandwidthTest(testtools.TestCase):
         self.assertEqual({0: 10, 1: 0}, by_domain[0])
 
 
-class MeasuredFromBandwidthTest(testtools.TestCase):
+class MeasuredFromBandwidthTest(test_base.TestCase):
 
     def test_each_vcpu_takes_its_nodes_penalty(self):
-        topology = backend.HostTopology(nodes=(
-            backend.NodeInfo(0, (0, 1), 1024, (10, 21)),
-            backend.NodeInfo(1, (2, 3), 1024, (21, 10))))
+        topology = topology_factory.host_topology(cpus=2, memory_mb=1024)
         accesses, penalties = locality.measured_from_bandwidth(
             topology, (0, 2), {0: (6400, 6400), 1: (6400, 0)},
             {0: 100, 1: 100})
@@ -91,7 +88,7 @@ class MeasuredFromBandwidthTest(testtools.TestCase):
             None, (0,), {0: (0, 0)}, {0: 100}))
 
 
-class KernelBalancesMemoryTest(testtools.TestCase):
+class KernelBalancesMemoryTest(test_base.TestCase):
 
     def test_only_the_default_policy_is_sampled_and_moved(self):
         for mode in (None, 'restrictive'):

@@ -1,16 +1,15 @@
 """The hw:numa_policy contract, one row per rule."""
 
-import testtools
-
 from nova_numa_policy.contracts import exception
 from nova_numa_policy.contracts import policy
+from tests import base as test_base
 
 P = policy.POLICY_KEY
 NIC = policy.NIC_LOCALITY_KEY
 IO = policy.IO_INTENSITY_KEY
 
 
-class ResolvesValidFlavorsTest(testtools.TestCase):
+class ResolvesValidFlavorsTest(test_base.TestCase):
 
     # (name, extra specs, image props, default, expected fields or None)
     CASES = [
@@ -71,7 +70,7 @@ class ResolvesValidFlavorsTest(testtools.TestCase):
                                  f'{name}: {field}')
 
 
-class RefusesBadFlavorsTest(testtools.TestCase):
+class RefusesBadFlavorsTest(test_base.TestCase):
 
     # (name, extra specs, image props, exception, words in the message)
     CASES = [
@@ -130,7 +129,7 @@ class RefusesBadFlavorsTest(testtools.TestCase):
             self.assertTrue(issubclass(exc_type, ValueError))
 
 
-class PolicyTableTest(testtools.TestCase):
+class PolicyTableTest(test_base.TestCase):
 
     def test_every_seed_policy_has_a_value(self):
         research = {spec.research_name for spec in policy.POLICY_SPECS}

@@ -6,13 +6,13 @@ import json
 
 from oslo_versionedobjects import fields
 from oslo_versionedobjects import fixture as ovo_fixture
-import testtools
 
 from nova_numa_policy.contracts import exception
 from nova_numa_policy.objects import base
 from nova_numa_policy.objects import report as report_obj
 from nova_numa_policy.objects import validation as report_validation
 from nova_numa_policy.objects import wire as report_wire
+from tests import base as test_base
 from tests import report_factory
 
 DATA = 'nova_numa_policy_object.data'
@@ -116,7 +116,7 @@ def _future_report(**fields):
     return FutureHostReport(**values)
 
 
-class RoundTripTest(testtools.TestCase):
+class RoundTripTest(test_base.TestCase):
 
     def test_json_round_trip_keeps_every_field(self):
         original = report_factory.make_report()
@@ -148,7 +148,7 @@ class RoundTripTest(testtools.TestCase):
         self.assertFalse(report.is_fresh(later, ttl=59))
 
 
-class VersionCompatibilityTest(testtools.TestCase):
+class VersionCompatibilityTest(test_base.TestCase):
 
     def test_object_fingerprints_need_a_version_bump_to_change(self):
         checker = ovo_fixture.ObjectVersionChecker(
@@ -382,7 +382,7 @@ NIC0 = (DATA, 'nics', 0, DATA)
 INST0 = (DATA, 'instances', 0, DATA)
 
 
-class MalformedReportTest(testtools.TestCase):
+class MalformedReportTest(test_base.TestCase):
 
     # (what is wrong, how the primitive is spoiled)
     CASES = [
@@ -535,7 +535,7 @@ class MalformedReportTest(testtools.TestCase):
                           report_wire.load_report, primitive)
 
 
-class TimeAndOrderTest(testtools.TestCase):
+class TimeAndOrderTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()

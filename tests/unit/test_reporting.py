@@ -2,19 +2,17 @@
 
 import datetime
 
-import testtools
-
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.decisions import reporting
 from nova_numa_policy.loops import runner as loop_runner
 from nova_numa_policy.loops import vnuioa
 from nova_numa_policy.objects import wire as report_wire
+from tests import base as test_base
+from tests import topology_factory
 
 GUEST = '6f1f1a0e-0000-4000-8000-000000000001'
 NOW = datetime.datetime(2026, 11, 22, 8, 0, tzinfo=datetime.timezone.utc)
-TOPOLOGY = backend.HostTopology(nodes=(
-    backend.NodeInfo(0, (0, 1, 2, 3), 16384, (10, 21)),
-    backend.NodeInfo(1, (4, 5, 6, 7), 16384, (21, 10))))
+TOPOLOGY = topology_factory.host_topology(memory_mb=16384)
 
 
 def _report(*usage):
@@ -31,7 +29,7 @@ def _floating(data):
             for n in data['numa_nodes']]
 
 
-class FloatingNodeTest(testtools.TestCase):
+class FloatingNodeTest(test_base.TestCase):
 
     def test_each_node_names_its_floating_cpus_and_their_load(self):
         data = _report(
@@ -59,7 +57,7 @@ class FloatingNodeTest(testtools.TestCase):
         self.assertEqual([([3], 0.5), ([4], 0.5)], _floating(data))
 
 
-class SignificantChangeTest(testtools.TestCase):
+class SignificantChangeTest(test_base.TestCase):
 
     def _summary(self, cpu_load, floating_load):
         snapshot = backend.HostSnapshot(
@@ -83,7 +81,7 @@ class SignificantChangeTest(testtools.TestCase):
             before, self._summary(0.25, 0.5)))
 
 
-class JudgedFieldsTest(testtools.TestCase):
+class JudgedFieldsTest(test_base.TestCase):
     """What a guest's report takes from the loops, asked of the loops."""
 
     def report(self, judges, **instance):
@@ -119,12 +117,12 @@ class JudgedFieldsTest(testtools.TestCase):
         self.assertIn('auto', names)
 
 
-class NicIrqTest(testtools.TestCase):
+class NicIrqTest(test_base.TestCase):
     """Each NIC's vectors, where they are delivered and the loop's verdict."""
 
     def report(self, active_loops=('iopath',), judges=None):
-        topology = backend.HostTopology(
-            nodes=TOPOLOGY.nodes,
+        topology = topology_factory.host_topology(
+            memory_mb=16384,
             nics=(backend.NicInfo('eth0', 0), backend.NicInfo('eth1', 1)))
         guest = backend.InstanceState(
             uuid=GUEST, requested_policy=None, vcpu_cpus=(0, 1),

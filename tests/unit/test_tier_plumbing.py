@@ -5,8 +5,9 @@ import importlib.util
 import os
 import re
 
-import testtools
 import yaml
+
+from tests import base as test_base
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -22,7 +23,7 @@ def _load_ci(name):
     return module
 
 
-class HostWorkersTest(testtools.TestCase):
+class HostWorkersTest(test_base.TestCase):
     """Every host test module runs, on exactly one of the two workers."""
 
     def test_each_module_is_matched_by_exactly_one_worker(self):
@@ -72,7 +73,7 @@ docs: commands[0]> sphinx-build -W doc/source doc/build/html
 """
 
 
-class TierTableTest(testtools.TestCase):
+class TierTableTest(test_base.TestCase):
     """What .ci/run prints of each tier: its tests and its seconds."""
 
     def setUp(self):
@@ -143,7 +144,7 @@ Ran 17 tests in 30.1s
 """
 
 
-class FailureReportTest(testtools.TestCase):
+class FailureReportTest(test_base.TestCase):
     """What .ci/run prints last of each failing test: why it failed."""
 
     def setUp(self):

@@ -9,7 +9,6 @@ distance rows in node order that HostTopology.distance reads by id.
 import os
 
 import fixtures
-import testtools
 
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import policy
@@ -19,6 +18,7 @@ from nova_numa_policy.virt import driver
 
 from agent.sensors import discovery
 from agent.sensors import sysfs
+from tests import base as test_base
 
 IDS = (0, 1, 8, 9)
 # Two sockets of two nodes each: 0-1 and 8-9 near, across sockets far.
@@ -60,7 +60,7 @@ def sysfs_tree(root):
     return root
 
 
-class SparseNodeIdsTest(testtools.TestCase):
+class SparseNodeIdsTest(test_base.TestCase):
 
     def test_distances_are_read_by_id(self):
         host = backend.HostTopology(

@@ -15,6 +15,7 @@ import testtools
 
 from agent.sensors import discovery
 from agent.sensors import ovs
+from tests import base as test_base
 from tests import fixtures as host_fixtures
 
 SCHEMA = '/usr/share/openvswitch/vswitch.ovsschema'
@@ -25,7 +26,7 @@ SCHEMA = '/usr/share/openvswitch/vswitch.ovsschema'
     and os.path.exists(SCHEMA),
     'Open vSwitch is not installed (Debian: openvswitch-switch; .ci/run '
     'installs it)')
-class OvsdbUplinksTest(testtools.TestCase):
+class OvsdbUplinksTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()

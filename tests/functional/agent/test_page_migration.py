@@ -27,6 +27,7 @@ from agent import privsep
 from agent.privsep import pagemover
 from agent.privsep import trust
 from nova_numa_policy.contracts import errors
+from tests import base as test_base
 from tests.unit.agent import memchild
 
 SYSTEM_PYTHON = '/usr/bin/python3'
@@ -60,7 +61,7 @@ class PrivsepDaemon(fixtures.Fixture):
         self.addCleanup(privsep.pages.stop)
 
 
-class CapSysNiceOnlyTest(testtools.TestCase):
+class CapSysNiceOnlyTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -114,7 +115,7 @@ class CapSysNiceOnlyTest(testtools.TestCase):
         self.assertIn('must run as its owner', str(exc))
 
 
-class HostileCallsTest(testtools.TestCase):
+class HostileCallsTest(test_base.TestCase):
     """What the agent's user could send the real daemon: all refused."""
 
     def setUp(self):
@@ -167,7 +168,7 @@ class HostileCallsTest(testtools.TestCase):
 @testtools.skipUnless(os.access(SYSTEM_PYTHON, os.X_OK),
                       f'the child runs as nobody and needs {SYSTEM_PYTHON}: '
                       'this venv\'s interpreter may be unreadable to nobody')
-class AsTheGuestsUserTest(testtools.TestCase):
+class AsTheGuestsUserTest(test_base.TestCase):
     """The production setup: the daemon runs as qemu's user."""
 
     def test_moves_the_pages_of_that_users_process(self):
@@ -224,7 +225,7 @@ TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
                                                       os.X_OK),
                       'privsep-helper must start as root (as under sudo) '
                       'from this environment')
-class PrivsepHelperTest(testtools.TestCase):
+class PrivsepHelperTest(test_base.TestCase):
 
     def test_the_helper_finds_the_context_and_moves_pages(self):
         # Production prefixes sudo; this test already runs as root.

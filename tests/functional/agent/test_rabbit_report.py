@@ -18,6 +18,7 @@ from agent.backend import connection
 from agent.backend import libvirt_backend
 from agent.service import manager
 from agent.service import notifier
+from tests import base as test_base
 from tests import fixtures as host_fixtures
 
 RABBIT_URL = os.environ.get('NUMA_POLICY_RABBIT_URL',
@@ -45,7 +46,7 @@ class Endpoint:
 
 @testtools.skipUnless(_broker_up(), 'RabbitMQ is not listening on '
                       '127.0.0.1:5672; start it to run this test')
-class RabbitReportTest(testtools.TestCase):
+class RabbitReportTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()

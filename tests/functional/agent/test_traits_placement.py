@@ -10,11 +10,11 @@ from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import session as ks_session
 from nova.tests.functional import fixtures as func_fixtures
 from oslo_utils import uuidutils
-import testtools
 
 from nova_numa_policy.contracts import backend
 
 from agent.service import traits
+from tests import base as test_base
 
 HOST = 'cn1.example.org'
 CAPS = frozenset({backend.CAP_VCPU_PINNING, backend.CAP_LIVE_NODESET})
@@ -37,7 +37,7 @@ class RacingAdapter:
         return self._adapter.request(url, method, **kwargs)
 
 
-class PlacementTraitsTest(testtools.TestCase):
+class PlacementTraitsTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()

@@ -9,7 +9,6 @@ import time
 import fixtures
 from oslo_db.sqlalchemy import test_migrations
 import sqlalchemy as sa
-import testtools
 
 from nova_numa_policy.collector import actions
 from nova_numa_policy.collector import cmd
@@ -17,6 +16,7 @@ from nova_numa_policy.collector import db
 from nova_numa_policy.collector import migration
 from nova_numa_policy.collector import models
 from nova_numa_policy.rest import app
+from tests import base as test_base
 from tests.functional.collector import fixtures as svc
 from tests.unit.collector import fakes
 from tests.unit.rest import base as rest_base
@@ -29,11 +29,11 @@ def _skip_unless_reachable(*urls):
     for url in urls:
         ok, why = svc.reachable(url)
         if not ok:
-            raise testtools.TestCase.skipException(
+            raise test_base.TestCase.skipException(
                 f'this test needs the real service: {why}')
 
 
-class CollectorTestBase(testtools.TestCase):
+class CollectorTestBase(test_base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -223,7 +223,7 @@ class HostileMessagesTest(CollectorTestBase):
 
 
 class MariaDBModelsMatchMigrationsTest(
-        test_migrations.ModelsMigrationsSync, testtools.TestCase):
+        test_migrations.ModelsMigrationsSync, test_base.TestCase):
     """On MariaDB too, the models describe what the migrations create."""
 
     def setUp(self):

@@ -15,11 +15,11 @@ import unittest
 
 from oslo_config import cfg
 from oslo_db.sqlalchemy import enginefacade
-import testtools
 
 from nova import monkey_patch
 from nova.tests.fixtures import conf as nova_conf_fixture
 
+from tests import base as test_base
 from tests.functional.nova import shipped
 
 CONF = cfg.CONF
@@ -32,7 +32,7 @@ PATCHED_TOO_LATE = (
     "which patches, before anything else from nova.")
 
 
-class EventletPatchedFirstTest(testtools.TestCase):
+class EventletPatchedFirstTest(test_base.TestCase):
 
     def test_each_greenthread_has_its_own_database_transaction(self):
         if not monkey_patch.is_patched():
@@ -60,7 +60,7 @@ class _RecordsTheScheduler(unittest.TestCase):
                           list(group.weight_classes)))
 
 
-class OurPluginsPerTestTest(testtools.TestCase):
+class OurPluginsPerTestTest(test_base.TestCase):
 
     def _run_twice(self):
         _RecordsTheScheduler.seen = []

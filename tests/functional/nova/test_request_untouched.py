@@ -12,7 +12,6 @@ import datetime
 
 from oslo_config import cfg
 from oslo_config import fixture as config_fixture
-import testtools
 
 from nova import exception as nova_exception
 from nova import objects
@@ -23,6 +22,7 @@ from nova_numa_policy import conf as numa_conf  # noqa: F401  registers opts
 import placement_filters
 from placement_filters import cache as cache_mod
 from placement_filters import listener
+from tests import base as test_base
 from tests.unit.scheduler import reports
 
 INSTANCE = '0f4ab4ba-1d64-4b4c-9e1c-1b0e2b8f6a11'
@@ -62,7 +62,7 @@ def sriov_request(extra_specs):
     return spec
 
 
-class PluginsOnlyReadTest(testtools.TestCase):
+class PluginsOnlyReadTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()

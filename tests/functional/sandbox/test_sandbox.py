@@ -18,9 +18,9 @@ import threading
 import time
 
 import psutil
-import testtools
 
 from numa_policy_lab.sandbox import messaging
+from tests import base as test_base
 
 COMMAND = [sys.executable, '-m', 'numa_policy_lab.cli', 'sandbox',
            '--smoke']
@@ -71,7 +71,7 @@ def _port_is_free(port):
     return True
 
 
-class SandboxTestBase(testtools.TestCase):
+class SandboxTestBase(test_base.TestCase):
 
     def setUp(self):
         super().setUp()

@@ -18,6 +18,7 @@ import testtools
 
 from placement_filters import cache as cache_mod
 from placement_filters import listener
+from tests import base as test_base
 from tests.unit.scheduler import reports
 
 URL = 'rabbit://guest:guest@127.0.0.1:5672/'
@@ -32,7 +33,7 @@ def rabbitmqctl(*args):
 @testtools.skipUnless(shutil.which('rabbitmqctl'),
                       'rabbitmqctl is not installed: the broker cannot be '
                       'restarted, which is what this test is about')
-class RabbitReportsTest(testtools.TestCase):
+class RabbitReportsTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()

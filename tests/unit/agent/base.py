@@ -5,7 +5,6 @@ import os
 import fixtures
 import libvirt
 from oslo_config import cfg
-import testtools
 
 from nova_numa_policy.conf import loops as loops_conf
 from nova_numa_policy.contracts import policy
@@ -16,6 +15,7 @@ from agent.backend import calls
 from agent.backend import connection
 from agent.backend import libvirt_backend
 from agent.sensors import discovery
+from tests import base as test_base
 from tests import fixtures as host_fixtures
 
 INTERLEAVED = '11111111-1111-4111-8111-111111111111'
@@ -47,7 +47,17 @@ def domains():
     ]
 
 
-class TestDriverHostTest(testtools.TestCase):
+class FakeClock:
+    """A monotonic clock a test moves by setting ``now``."""
+
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+class TestDriverHostTest(test_base.TestCase):
     """Each test gets its own host file, sysfs tree and connection."""
 
     def setUp(self):

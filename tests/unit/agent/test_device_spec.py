@@ -11,13 +11,13 @@ import logging
 import os
 
 import fixtures
-import testtools
 
 from nova_numa_policy.conf import agent as agent_conf
 
 from agent.sensors import discovery
 from agent.sensors import sysfs
 from agent.service import cmd
+from tests import base as test_base
 from tests import fixtures as host_fixtures
 from tests.unit import conf_fixture
 
@@ -90,7 +90,7 @@ def sriov_host(root):
     return root
 
 
-class SriovHostTest(testtools.TestCase):
+class SriovHostTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -297,7 +297,7 @@ class SkippedTest(SriovHostTest):
         self.assertEqual(len(texts), len(log.output.splitlines()))
 
 
-class PureMatchTest(testtools.TestCase):
+class PureMatchTest(test_base.TestCase):
     """The matching itself: a spec and a function's facts, no sysfs."""
 
     PF = sysfs.PciFunction('0000:3b:00.0', '8086', '1592', ('ens1f0',),
@@ -348,7 +348,7 @@ class PureMatchTest(testtools.TestCase):
         self.assertIsNone(discovery.parse_device_spec({'vendor_id': '8086'}))
 
 
-class WithoutSysfsTest(testtools.TestCase):
+class WithoutSysfsTest(test_base.TestCase):
 
     def test_only_entries_naming_one_device_as_named(self):
         self.assertEqual(

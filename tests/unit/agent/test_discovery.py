@@ -4,17 +4,17 @@ import os
 
 import fixtures
 import libvirt
-import testtools
 
 from nova_numa_policy.contracts import scope
 from nova_numa_policy.contracts import topology
 
 from agent.sensors import discovery
 from agent.sensors import sysfs
+from tests import base as test_base
 from tests import fixtures as host_fixtures
 
 
-class NicNodeTest(testtools.TestCase):
+class NicNodeTest(test_base.TestCase):
     """Where a NIC's node is written: its device, a parent, its ports."""
 
     def setUp(self):
@@ -55,7 +55,7 @@ class NicNodeTest(testtools.TestCase):
         self.assertIsNone(sysfs.nic_numa_node(self.root, 'a'))
 
 
-class SysfsTreeTest(testtools.TestCase):
+class SysfsTreeTest(test_base.TestCase):
 
     def root(self, layout):
         return layout(self.useFixture(fixtures.TempDir()).path)
@@ -114,7 +114,7 @@ class SysfsTreeTest(testtools.TestCase):
         self.assertEqual(frozenset(), sysfs.parse_cpulist(''))
 
 
-class CapabilitiesTest(testtools.TestCase):
+class CapabilitiesTest(test_base.TestCase):
 
     def test_nodes_from_the_test_driver_capabilities(self):
         conn = libvirt.open('test:///default')
@@ -156,7 +156,7 @@ def write_cpu_lines(root, busy_idle):
     host_fixtures.write_file(root, 'proc/stat', '\n'.join(lines) + '\n')
 
 
-class LoadTest(testtools.TestCase):
+class LoadTest(test_base.TestCase):
 
     def test_node_loads_from_two_proc_stat_samples(self):
         root = self.useFixture(fixtures.TempDir()).path

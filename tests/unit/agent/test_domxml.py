@@ -1,11 +1,10 @@
 """Where a guest's requested policy comes from, read from its XML."""
 
-import testtools
-
 from nova_numa_policy.contracts import policy
 from nova_numa_policy.virt import metadata
 
 from agent.backend import domxml
+from tests import base as test_base
 from tests import fixtures as host_fixtures
 
 UUID = '11111111-1111-4111-8111-111111111111'
@@ -16,7 +15,7 @@ def record(value, mode=None, nodes=()):
         policy.resolve({policy.POLICY_KEY: value}), mode, frozenset(nodes)))
 
 
-class DomainXmlTest(testtools.TestCase):
+class DomainXmlTest(test_base.TestCase):
 
     def parse(self, **kwargs):
         return domxml.parse(host_fixtures.domain_xml(1, UUID, **kwargs))

@@ -2,22 +2,17 @@
 
 import dataclasses
 
-import testtools
-
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import policy
 from nova_numa_policy.decisions import enforcement
+from tests import base as test_base
+from tests import topology_factory
 
 
 def topology(nodes=2, cpus=4, mem=8192, nic_node=None):
-    return backend.HostTopology(
-        nodes=tuple(backend.NodeInfo(
-            id=n, cpus=tuple(range(n * cpus, (n + 1) * cpus)),
-            memory_total_mb=mem,
-            distances=tuple(10 if o == n else 21 for o in range(nodes)))
-            for n in range(nodes)),
-        nics=(() if nic_node is None else
-              (backend.NicInfo('ens1', nic_node),)))
+    return topology_factory.host_topology(
+        nodes, cpus, mem, nics=(() if nic_node is None else
+                                (backend.NicInfo('ens1', nic_node),)))
 
 
 def usage(*free, load=None):
@@ -30,7 +25,7 @@ def resolved(value, **specs):
     return policy.resolve({policy.POLICY_KEY: value, **specs})
 
 
-class BootTuneTest(testtools.TestCase):
+class BootTuneTest(test_base.TestCase):
 
     CASES = [
         # (name, policy, topology, usage, memory, expected (mode, nodes, cpus))
@@ -105,13 +100,8 @@ def ring(nodes=3, uniform=False):
     """4 CPUs per node, NIC on node 0; node k is k steps from it."""
     def distance(a, b):
         return 10 if a == b else 21 if uniform else 10 + 6 * abs(a - b)
-    return backend.HostTopology(
-        nodes=tuple(backend.NodeInfo(
-            id=n, cpus=tuple(range(n * 4, (n + 1) * 4)),
-            memory_total_mb=8192,
-            distances=tuple(distance(n, o) for o in range(nodes)))
-            for n in range(nodes)),
-        nics=(backend.NicInfo('ens1', 0),))
+    return topology_factory.host_topology(
+        nodes, distance=distance, nics=(backend.NicInfo('ens1', 0),))
 
 
 def placed(*cpus):
@@ -123,7 +113,7 @@ def placed(*cpus):
 NIC_PREFERRED = {policy.NIC_LOCALITY_KEY: 'preferred'}
 
 
-class NicHeadroomTest(testtools.TestCase):
+class NicHeadroomTest(test_base.TestCase):
     """Seed 002: NIC-prior only while the NIC node stays under 80 %.
 
     Four CPUs per node: 80 % is 3.2 vCPUs, so the NIC node takes a third
@@ -210,7 +200,7 @@ def instance(value, mode=None, nodes=(), affinity=None, emulator=(),
         emulator_affinity=frozenset(emulator) or full)
 
 
-class EnforceTest(testtools.TestCase):
+class EnforceTest(test_base.TestCase):
 
     def kinds(self, plan):
         return [type(a).__name__ for a in plan.actions]
@@ -272,7 +262,7 @@ class EnforceTest(testtools.TestCase):
             self.assertEqual(((), None), (plan.actions, plan.blocked))
 
 
-class AppliedPolicyTest(testtools.TestCase):
+class AppliedPolicyTest(test_base.TestCase):
 
     CASES = [
         (instance('interleave', 'interleave', {0, 1}), 'interleave'),
@@ -291,7 +281,7 @@ class AppliedPolicyTest(testtools.TestCase):
                              inst)
 
 
-class UndoTest(testtools.TestCase):
+class UndoTest(test_base.TestCase):
 
     def test_undo_restores_previous_values(self):
         before = instance('home', 'strict', {0},
@@ -323,13 +313,8 @@ def sockets(nodes=4, cpus=4, mem=8192):
     """Two nodes per socket: 10 within a node, 16 on its socket, 21 else."""
     def distance(a, b):
         return 10 if a == b else 16 if a // 2 == b // 2 else 21
-    return backend.HostTopology(
-        nodes=tuple(backend.NodeInfo(
-            id=n, cpus=tuple(range(n * cpus, (n + 1) * cpus)),
-            memory_total_mb=mem,
-            distances=tuple(distance(n, o) for o in range(nodes)))
-            for n in range(nodes)),
-        nics=())
+    return topology_factory.host_topology(nodes, cpus, mem,
+                                          distance=distance)
 
 
 def sparse(ids=(0, 1, 8, 9), cpus=4, nic=None):
@@ -340,16 +325,12 @@ def sparse(ids=(0, 1, 8, 9), cpus=4, nic=None):
     """
     def distance(a, b):
         return 10 if a == b else 16 if (a < 8) == (b < 8) else 21
-    return backend.HostTopology(
-        nodes=tuple(backend.NodeInfo(
-            id=n, cpus=tuple(range(p * cpus, (p + 1) * cpus)),
-            memory_total_mb=8192,
-            distances=tuple(distance(n, o) for o in ids))
-            for p, n in enumerate(ids)),
+    return topology_factory.host_topology(
+        cpus=cpus, ids=ids, distance=distance,
         nics=() if nic is None else (backend.NicInfo('ens1', nic),))
 
 
-class SparseNodeIdsTest(testtools.TestCase):
+class SparseNodeIdsTest(test_base.TestCase):
     """Distances read by node id, never by position in a row."""
 
     def test_the_topology_reads_distances_by_id(self):
@@ -391,7 +372,7 @@ def pinned_nodes(topo, pins):
     return found
 
 
-class DealVcpusTest(testtools.TestCase):
+class DealVcpusTest(test_base.TestCase):
 
     def test_each_vcpu_goes_to_the_least_busy_node_ids_breaking_ties(self):
         topo = topology(nodes=4, cpus=4)
@@ -425,7 +406,7 @@ class DealVcpusTest(testtools.TestCase):
                                                     allowed_cpus={5, 6}))
 
 
-class HalfOfHostTest(testtools.TestCase):
+class HalfOfHostTest(test_base.TestCase):
 
     def test_a_large_guest_gets_the_most_compact_idle_half(self):
         half, reason = enforcement.half_of_host(sockets(), vcpus=8)
@@ -475,7 +456,7 @@ class HalfOfHostTest(testtools.TestCase):
             self.assertIn(word, reason, name)
 
 
-class SpreadBootPlanTest(testtools.TestCase):
+class SpreadBootPlanTest(test_base.TestCase):
 
     def test_a_large_interleaved_guest_keeps_to_its_half(self):
         topo = sockets()

@@ -1,15 +1,14 @@
 """Request rates from bytes and packets, and rate windows: pure."""
 
-import testtools
-
 from agent.sensors import guestio
+from tests import base as test_base
 
 
 def rate(previous, current):
     return guestio.request_rate(previous, current)
 
 
-class TrafficTest(testtools.TestCase):
+class TrafficTest(test_base.TestCase):
 
     def test_bytes_and_packets_are_both_directions_added(self):
         # virDomainInterfaceStats: rx bytes, rx packets, rx errs, rx drop,
@@ -22,7 +21,7 @@ class TrafficTest(testtools.TestCase):
         self.assertEqual((0, 0), guestio.add([]))
 
 
-class RequestRateTest(testtools.TestCase):
+class RequestRateTest(test_base.TestCase):
 
     def test_small_requests_count_as_packets(self):
         # 300 packets of 100 bytes in 2 s: request/response traffic.
@@ -52,7 +51,7 @@ def packet_rate(previous, current):
         (current[1] - previous[1]) / (current[0] - previous[0])
 
 
-class WindowedTest(testtools.TestCase):
+class WindowedTest(test_base.TestCase):
 
     def test_the_first_sample_starts_the_window(self):
         self.assertEqual(((10.0, 1000), 0.0),

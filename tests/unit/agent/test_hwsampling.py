@@ -14,7 +14,6 @@ import logging
 import os
 
 import fixtures
-import testtools
 
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import locality
@@ -24,6 +23,7 @@ from agent.backend import samples
 from agent import privsep
 from agent.privsep import hwsampling
 from agent.sensors import numafaults
+from tests import base as test_base
 from tests import fixtures as host_fixtures
 from tests.unit.agent import base
 from tests.unit.agent import memchild
@@ -37,7 +37,7 @@ PID = test_numafaults.PID
 PERIOD = 100000
 
 
-class HostTest(testtools.TestCase):
+class HostTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -101,7 +101,7 @@ class FakeDaemon:
         self.stopped += 1
 
 
-class GuestSamplesTest(testtools.TestCase):
+class GuestSamplesTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -211,7 +211,7 @@ class InProcessSampler(fixtures.Fixture):
         hwsampling._host = (PERIOD, FakeHost(counts))
 
 
-class DaemonTest(testtools.TestCase):
+class DaemonTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -280,7 +280,7 @@ class BackendSamplingTest(base.TestDriverHostTest):
         self.backend = self.sampling_backend()
 
     def sampling_backend(self, **options):
-        self.clock = guest_files.FakeClock()
+        self.clock = base.FakeClock()
         return libvirt_backend.LibvirtBackend(
             self.connection, root=self.root, sleep=lambda seconds: None,
             clock=self.clock,

@@ -8,7 +8,6 @@ import json
 import os
 
 import fixtures
-import testtools
 
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import errors
@@ -18,6 +17,7 @@ from agent.backend import iopath
 from agent.backend import libvirt_backend
 from agent.sensors import discovery
 from agent.service import cmd
+from tests import base as test_base
 from tests import fixtures as host_fixtures
 from tests.unit.agent import base
 from tests.unit.agent import iopath_files as files
@@ -56,15 +56,7 @@ class FakeSteering:
         return {tid: sorted(cpus) for tid in tids}
 
 
-class Clock:
-    def __init__(self):
-        self.now = 100.0
-
-    def __call__(self):
-        return self.now
-
-
-class FoundRecordTest(testtools.TestCase):
+class FoundRecordTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -103,7 +95,7 @@ class FoundRecordTest(testtools.TestCase):
                           iopath.Found('x', {1}))
 
 
-class IoPathTree(testtools.TestCase):
+class IoPathTree(test_base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -114,7 +106,7 @@ class IoPathTree(testtools.TestCase):
         files.irq(self.root, 120, '0-7', '3')
         files.irq(self.root, 121, '0-7')
         self.steering = FakeSteering(self.root)
-        self.clock = Clock()
+        self.clock = base.FakeClock()
         self.bridges = {}
         self.io = iopath.IoPath(self.root, self.state, self.clock,
                                 self.steering, self.bridges.get)
@@ -463,7 +455,7 @@ class BackendTest(base.TestDriverHostTest):
                           base.HOME_FROM_NOVA, {4})
 
 
-class WiringTest(testtools.TestCase):
+class WiringTest(test_base.TestCase):
     """The options give the agent's backend the daemon and the record."""
 
     def agent(self, **options):

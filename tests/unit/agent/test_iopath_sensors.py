@@ -6,16 +6,16 @@ Every reader runs on a fixture tree (tests/unit/agent/iopath_files.py).
 import os
 
 import fixtures
-import testtools
 
 from agent.sensors import guestio
 from agent.sensors import irqbalance
 from agent.sensors import irqs
 from agent.sensors import vhost
+from tests import base as test_base
 from tests.unit.agent import iopath_files as files
 
 
-class Tree(testtools.TestCase):
+class Tree(test_base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -180,7 +180,7 @@ GUEST = '''<domain type='kvm'><devices>
 </devices></domain>'''
 
 
-class InterfacesTest(testtools.TestCase):
+class InterfacesTest(test_base.TestCase):
 
     def test_the_host_side_of_each_interface(self):
         self.assertEqual([('bridge', 'br-ex'), ('direct', 'ens1f0.100'),

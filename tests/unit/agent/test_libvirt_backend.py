@@ -6,7 +6,6 @@ import subprocess
 import sys
 
 import libvirt
-import testtools
 
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import errors
@@ -16,6 +15,7 @@ from nova_numa_policy.decisions import execution
 from agent.backend import calls
 from agent.backend import connection
 from agent.backend import libvirt_backend
+from tests import base as test_base
 from tests import fixtures as host_fixtures
 from tests.unit.agent import base
 
@@ -246,18 +246,10 @@ class ActTest(base.TestDriverHostTest):
         self.assertEqual(before, self.vcpu_affinity(base.HOME_FROM_NOVA))
 
 
-class FakeClock:
-    def __init__(self):
-        self.now = 100.0
-
-    def __call__(self):
-        return self.now
-
-
-class ConnectionTest(testtools.TestCase):
+class ConnectionTest(test_base.TestCase):
 
     def test_reconnects_with_doubling_backoff(self):
-        clock = FakeClock()
+        clock = base.FakeClock()
         attempts = []
 
         def opener(uri):
@@ -294,7 +286,7 @@ class ConnectionTest(testtools.TestCase):
         self.assertEqual([0.0, 1, 2, 4, 8, 16, 30, 30, 30, 30, 30], delays)
 
 
-class EventTest(testtools.TestCase):
+class EventTest(test_base.TestCase):
 
     def test_a_started_domain_is_reported_within_a_second(self):
         # In a fresh interpreter: see tests/unit/agent/event_probe.py.

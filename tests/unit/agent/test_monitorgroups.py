@@ -11,7 +11,6 @@ import errno
 import os
 
 import fixtures
-import testtools
 
 from nova_numa_policy.contracts import errors
 
@@ -20,6 +19,7 @@ from agent import privsep
 from agent.privsep import monitorgroups
 from agent.privsep import trust
 from agent.sensors import resctrl
+from tests import base as test_base
 from tests.unit.agent import memchild
 
 UUID = '0b8f2a52-3c1d-4e5f-8a9b-0c1d2e3f4a5b'
@@ -27,7 +27,7 @@ OTHER = '1c9f3b63-4d2e-4f60-9bac-1d2e3f4a5b6c'
 DEFAULT = 'res:/\nmon:\n'
 
 
-class GroupsTextTest(testtools.TestCase):
+class GroupsTextTest(test_base.TestCase):
     """The five cases the kernel documents for cpu_resctrl_groups."""
 
     def test_parsed(self):
@@ -47,7 +47,7 @@ class GroupsTextTest(testtools.TestCase):
             self.assertFalse(monitorgroups.may_join(text, ours), text)
 
 
-class MountTest(testtools.TestCase):
+class MountTest(test_base.TestCase):
 
     def _mountinfo(self, *lines):
         path = os.path.join(self.useFixture(fixtures.TempDir()).path, 'mi')
@@ -70,7 +70,7 @@ class MountTest(testtools.TestCase):
         self.assertFalse(monitorgroups.resctrl_mounted('/nonexistent'))
 
 
-class ArgumentsTest(testtools.TestCase):
+class ArgumentsTest(test_base.TestCase):
 
     def test_a_uuid_is_a_lower_case_canonical_text(self):
         self.assertEqual(UUID, trust.instance_uuid(UUID))
@@ -140,7 +140,7 @@ class InProcessMonitor(fixtures.Fixture):
         return path
 
 
-class JoinTest(testtools.TestCase):
+class JoinTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -208,7 +208,7 @@ class JoinTest(testtools.TestCase):
                           client.join, child.pid, UUID, {child.pid})
 
 
-class KernelSaysTest(testtools.TestCase):
+class KernelSaysTest(test_base.TestCase):
     """The real kernel's cpu_resctrl_groups of a guest's thread."""
 
     def test_read_or_refused(self):

@@ -6,7 +6,6 @@ thread with its ``comm`` and ``sched`` as the kernel prints them.
 """
 
 import fixtures
-import testtools
 
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import locality
@@ -15,6 +14,8 @@ from nova_numa_policy.loops import runner as loop_runner
 from nova_numa_policy.loops import vnuioa
 
 from agent.sensors import numafaults
+from tests import base as test_base
+from tests import topology_factory
 from tests.unit.agent import base
 from tests.unit.agent import test_pagemove_backend as guest_files
 
@@ -55,7 +56,7 @@ def write_threads(root, pid, threads):
                           sched_text(comm, tid, faults))
 
 
-class ParseTest(testtools.TestCase):
+class ParseTest(test_base.TestCase):
 
     def test_private_and_shared_faults_add_up_per_node(self):
         text = sched_text('CPU 0/KVM', 11, {0: 40, 1: 300}).replace(
@@ -86,7 +87,7 @@ class ParseTest(testtools.TestCase):
         self.assertFalse(numafaults.samples_locality(None))
 
 
-class ReadTest(testtools.TestCase):
+class ReadTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -211,16 +212,14 @@ class BackendSignalTest(base.TestDriverHostTest):
         self.assertIsNone(classes[base.NO_POLICY])
 
 
-class ReportedIoTest(testtools.TestCase):
+class ReportedIoTest(test_base.TestCase):
     """io_intensive in the report: vNUIOA's rule, the flavor first."""
 
     def report(self, **instance):
         inst = backend.InstanceState(uuid=base.HOME_FROM_NOVA,
                                      requested_policy='first-touch',
                                      **instance)
-        topology = backend.HostTopology(nodes=(
-            backend.NodeInfo(0, (0, 1), 1024, (10, 21)),
-            backend.NodeInfo(1, (2, 3), 1024, (21, 10))))
+        topology = topology_factory.host_topology(cpus=2, memory_mb=1024)
         snapshot = backend.HostSnapshot(topology, (), (inst,), 0.0)
         (reported,) = reporting.build_report(
             snapshot, 'h', 'h', 1, 5.0, frozenset(),

@@ -3,9 +3,9 @@
 import os
 
 import fixtures
-import testtools
 
 from agent.sensors import numamaps
+from tests import base as test_base
 
 # A qemu-like process: guest RAM anonymous on two nodes, a hugetlbfs
 # mapping, a memfd, a library, heap and stack. Captured shapes from a
@@ -35,7 +35,7 @@ MAPS = '''\
 '''
 
 
-class ParseTest(testtools.TestCase):
+class ParseTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -80,7 +80,7 @@ class ParseTest(testtools.TestCase):
         self.assertEqual([], numamaps.parse('\n7f00\n'))
 
 
-class MemoryPerNodeTest(testtools.TestCase):
+class MemoryPerNodeTest(test_base.TestCase):
 
     def test_every_mapping_counts_with_its_page_size(self):
         vmas = numamaps.parse(NUMA_MAPS, MAPS)
@@ -93,7 +93,7 @@ class MemoryPerNodeTest(testtools.TestCase):
         self.assertEqual({}, numamaps.memory_mb_per_node([]))
 
 
-class ReadTest(testtools.TestCase):
+class ReadTest(test_base.TestCase):
 
     def test_reads_under_a_root(self):
         root = self.useFixture(fixtures.TempDir()).path
@@ -112,7 +112,7 @@ class ReadTest(testtools.TestCase):
         self.assertTrue(all(v.end is not None for v in vmas))
 
 
-class MemoryFromTextTest(testtools.TestCase):
+class MemoryFromTextTest(test_base.TestCase):
     """The agent's per-period shortcut gives what the full parse gives."""
 
     def test_the_shortcut_matches_the_parse(self):

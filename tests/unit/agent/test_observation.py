@@ -1,8 +1,7 @@
 """The bound on numa_maps reads (agent/backend/observation.py)."""
 
-import testtools
-
 from agent.backend import observation
+from tests import base as test_base
 
 BUDGET = observation.budget_for(observation.DEFAULT_PERIOD)
 MAX_AGE = observation.MAX_AGE
@@ -26,7 +25,7 @@ def run_rounds(bound, guests, rounds, pid_of=None):
     return history
 
 
-class ChooseTest(testtools.TestCase):
+class ChooseTest(test_base.TestCase):
 
     def test_everything_fits_everything_is_read(self):
         guests = {f'g{n}': (0.001, 1) for n in range(8)}
@@ -55,7 +54,7 @@ class ChooseTest(testtools.TestCase):
                          observation.choose(guests, 0.01, max_age=12))
 
 
-class NumaMapsBoundTest(testtools.TestCase):
+class NumaMapsBoundTest(test_base.TestCase):
 
     def test_a_host_of_small_guests_reads_everything_every_round(self):
         guests = {f'g{n}': 0.0005 for n in range(16)}

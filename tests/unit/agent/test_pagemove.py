@@ -2,10 +2,9 @@
 
 import errno
 
-import testtools
-
 from agent.backend import pageplan
 from agent.sensors import numamaps
+from tests import base as test_base
 
 PAGE = 4096
 BASE = 0x7f0000000000
@@ -17,7 +16,7 @@ def vma(pages, per_node, start=BASE, name=None, huge=False, page_kb=4):
                         pages_per_node=per_node, name=name, huge=huge)
 
 
-class PlanTest(testtools.TestCase):
+class PlanTest(test_base.TestCase):
 
     def test_a_mapping_on_source_and_target_only_is_moved_whole(self):
         windows = pageplan.plan([vma(10000, {0: 6000, 1: 4000})], 0, 1,
@@ -74,7 +73,7 @@ class PlanTest(testtools.TestCase):
         self.assertRaises(ValueError, pageplan.plan, [], 0, 1, 1, 511)
 
 
-class StatusTest(testtools.TestCase):
+class StatusTest(test_base.TestCase):
 
     def test_select_takes_source_pages_up_to_the_limit(self):
         addresses = [1, 2, 3, 4, 5]

@@ -56,14 +56,6 @@ def write_qemu(root, name, uuid, pid, numa_maps=None):
         write(root, f'proc/{pid}/numa_maps', numa_maps)
 
 
-class FakeClock:
-    def __init__(self):
-        self.now = 100.0
-
-    def __call__(self):
-        return self.now
-
-
 class UnsupportedKernel(pagemoves.PageMover):
     def supported(self):
         return False
@@ -81,7 +73,7 @@ class ObserveGuestProcessTest(base.TestDriverHostTest):
         # instance-00000002 is HOME_FROM_NOVA in base.domains().
         write_qemu(self.root, 'instance-00000002', base.HOME_FROM_NOVA,
                    FAKE_PID, test_numamaps.NUMA_MAPS)
-        self.clock = FakeClock()
+        self.clock = base.FakeClock()
         self.backend = libvirt_backend.LibvirtBackend(
             self.connection, root=self.root, clock=self.clock)
 

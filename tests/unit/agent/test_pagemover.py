@@ -11,13 +11,13 @@ import errno
 from unittest import mock
 
 import fixtures
-import testtools
 
 from agent.backend import pagemoves
 from agent import privsep
 from agent.privsep import pagemover
 from agent.sensors import numamaps
 from nova_numa_policy.contracts import errors
+from tests import base as test_base
 from tests.unit.agent import memchild
 
 
@@ -37,7 +37,7 @@ class InProcessPrivsep(fixtures.Fixture):
             size, guests=self.guests, **kwargs))
 
 
-class PrivilegedCallTest(testtools.TestCase):
+class PrivilegedCallTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -72,7 +72,7 @@ class PrivilegedCallTest(testtools.TestCase):
                          (mine.pages, mine.pages_per_node))
 
 
-class PageMoverTest(testtools.TestCase):
+class PageMoverTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -134,7 +134,7 @@ class PageMoverTest(testtools.TestCase):
                               0, 0, 100)
 
 
-class SupportedTest(testtools.TestCase):
+class SupportedTest(test_base.TestCase):
 
     def test_this_kernel_has_move_pages(self):
         self.assertTrue(pagemover.supported())

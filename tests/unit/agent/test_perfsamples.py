@@ -14,11 +14,11 @@ import threading
 import time
 
 import fixtures
-import testtools
 
 from agent.sensors import perfevents
 from agent.sensors import perfsamples
 from agent.sensors import sysfs
+from tests import base as test_base
 from tests import fixtures as host_fixtures
 
 TID_ONLY = perfsamples.SAMPLE_TID
@@ -48,7 +48,7 @@ def throttle():
     return struct.pack('<IHH', 5, 0, 32) + bytes(24)
 
 
-class DecodeTest(testtools.TestCase):
+class DecodeTest(test_base.TestCase):
 
     def test_a_buffer_of_samples_alone_is_read_at_once(self):
         data = sample(10, 11, phys_addr=BLOCK) + sample(10, 12, phys_addr=1)
@@ -84,7 +84,7 @@ class DecodeTest(testtools.TestCase):
                              FULL | perfsamples.SAMPLE_ADDR))
 
 
-class DataSourceTest(testtools.TestCase):
+class DataSourceTest(test_base.TestCase):
 
     SOURCES = {LOCAL_RAM: True, REMOTE_RAM: True, RAM_BY_NUMBER: True,
                L3_HIT: False, NOT_AVAILABLE: False, 0: False,
@@ -110,7 +110,7 @@ class DataSourceTest(testtools.TestCase):
         self.assertEqual(served, sorted(at_once))
 
 
-class NodeRangesTest(testtools.TestCase):
+class NodeRangesTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -137,7 +137,7 @@ class NodeRangesTest(testtools.TestCase):
             self.useFixture(fixtures.TempDir()).path))
 
 
-class TallyTest(testtools.TestCase):
+class TallyTest(test_base.TestCase):
 
     def test_per_thread_and_node_of_what_memory_served(self):
         ranges = perfsamples.NodeRanges({0: [0], 1: [1]}, BLOCK)
@@ -162,7 +162,7 @@ class TallyTest(testtools.TestCase):
         self.assertEqual({11: {0: 3, 1: 1}, 12: {1: 4}}, counts)
 
 
-class AttrTest(testtools.TestCase):
+class AttrTest(test_base.TestCase):
 
     def test_fields_where_the_kernel_reads_them(self):
         data = perfevents.attr(11, config=1 << 19, sample_period=4096,
@@ -191,7 +191,7 @@ class AttrTest(testtools.TestCase):
                                                 ldlat=3, absent=1))
 
 
-class RingTest(testtools.TestCase):
+class RingTest(test_base.TestCase):
     """A real software event of this process, read as the kernel writes."""
 
     def test_samples_read_in_order_as_the_buffer_wraps(self):

@@ -12,10 +12,11 @@ import os
 
 import fixtures
 from oslo_rootwrap import wrapper
-import testtools
+
+from tests import base as test_base
 
 
-class RootwrapAdmitsAnyHelperLineTest(testtools.TestCase):
+class RootwrapAdmitsAnyHelperLineTest(test_base.TestCase):
 
     def test_an_appended_config_file_passes_even_an_exact_filter(self):
         directory = self.useFixture(fixtures.TempDir()).path

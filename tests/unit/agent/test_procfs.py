@@ -10,10 +10,9 @@ patching, whose threads share one kernel thread.
 import subprocess
 import sys
 
-import testtools
-
 from agent.sensors import numafaults
 from agent.sensors import procfs
+from tests import base as test_base
 
 GUEST = r'''
 import sys, threading
@@ -40,7 +39,7 @@ def exited_pid():
     return child.pid
 
 
-class ThreadsTest(testtools.TestCase):
+class ThreadsTest(test_base.TestCase):
 
     def start_guest(self, *names):
         """The child's pid and its named threads' ids, in ``names``' order.

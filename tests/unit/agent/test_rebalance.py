@@ -1,7 +1,5 @@
 """The rebalancing loops inside the agent, and the policy it reports."""
 
-import testtools
-
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import errors
 from nova_numa_policy.decisions import execution
@@ -11,13 +9,12 @@ from numa_policy_lab.sim import topology as sim_topology
 
 from agent.service import manager
 from agent.service import rebalance
+from tests import base as test_base
+from tests import topology_factory
 from tests.unit.agent import base
 from tests.unit.sim import fixtures as sim_fixtures
 
-TOPOLOGY = backend.HostTopology(nodes=tuple(
-    backend.NodeInfo(id=n, cpus=(2 * n, 2 * n + 1), memory_total_mb=4096,
-                     distances=(10, 21) if n == 0 else (21, 10))
-    for n in range(2)))
+TOPOLOGY = topology_factory.host_topology(cpus=2, memory_mb=4096)
 ALL = frozenset({0, 1})
 # memory mode, nodes -> the placement they realize on TOPOLOGY.
 FIRST_TOUCH = (None, ALL)
@@ -35,7 +32,7 @@ def _instance(requested, binding, hands_off=None):
         memory_mode=binding[0], memory_nodes=binding[1])
 
 
-class AppliedPolicyTest(testtools.TestCase):
+class AppliedPolicyTest(test_base.TestCase):
 
     # requested, binding, active loops, auto's choice, reported.
     CASES = [
@@ -104,7 +101,7 @@ def _node0_mb(sim):
     return sim.observe().instances[0].memory_mb_per_node.get(0, 0)
 
 
-class AgentRebalanceTest(testtools.TestCase):
+class AgentRebalanceTest(test_base.TestCase):
 
     def test_a_period_runs_carrefour_and_reports_it_in_force(self):
         sim = _remote_memory_host()
@@ -181,7 +178,7 @@ class _FailingMove(sim_backend.SimulatedBackend):
                                   pages)
 
 
-class LoopRollbackTest(testtools.TestCase):
+class LoopRollbackTest(test_base.TestCase):
 
     def test_a_failed_step_moves_the_pages_back(self):
         host = sim_topology.xeon2()

@@ -8,7 +8,6 @@ bandwidth monitoring, and a virtual machine's CPU emulates none.
 import os
 
 import fixtures
-import testtools
 
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import errors
@@ -19,6 +18,7 @@ from agent.backend import libvirt_backend
 from agent.sensors import numafaults
 from agent.sensors import resctrl
 from agent.sensors import sysfs
+from tests import base as test_base
 from tests import fixtures as host_fixtures
 from tests.unit.agent import base
 from tests.unit.agent import test_numafaults
@@ -82,7 +82,7 @@ class FakeMonitorGroups:
         return True
 
 
-class TreeTest(testtools.TestCase):
+class TreeTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -160,7 +160,7 @@ class BackendBandwidthTest(base.TestDriverHostTest):
         host_fixtures.write_resctrl(self.root)
         host_fixtures.write_l3(self.root, {c: c // 4 for c in range(8)})
         self.groups = FakeMonitorGroups(self.root)
-        self.clock = guest_files.FakeClock()
+        self.clock = base.FakeClock()
         self.backend = libvirt_backend.LibvirtBackend(
             self.connection, root=self.root, sleep=lambda seconds: None,
             monitor_groups=self.groups, clock=self.clock)

@@ -11,14 +11,13 @@ import subprocess
 import sys
 import time
 
-import testtools
-
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.decisions import reporting
 
 from agent.backend import libvirt_backend
 from agent.sensors import guestproc
 from agent.sensors import schedstat
+from tests import base as test_base
 from tests.unit.agent import base
 from tests.unit.agent import test_numafaults
 from tests.unit.agent import test_pagemove_backend as guest_files
@@ -26,7 +25,7 @@ from tests.unit.agent import test_pagemove_backend as guest_files
 PID = test_numafaults.PID
 
 
-class ParseTest(testtools.TestCase):
+class ParseTest(test_base.TestCase):
 
     def test_ran_and_waited_are_the_first_two_numbers(self):
         self.assertEqual((8120034, 51200),
@@ -51,7 +50,7 @@ def _spinner(cpu):
     return proc
 
 
-class KernelTest(testtools.TestCase):
+class KernelTest(test_base.TestCase):
     """What this machine's kernel says of two busy processes on one CPU."""
 
     def test_sharing_a_cpu_shows_as_waiting_half_the_time(self):
@@ -168,7 +167,7 @@ class BackendWaitTest(base.TestDriverHostTest):
                          report.measurements)
 
 
-class OpenFilesTest(testtools.TestCase):
+class OpenFilesTest(test_base.TestCase):
     """Files kept open across periods, on this machine's kernel."""
 
     def setUp(self):

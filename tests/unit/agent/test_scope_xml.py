@@ -3,7 +3,6 @@
 from xml.etree import ElementTree
 
 from nova.virt.libvirt import config as vconfig
-import testtools
 
 from nova_numa_policy.contracts import policy
 from nova_numa_policy.contracts import scope
@@ -12,6 +11,7 @@ from nova_numa_policy.virt import driver
 from nova_numa_policy.virt import metadata
 
 from agent.backend import domxml
+from tests import base as test_base
 from tests import fixtures as host_fixtures
 
 UUID = '11111111-1111-4111-8111-111111111111'
@@ -38,7 +38,7 @@ def parse(xml, **choices):
     return domxml.parse(xml, scope.Scope(**choices))
 
 
-class ManagementScopeTest(testtools.TestCase):
+class ManagementScopeTest(test_base.TestCase):
 
     def test_a_nova_guest_that_asked_is_managed(self):
         facts = parse(host_fixtures.domain_xml(1, UUID, nova_specs=ASKED))
@@ -90,7 +90,7 @@ class ManagementScopeTest(testtools.TestCase):
         self.assertIsNone(parse(xml).hands_off_reason)
 
 
-class AllowedCpusTest(testtools.TestCase):
+class AllowedCpusTest(test_base.TestCase):
 
     def test_nova_cpuset_is_the_bound(self):
         xml = with_cpuset(

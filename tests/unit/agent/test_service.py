@@ -8,7 +8,6 @@ from unittest import mock
 
 import fixtures
 import libvirt
-import testtools
 
 from nova_numa_policy.collector import actions as collector_actions
 from nova_numa_policy.contracts import errors
@@ -19,6 +18,7 @@ from nova_numa_policy.objects import wire as report_wire
 from agent.service import cmd
 from agent.service import manager
 from agent.service import notifier
+from tests import base as test_base
 from tests.unit.agent import base
 
 
@@ -217,7 +217,7 @@ class AgentPeriodTest(base.TestDriverHostTest):
         agent.daemon_loop()  # returns at once instead of waiting an hour
 
 
-class ConsoleScriptTest(testtools.TestCase):
+class ConsoleScriptTest(test_base.TestCase):
 
     def once_dry_run(self, config):
         """numa-policy-agent --once --dry-run with ``config``, as a child."""
@@ -256,7 +256,7 @@ class ConsoleScriptTest(testtools.TestCase):
         self.assertIn('Start libvirtd', errors[0])
 
 
-class WaitForLibvirtTest(testtools.TestCase):
+class WaitForLibvirtTest(test_base.TestCase):
     """The service waits for libvirtd; a one-shot run gives up at once."""
 
     def setUp(self):

@@ -5,13 +5,13 @@ import pathlib
 import re
 
 import fixtures
-import testtools
 
 from nova_numa_policy.virt import driver
 from nova_numa_policy.virt import shim
+from tests import base as test_base
 
 
-class ShimTest(testtools.TestCase):
+class ShimTest(test_base.TestCase):
 
     def test_the_shim_exports_the_driver_and_is_idempotent(self):
         virt_dir = self.useFixture(fixtures.TempDir()).path
@@ -31,7 +31,7 @@ class ShimTest(testtools.TestCase):
         self.assertFalse(driver.supported(driver.MAX_NOVA_MAJOR + 1))
 
 
-class DocumentedValueTest(testtools.TestCase):
+class DocumentedValueTest(test_base.TestCase):
     """Each place telling an operator what to set names the shim's value.
 
     nova loads ``nova.virt.<value>``; only the shim's module exists there.

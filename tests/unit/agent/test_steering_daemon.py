@@ -15,11 +15,11 @@ import sys
 import threading
 
 import fixtures
-import testtools
 
 from agent import privsep
 from agent.privsep import irqs
 from agent.privsep import trust
+from tests import base as test_base
 from tests.unit.agent import iopath_files as files
 from tests.unit.agent import memchild
 
@@ -97,7 +97,7 @@ class FakeIrqbalance(fixtures.Fixture):
             'BANNED 00000000'
 
 
-class HostTree(testtools.TestCase):
+class HostTree(test_base.TestCase):
     """A fixture host: ens1f0 raising 120 and 121, CPUs 0-7 online."""
 
     def setUp(self):

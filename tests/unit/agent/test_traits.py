@@ -3,13 +3,13 @@
 import fixtures
 from oslo_config import cfg
 from oslo_config import fixture as config_fixture
-import testtools
 
 from nova_numa_policy import conf as npconf
 from nova_numa_policy.contracts import backend
 
 from agent.service import manager
 from agent.service import traits
+from tests import base as test_base
 from tests.unit.agent import base
 
 PLACEMENT_SECTION = """
@@ -28,7 +28,7 @@ region_name = RegionTwo
 """
 
 
-class MergeTest(testtools.TestCase):
+class MergeTest(test_base.TestCase):
 
     def test_others_kept_ours_added_our_stale_removed(self):
         existing = {'HW_CPU_X86_AVX2', 'CUSTOM_RACK_7',
@@ -51,7 +51,7 @@ class MergeTest(testtools.TestCase):
                                {backend.CAP_LIVE_NODESET}))
 
 
-class FromConfTest(testtools.TestCase):
+class FromConfTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()

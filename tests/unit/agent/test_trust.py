@@ -12,11 +12,11 @@ import sys
 
 import fixtures
 from oslo_config import cfg
-import testtools
 
 from agent import privsep
 from agent.privsep import pagemover
 from agent.privsep import trust
+from tests import base as test_base
 from tests.unit.agent import memchild
 from tests.unit.agent import test_pagemover
 
@@ -25,7 +25,7 @@ SHADOW_PROBE = '1/root/../../../etc/shadow'
 _real_check_not_root = privsep.check_not_root
 
 
-class IntegersOnlyTest(testtools.TestCase):
+class IntegersOnlyTest(test_base.TestCase):
 
     def test_texts_bools_and_floats_are_refused_whatever_they_spell(self):
         for value in ('1', SHADOW_PROBE, True, 1.0, None, [1]):
@@ -49,7 +49,7 @@ class IntegersOnlyTest(testtools.TestCase):
         self.assertEqual((4096,), trust.addresses((4096,)))
 
 
-class NamesGuestTest(testtools.TestCase):
+class NamesGuestTest(test_base.TestCase):
 
     def test_libvirts_name_argument(self):
         cmdline = b'qemu\0-name\0guest=instance-1,debug-threads=on\0-S\0'
@@ -67,7 +67,7 @@ class NamesGuestTest(testtools.TestCase):
             b'sleep\0guest=instance-1\0-name\0', 'instance-1'))
 
 
-class GuestCheckTest(testtools.TestCase):
+class GuestCheckTest(test_base.TestCase):
     """Probes of the entry points, as the agent's user could send them."""
 
     def setUp(self):
@@ -196,7 +196,7 @@ class _Override(fixtures.Fixture):
                         group=privsep.SECTION)
 
 
-class QemuAccountTest(testtools.TestCase):
+class QemuAccountTest(test_base.TestCase):
 
     def conf(self, text):
         path = os.path.join(self.useFixture(fixtures.TempDir()).path,

@@ -12,7 +12,6 @@ import os
 
 import fixtures
 from oslo_config import cfg
-import testtools
 
 from nova_numa_policy.conf import policy as policy_conf
 from nova_numa_policy.contracts import backend
@@ -21,12 +20,13 @@ from nova_numa_policy.virt import driver
 
 from agent.sensors import discovery
 from agent.sensors import ovs
+from tests import base as test_base
 from tests import fixtures as host_fixtures
 
 NIC = backend.NicInfo('ens2f0', 1, 25000, 'physnet1', None)
 
 
-class UplinksTextTest(testtools.TestCase):
+class UplinksTextTest(test_base.TestCase):
 
     def test_what_is_written_is_read(self):
         nics = (NIC, backend.NicInfo('physnet2', 0, physnet='physnet2'),
@@ -43,7 +43,7 @@ class UplinksTextTest(testtools.TestCase):
             self.assertRaises(ValueError, topology.parse_uplinks, damaged)
 
 
-class SriovDeviceSpecTest(testtools.TestCase):
+class SriovDeviceSpecTest(test_base.TestCase):
 
     def test_physical_functions_with_a_physnet(self):
         specs = [
@@ -75,7 +75,7 @@ class SriovDeviceSpecTest(testtools.TestCase):
                          {(n.name, n.physnet, n.numa_node) for n in nics})
 
 
-class OvsMappingsTest(testtools.TestCase):
+class OvsMappingsTest(test_base.TestCase):
 
     def test_no_socket_starts_no_vsctl_and_says_so(self):
         started = []
@@ -107,7 +107,7 @@ class OvsMappingsTest(testtools.TestCase):
         self.assertEqual({}, ovs.parse_mappings('physnet1'))
 
 
-class HandOverTest(testtools.TestCase):
+class HandOverTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()

@@ -11,12 +11,11 @@ import socket
 import struct
 
 import fixtures
-import testtools
 
 from agent.backend import libvirt_backend
 from agent.sensors import vfstats
+from tests import base as test_base
 from tests.unit.agent import base
-from tests.unit.agent import test_pagemove_backend as guest_files
 
 VF = '0000:3b:02.1'
 PF = '0000:3b:00.0'
@@ -55,7 +54,7 @@ def write_vf_tree(root, vfs=2, pf_interface='ens1f0'):
         os.symlink(f'../{address}', os.path.join(pf, f'virtfn{index}'))
 
 
-class XmlTest(testtools.TestCase):
+class XmlTest(test_base.TestCase):
 
     def test_vf_interfaces_give_their_pci_address(self):
         xml = f'<domain>{VF_INTERFACE}</domain>'
@@ -70,7 +69,7 @@ class XmlTest(testtools.TestCase):
         self.assertEqual([], vfstats.vf_addresses(xml))
 
 
-class SysfsTest(testtools.TestCase):
+class SysfsTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -88,7 +87,7 @@ class SysfsTest(testtools.TestCase):
         self.assertIsNone(vfstats.vf_of(self.root, '0000:99:00.0'))
 
 
-class NetlinkTest(testtools.TestCase):
+class NetlinkTest(test_base.TestCase):
 
     def test_the_vf_list_gives_each_vfs_bytes_and_packets(self):
         link = nla(3, b'ens1f0\0') + nla(22 | 0x8000, vf_info(
@@ -133,7 +132,7 @@ class BackendVfTest(base.TestDriverHostTest):
     def setUp(self):
         super().setUp()
         write_vf_tree(self.root)
-        self.clock = guest_files.FakeClock()
+        self.clock = base.FakeClock()
         self.counters = {'ens1f0': {1: (0, 0), 0: (0, 0)}}
         self.asked = []
         self.backend = libvirt_backend.LibvirtBackend(

@@ -1,7 +1,6 @@
 """A compute lab host's settings that need no lab host (pure)."""
 
-import testtools
-
+from tests import base as test_base
 from tests.cloud import compute
 from tests.labhost import deploy
 
@@ -11,7 +10,7 @@ def _client_config(script):
     return script.split('<<"LAB_EOF"\n')[1].split('LAB_EOF')[0]
 
 
-class MigrationSshTest(testtools.TestCase):
+class MigrationSshTest(test_base.TestCase):
 
     def test_root_reaches_the_links_addresses_by_the_runs_key(self):
         script = compute.migration_ssh_commands('/tmp/run/id_ed25519',
@@ -37,7 +36,7 @@ class MigrationSshTest(testtools.TestCase):
                           '/k', '10.1.2.3/20')
 
 
-class FilesScriptTest(testtools.TestCase):
+class FilesScriptTest(test_base.TestCase):
 
     def test_each_file_in_its_directory_readable_by_all(self):
         script = deploy.files_script((('/etc/a/b.conf', '[x]\ny = 1'),))

@@ -1,12 +1,11 @@
 """The cloud's control-plane files: what the scheduler is told."""
 
-import testtools
-
+from tests import base as test_base
 from tests.cloud import configs
 from tests.cloud import layout as lay
 
 
-class SchedulerDefaultsTest(testtools.TestCase):
+class SchedulerDefaultsTest(test_base.TestCase):
 
     def test_the_cloud_s_scheduler_runs_at_our_defaults(self):
         # The load threshold was once forced to 1.0 here; the cloud now

@@ -1,7 +1,6 @@
 """How the cloud tests read a domain's tune from its live XML."""
 
-import testtools
-
+from tests import base as test_base
 from tests.cloud import test_servers
 
 XML = """<domain type='qemu'>
@@ -14,7 +13,7 @@ def tune(cpuset='0-3', pins=''):
     return test_servers.domain_tune(XML.format(cpuset=cpuset, pins=pins))
 
 
-class VcpuPinsTest(testtools.TestCase):
+class VcpuPinsTest(test_base.TestCase):
 
     def test_no_pin_is_no_pins(self):
         self.assertEqual((), tune().vcpu_pins)

@@ -6,8 +6,8 @@ import subprocess
 import time
 
 import fixtures
-import testtools
 
+from tests import base as test_base
 from tests.cloud import horizon
 
 # A master that ignores the polite signals, with a child of its own, as
@@ -40,7 +40,7 @@ def written_pid(path):
     return int(text) if text else None
 
 
-class HorizonStopTest(testtools.TestCase):
+class HorizonStopTest(test_base.TestCase):
 
     def start_stub(self, served):
         """The stub as ``served``'s gunicorn; its child's pid."""

@@ -1,12 +1,11 @@
 """neutron's Open vSwitch agent's files on a compute lab host (pure)."""
 
-import testtools
-
+from tests import base as test_base
 from tests.cloud import l2agent
 from tests.cloud import layout
 
 
-class Ml2SettingsTest(testtools.TestCase):
+class Ml2SettingsTest(test_base.TestCase):
 
     def test_physnet1_is_bridged_to_its_own_bridge(self):
         ovs = l2agent.ml2_settings()['ovs']

@@ -4,12 +4,12 @@ import os
 import tempfile
 
 from oslo_utils.imageutils import format_inspector
-import testtools
 
+from tests import base as test_base
 from tests.cloud import resources
 
 
-class HaltingImageTest(testtools.TestCase):
+class HaltingImageTest(test_base.TestCase):
 
     def _image(self, **kwargs):
         directory = tempfile.TemporaryDirectory()

@@ -4,8 +4,8 @@ failure does, and each is named with its reason."""
 import io
 
 import subunit
-import testtools
 
+from tests import base as test_base
 from tests.cloud import tempest_results as results
 
 TOTALS = """\
@@ -40,7 +40,7 @@ def stream(*tests):
     return out.getvalue()
 
 
-class ParseTest(testtools.TestCase):
+class ParseTest(test_base.TestCase):
 
     def test_outcomes_and_reasons(self):
         parsed = results.parse(stream(
@@ -68,7 +68,7 @@ class ParseTest(testtools.TestCase):
         self.assertEqual([], results.parse(b''))
 
 
-class VerdictTest(testtools.TestCase):
+class VerdictTest(test_base.TestCase):
 
     def test_all_passed(self):
         self.assertEqual(
@@ -90,7 +90,7 @@ class VerdictTest(testtools.TestCase):
         self.assertIn('exited 1', why)
 
 
-class ReportTest(testtools.TestCase):
+class ReportTest(test_base.TestCase):
 
     def test_names_each_test_that_did_not_pass_with_its_reason(self):
         lines = results.report([

@@ -6,8 +6,8 @@ import os
 
 import fixtures
 from oslo_config import cfg
-import testtools
 
+from tests import base as test_base
 from tests.cloud import layout as lay
 from tests.cloud import tempest_results
 from tests.cloud import tempest_run
@@ -20,7 +20,7 @@ def read_ini(path):
     return parsed
 
 
-class WorkspaceTest(testtools.TestCase):
+class WorkspaceTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -60,7 +60,7 @@ class WorkspaceTest(testtools.TestCase):
             'numa_policy']['driver_extension'])
 
 
-class PluginSettingsTest(testtools.TestCase):
+class PluginSettingsTest(test_base.TestCase):
 
     def test_the_clouds_settings_stay_under_the_plugins_own(self):
         root = self.useFixture(fixtures.TempDir()).path
@@ -82,7 +82,7 @@ class PluginSettingsTest(testtools.TestCase):
         self.assertEqual(['numa-policy'], group['catalog_type'])
 
 
-class SummaryTest(testtools.TestCase):
+class SummaryTest(test_base.TestCase):
 
     def test_a_run_with_a_skip_is_not_passed(self):
         outcome = [tempest_results.Result('a.test_one', 'success'),
@@ -119,7 +119,7 @@ class SummaryTest(testtools.TestCase):
             self.assertEqual(' - Passed: 3\n', f.read())
 
 
-class CommandTest(testtools.TestCase):
+class CommandTest(test_base.TestCase):
 
     def test_serial_by_default_and_in_the_workspace_conf(self):
         workspace = tempestconf.Workspace('/w')

@@ -11,8 +11,8 @@ from oslo_concurrency import opts as concurrency_opts
 from oslo_config import cfg
 from oslo_log import log
 from tempest import config as tempest_config
-import testtools
 
+from tests import base as test_base
 from tests.cloud import configs
 from tests.cloud import tempestconf
 
@@ -46,7 +46,7 @@ def known_options():
     return known
 
 
-class SectionsTest(testtools.TestCase):
+class SectionsTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -132,7 +132,7 @@ class SectionsTest(testtools.TestCase):
         self.assertEqual(['False'], parsed['validation']['run_validation'])
 
 
-class SelectionTest(testtools.TestCase):
+class SelectionTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()

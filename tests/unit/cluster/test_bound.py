@@ -6,7 +6,6 @@ from unittest import mock
 import hypothesis
 from hypothesis import strategies as st
 import numpy as np
-import testtools
 
 from numa_policy_lab.cluster import bound
 from numa_policy_lab.cluster import evidence
@@ -18,6 +17,7 @@ from numa_policy_lab.sim import model
 from numa_policy_lab.sim import state
 from numa_policy_lab.sim import topology
 from numa_policy_lab.sim import workload as wl
+from tests import base as test_base
 from tests.unit.sim import fixtures
 
 EXAMPLES = 150
@@ -93,7 +93,7 @@ def _vm(host, index, booted, running, cpus, splits, has_nic):
                        nic=host.nics[0].name if has_nic else None)
 
 
-class PremisesTest(testtools.TestCase):
+class PremisesTest(test_base.TestCase):
 
     def test_every_preset_meets_the_derivations_premises(self):
         for name, preset in topology.PRESETS.items():
@@ -107,7 +107,7 @@ class PremisesTest(testtools.TestCase):
                           wl.PROFILES['idle'], 1, (0, 0, 1, 0))
 
 
-class GuestBoundTest(testtools.TestCase):
+class GuestBoundTest(test_base.TestCase):
 
     def test_a_lone_vcpu_sharing_lines_passes_one_and_so_does_its_bound(self):
         # Its sharing term costs it nothing: no sibling to wait on.
@@ -186,7 +186,7 @@ def _guest(arrive, depart=None, phases=(), app=scenarios.BURSTY):
                             arrive=arrive, depart=depart, phases=phases)
 
 
-class ProfileAtTest(testtools.TestCase):
+class ProfileAtTest(test_base.TestCase):
 
     def test_a_phase_switches_a_guest_already_running(self):
         guest = _guest(2, phases=((2, 'netperf'), (5, 'idle'),
@@ -218,7 +218,7 @@ class ProfileAtTest(testtools.TestCase):
         self.assertGreater(checked, 0)
 
 
-class RunBoundTest(testtools.TestCase):
+class RunBoundTest(test_base.TestCase):
 
     def test_the_mean_is_taken_as_the_runs(self):
         host = topology.ivybridge4()
@@ -249,7 +249,7 @@ class RunBoundTest(testtools.TestCase):
                 self.assertEqual([], bound.run_above_one(spec), name)
 
 
-class NoRowPassesItsBoundTest(testtools.TestCase):
+class NoRowPassesItsBoundTest(test_base.TestCase):
     """Every row the page shows, one seed each: none above its bound."""
 
     def test_no_run_beats_the_bound_of_the_same_run(self):

@@ -1,9 +1,9 @@
 from unittest import mock
 
 import numpy as np
-import testtools
 
 from numa_policy_lab.cluster import evidence
+from tests import base as test_base
 
 
 def _cell(strategy, means, best_static=1.0, scenario='netperf', pages=0,
@@ -36,7 +36,7 @@ class FakeOutcome:
         return self.value
 
 
-class TieTest(testtools.TestCase):
+class TieTest(test_base.TestCase):
 
     def _beats(self, cells):
         return [s for t, s in evidence.findings(cells)
@@ -92,7 +92,7 @@ class TieTest(testtools.TestCase):
         self.assertEqual([], evidence.findings(cells))
 
 
-class BoundFindingTest(testtools.TestCase):
+class BoundFindingTest(test_base.TestCase):
 
     def test_every_row_above_its_bound_is_a_miss_naming_it(self):
         cells = [_cell('ours', [0.9, 0.9], bound=1.0),
@@ -126,7 +126,7 @@ class BoundFindingTest(testtools.TestCase):
                                            None).bounds)
 
 
-class FindingsTest(testtools.TestCase):
+class FindingsTest(test_base.TestCase):
 
     def test_each_miss_names_its_target(self):
         cells = [_cell('ours', [0.5, 0.9]), _cell('random', [0.9, 0.9])]
@@ -168,7 +168,7 @@ class FindingsTest(testtools.TestCase):
         self.assertIn('the hosts account for most of it', miss)
 
 
-class SourcesTest(testtools.TestCase):
+class SourcesTest(test_base.TestCase):
 
     def test_one_seed_varies_at_a_time_and_the_guard_goes_off(self):
         calls = []
@@ -194,7 +194,7 @@ class SourcesTest(testtools.TestCase):
         self.assertTrue(found.same_flavors)
 
 
-class DigestTest(testtools.TestCase):
+class DigestTest(test_base.TestCase):
 
     def test_a_digest_follows_throughput_and_hosts(self):
         a, b = FakeOutcome(0.5), FakeOutcome(0.5)
@@ -205,7 +205,7 @@ class DigestTest(testtools.TestCase):
                             evidence.digest(FakeOutcome(0.6)))
 
 
-class BootReasonsTest(testtools.TestCase):
+class BootReasonsTest(test_base.TestCase):
 
     def test_small_first_touch_flavors_are_left_to_the_kernel(self):
         plan = evidence.boot_reasons('io-mixed')['memcached']

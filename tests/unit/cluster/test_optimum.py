@@ -1,11 +1,10 @@
-import testtools
-
 from numa_policy_lab.cluster import optimum
 from numa_policy_lab.cluster import scenarios
 from numa_policy_lab.sim import topology
+from tests import base as test_base
 
 
-class OptimumTest(testtools.TestCase):
+class OptimumTest(test_base.TestCase):
 
     def test_program_and_search_find_the_exhaustive_optimum(self):
         sim = topology.xeon2()

@@ -1,8 +1,7 @@
-import testtools
-
 from numa_policy_lab.cluster import bound
 from numa_policy_lab.cluster import evidence
 from numa_policy_lab.sim import experiment
+from tests import base as test_base
 from tests.bench import cluster as bench
 
 
@@ -27,7 +26,7 @@ def _cells(ours_low=(0.97, 0.97)):
     return cells
 
 
-class TargetsTest(testtools.TestCase):
+class TargetsTest(test_base.TestCase):
 
     def _section(self, cells, repeated=True, flavors=None):
         found = evidence.findings(cells)
@@ -126,7 +125,7 @@ def _io_row(loops, netperf):
                                 gain=netperf / 0.7, actions=len(loops))
 
 
-class IoPathSectionTest(testtools.TestCase):
+class IoPathSectionTest(test_base.TestCase):
     """The host simulator's I/O path rows: with and without steering."""
 
     def setUp(self):

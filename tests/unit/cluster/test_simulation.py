@@ -4,7 +4,6 @@ import sys
 from unittest import mock
 
 import numpy as np
-import testtools
 
 from nova_numa_policy.contracts import locality
 from nova_numa_policy.loops import runner as loop_runner
@@ -12,6 +11,7 @@ from numa_policy_lab.cluster import evidence
 from numa_policy_lab.cluster import scenarios
 from numa_policy_lab.cluster import simulation
 from numa_policy_lab.cluster import strategies
+from tests import base as test_base
 
 # Prints the digest of one run whose loops act and whose kernel draws
 # matter, for the same run in another interpreter.
@@ -19,7 +19,7 @@ _DIGEST = ('from numa_policy_lab.cluster import evidence; '
            "print(evidence.digest(evidence.run_one('moderate', 'ours', 2)))")
 
 
-class DeterminismTest(testtools.TestCase):
+class DeterminismTest(test_base.TestCase):
 
     def _run(self, seed, strategy='ours', scenario='low',
              signal=locality.SIGNAL_HINTING_FAULTS):
@@ -67,7 +67,7 @@ class DeterminismTest(testtools.TestCase):
         self.assertNotEqual(a.hosts, b.hosts)
 
 
-class StreamTest(testtools.TestCase):
+class StreamTest(test_base.TestCase):
 
     def test_final_flavors_do_not_depend_on_the_seed(self):
         # One best static placement serves every seed only if this holds.
@@ -99,7 +99,7 @@ class StreamTest(testtools.TestCase):
                         spec.periods - spec.window)
 
 
-class OutcomeTest(testtools.TestCase):
+class OutcomeTest(test_base.TestCase):
 
     def test_a_rejected_guest_counts_zero(self):
         spec = scenarios.SCENARIOS['netperf-dense'].build(0)
@@ -120,7 +120,7 @@ class OutcomeTest(testtools.TestCase):
         self.assertEqual(0, default.pages_moved)
 
 
-class GuardTest(testtools.TestCase):
+class GuardTest(test_base.TestCase):
 
     def _run(self, guard):
         made = []
@@ -148,7 +148,7 @@ class GuardTest(testtools.TestCase):
                          outcome.guard_refusals)
 
 
-class ConsolidationTest(testtools.TestCase):
+class ConsolidationTest(test_base.TestCase):
     """Which guests share a host follows the stream; what they get must not.
 
     Spread over every node, the pairs the arrival order made spread ours

@@ -1,5 +1,4 @@
 import numpy as np
-import testtools
 
 from numa_policy_lab.cluster import evidence
 from numa_policy_lab.cluster import guests
@@ -9,6 +8,7 @@ from numa_policy_lab.cluster import scenarios
 from numa_policy_lab.cluster import simulation
 from numa_policy_lab.cluster import strategies
 from numa_policy_lab.sim import topology
+from tests import base as test_base
 
 
 def _guest(app, k=0):
@@ -31,7 +31,7 @@ def _place(cluster, strategy, guest):
     return decision
 
 
-class NovaTest(testtools.TestCase):
+class NovaTest(test_base.TestCase):
 
     def test_equal_raw_weights_normalise_to_zero(self):
         self.assertEqual([0.0, 0.0], nova.normalize([3, 3]))
@@ -51,7 +51,7 @@ class NovaTest(testtools.TestCase):
                                  _guest(scenarios.NETPERF, 8)))
 
 
-class OursTest(testtools.TestCase):
+class OursTest(test_base.TestCase):
 
     def test_report_round_trip_shows_the_guest(self):
         cluster = _cluster(1)
@@ -108,7 +108,7 @@ class OursTest(testtools.TestCase):
         self.assertEqual(frozenset(halves[0]), placed[0].boot.nodes)
 
 
-class CheckTest(testtools.TestCase):
+class CheckTest(test_base.TestCase):
 
     def _cell(self, strategy, means, best_static=1.0, scenario='netperf'):
         return evidence.Cell(scenario, strategy, (0, 1), tuple(means),

@@ -1,12 +1,12 @@
 import io
 import json
 
-import testtools
 
 from numa_policy_lab import cli
+from tests import base as test_base
 
 
-class CliTest(testtools.TestCase):
+class CliTest(test_base.TestCase):
 
     def _run(self, argv):
         out = io.StringIO()

@@ -1,13 +1,12 @@
 import datetime
 
-import testtools
-
 from nova_numa_policy.collector import actions
 from nova_numa_policy.contracts import exception
+from tests import base as test_base
 from tests.unit.collector import fakes
 
 
-class LoadActionTest(testtools.TestCase):
+class LoadActionTest(test_base.TestCase):
 
     def test_a_documented_action_loads_with_an_aware_time(self):
         action = actions.load_action(fakes.make_action_payload(seq=7))

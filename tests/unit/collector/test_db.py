@@ -1,8 +1,7 @@
 """The collector database on a real SQLite file."""
 
-import testtools
-
 from nova_numa_policy.collector import actions
+from tests import base as test_base
 from tests.unit.collector import base
 from tests.unit.collector import fakes
 
@@ -11,7 +10,7 @@ def _naive(seconds):
     return fakes.at(seconds).replace(tzinfo=None)
 
 
-class StoreReportTest(testtools.TestCase):
+class StoreReportTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -93,7 +92,7 @@ class StoreReportTest(testtools.TestCase):
                          self.storage.get_instance(fakes.UUID_A)['host'])
 
 
-class StoreActionTest(testtools.TestCase):
+class StoreActionTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -127,7 +126,7 @@ class StoreActionTest(testtools.TestCase):
             10, instance_uuid=fakes.UUID_B)])
 
 
-class PaginationTest(testtools.TestCase):
+class PaginationTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()

@@ -4,11 +4,11 @@ from unittest import mock
 
 import fixtures
 from oslo_db import exception as db_exc
-import testtools
 
 from nova_numa_policy.collector import actions
 from nova_numa_policy.collector import listener
 from nova_numa_policy.objects import signing
+from tests import base as test_base
 from tests.unit.collector import base
 from tests.unit.collector import fakes
 
@@ -16,7 +16,7 @@ MAX_BYTES = 1024 * 1024
 DATA = 'nova_numa_policy_object.data'
 
 
-class EndpointTest(testtools.TestCase):
+class EndpointTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -96,7 +96,7 @@ class EndpointTest(testtools.TestCase):
         self.assertEqual(1, self.endpoint.counters['reports_stored'])
 
 
-class HostileInputTest(testtools.TestCase):
+class HostileInputTest(test_base.TestCase):
     """What issue 14's probes sent the collector, and what it does now."""
 
     def setUp(self):

@@ -2,16 +2,16 @@
 
 from oslo_db.sqlalchemy import test_migrations
 import sqlalchemy as sa
-import testtools
 
 from nova_numa_policy.collector import migration
 from nova_numa_policy.collector import models
+from tests import base as test_base
 from tests.unit.collector import base
 
 TABLES = {'numa_hosts', 'numa_reports', 'numa_instances', 'numa_actions'}
 
 
-class MigrationTest(testtools.TestCase):
+class MigrationTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -31,7 +31,7 @@ class MigrationTest(testtools.TestCase):
 
 
 class ModelsMatchMigrationsTest(test_migrations.ModelsMigrationsSync,
-                                testtools.TestCase):
+                                test_base.TestCase):
     """The models describe exactly what the migrations create."""
 
     def setUp(self):

@@ -1,15 +1,15 @@
 import datetime
 
 from oslo_serialization import jsonutils
-import testtools
 
 from nova_numa_policy.collector import actions
 from nova_numa_policy.collector import records
 from nova_numa_policy.contracts import exception
+from tests import base as test_base
 from tests.unit.collector import fakes
 
 
-class ParsePayloadTest(testtools.TestCase):
+class ParsePayloadTest(test_base.TestCase):
 
     def test_a_report_payload_is_read_whatever_its_event_type(self):
         for event_type in ('numa_policy.report', 'numa_policy.host_report'):
@@ -44,7 +44,7 @@ class ParsePayloadTest(testtools.TestCase):
                                   payload, 1024 * 1024)
 
 
-class RowsTest(testtools.TestCase):
+class RowsTest(test_base.TestCase):
 
     def test_host_row_carries_nodes_nics_and_naive_utc_times(self):
         report = fakes.make_report(seq=5)

@@ -16,13 +16,13 @@ import tempfile
 import fixtures
 from oslo_config import cfg
 import oslo_messaging.opts
-import testtools
 
 from nova_numa_policy.conf import loops as loops_conf
 from nova_numa_policy.conf import opts as nnp_opts
 from nova_numa_policy.loops import options as loop_options
 
 from agent.service import cmd as agent_cmd
+from tests import base as test_base
 from tests import fixtures as host_fixtures
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -120,7 +120,7 @@ class DevstackNode:
         return read_ini(self.conf)
 
 
-class PluginTestCase(testtools.TestCase):
+class PluginTestCase(test_base.TestCase):
 
     def node(self, services=ALL_IN_ONE, nova_conf='', **overrides):
         root = tempfile.mkdtemp(prefix='devstack-')
@@ -225,7 +225,7 @@ def nova_default(option):
     raise LookupError(option)
 
 
-class NovaDefaultsTest(testtools.TestCase):
+class NovaDefaultsTest(test_base.TestCase):
     """The settings' copies of nova's defaults are still nova's."""
 
     def _setting(self, name):
@@ -685,7 +685,7 @@ class TempestConfigTest(PluginTestCase):
         self.assertNotIn('numa_policy', read_ini(node.tempest_conf))
 
 
-class ShellcheckTest(testtools.TestCase):
+class ShellcheckTest(test_base.TestCase):
 
     def test_plugin_is_shellcheck_clean(self):
         shellcheck = shutil.which('shellcheck')

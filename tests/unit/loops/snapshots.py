@@ -2,17 +2,13 @@
 
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import locality
+from tests import topology_factory
 
 
 def topology(nodes=2, cpus=4, nic_node=0):
-    infos = tuple(
-        backend.NodeInfo(id=n, cpus=tuple(range(n * cpus, (n + 1) * cpus)),
-                         memory_total_mb=16384,
-                         distances=tuple(10 if m == n else 20
-                                         for m in range(nodes)))
-        for n in range(nodes))
-    return backend.HostTopology(nodes=infos, nics=(
-        backend.NicInfo(name='eth0', numa_node=nic_node),))
+    return topology_factory.host_topology(
+        nodes, cpus, 16384, remote=20,
+        nics=(backend.NicInfo(name='eth0', numa_node=nic_node),))
 
 
 def instance(uuid='vm', cpus=(0,), mem=None, acc=None, policy='auto',

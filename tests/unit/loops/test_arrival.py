@@ -2,13 +2,12 @@
 
 import dataclasses
 
-import testtools
-
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.decisions import arrival
 from nova_numa_policy.decisions import enforcement
 from nova_numa_policy.loops import enforce
 from nova_numa_policy.loops import runner
+from tests import base as test_base
 from tests.unit.loops import snapshots
 
 TOPOLOGY = snapshots.topology(nodes=2, cpus=4, nic_node=0)
@@ -46,7 +45,7 @@ def snapshot(instances, node_usage, taken_at=0.0):
 LIGHT = (0.1, 0.1)
 
 
-class RehomeTest(testtools.TestCase):
+class RehomeTest(test_base.TestCase):
 
     def rehome(self, inst, node_usage, busy=LIGHT, **kwargs):
         return arrival.rehome(inst, TOPOLOGY, node_usage, (inst,), busy,
@@ -165,7 +164,7 @@ def two_periods(inst, node_usage, strategies=None, **kwargs):
                                          taken_at=5.0))
 
 
-class RunnerArrivalTest(testtools.TestCase):
+class RunnerArrivalTest(test_base.TestCase):
 
     def test_moved_in_the_period_after_it_is_first_seen(self):
         r, first, second = two_periods(arrived(0), usage(0.9, 0.0))
@@ -237,7 +236,7 @@ class _FirstPin(enforce.base.Strategy):
         return [self.action], state
 
 
-class NicTest(testtools.TestCase):
+class NicTest(test_base.TestCase):
 
     def test_the_nics_node_weighs_only_for_a_nic_local_guest(self):
         # Node 0 holds the NIC and is a little less busy: a guest that
@@ -248,7 +247,7 @@ class NicTest(testtools.TestCase):
         self.assertIn('not clearly better', decided.reason)
 
 
-class MovableOnArrivalTest(testtools.TestCase):
+class MovableOnArrivalTest(test_base.TestCase):
 
     def test_a_strict_home_is_sent_restrictive_on_the_same_nodes(self):
         plan = enforcement.BootPlan(enforcement.MemoryTune(

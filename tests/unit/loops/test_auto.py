@@ -1,11 +1,10 @@
-import testtools
-
 from nova_numa_policy.contracts import locality
 from nova_numa_policy.loops import auto
+from tests import base as test_base
 from tests.unit.loops import snapshots as s
 
 
-class ClassifyTest(testtools.TestCase):
+class ClassifyTest(test_base.TestCase):
 
     def test_seed000_table1_boundaries(self):
         config = auto.Config()
@@ -18,7 +17,7 @@ class ClassifyTest(testtools.TestCase):
             self.assertEqual(policy, auto.classify(imb, config), imb)
 
 
-class AutoDecideTest(testtools.TestCase):
+class AutoDecideTest(test_base.TestCase):
 
     def _run(self, accs, config=None):
         strategy = auto.Auto()
@@ -56,7 +55,7 @@ class AutoDecideTest(testtools.TestCase):
         self.assertEqual(([], {}), (actions, state['choice']))
 
 
-class KernelBalancedSignalTest(testtools.TestCase):
+class KernelBalancedSignalTest(test_base.TestCase):
     """A class measured from hinting faults, with the kernel balancing."""
 
     def _choose(self, signal, periods=4, measured=True):

@@ -1,14 +1,13 @@
 import dataclasses
 
-import testtools
-
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import locality
 from nova_numa_policy.loops import brm
+from tests import base as test_base
 from tests.unit.loops import snapshots as s
 
 
-class UpdateTest(testtools.TestCase):
+class UpdateTest(test_base.TestCase):
 
     def test_ewma_seven_eighths(self):
         config = brm.Config()
@@ -28,7 +27,7 @@ class UpdateTest(testtools.TestCase):
         self.assertEqual(0, st.prob)
 
 
-class BrmDecideTest(testtools.TestCase):
+class BrmDecideTest(test_base.TestCase):
 
     def _run(self, seed, periods=6, hands_off=None, penalty=(0.5, 0.5)):
         strategy = brm.Brm()
@@ -78,7 +77,7 @@ class BrmDecideTest(testtools.TestCase):
                          {(m.vcpu, m.cpus) for m in moves})
 
 
-class SampledNetworkBoundTest(testtools.TestCase):
+class SampledNetworkBoundTest(test_base.TestCase):
     """Hinting faults see memory, not the NIC."""
 
     def _decide(self, signal, io_rate, sampled=True):

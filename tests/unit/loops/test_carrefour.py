@@ -1,8 +1,7 @@
-import testtools
-
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import locality
 from nova_numa_policy.loops import carrefour
+from tests import base as test_base
 from tests.unit.loops import snapshots as s
 
 BUSY = 10 ** 9  # accesses per 5 s period: 200 per microsecond
@@ -22,7 +21,7 @@ CASES = (
 )
 
 
-class CarrefourDecideTest(testtools.TestCase):
+class CarrefourDecideTest(test_base.TestCase):
 
     def test_cases(self):
         topo = s.topology()
@@ -58,7 +57,7 @@ class CarrefourDecideTest(testtools.TestCase):
             s.topology(), inst, carrefour.Config()))
 
 
-class SampledSignalTest(testtools.TestCase):
+class SampledSignalTest(test_base.TestCase):
     """Hinting faults: shares from samples, and the kernel balancing too."""
 
     def decide(self, cpus, mem, acc, **config):

@@ -2,11 +2,10 @@
 
 import dataclasses
 
-import testtools
-
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import locality
 from nova_numa_policy.loops import guard
+from tests import base as test_base
 from tests.unit.loops import snapshots as s
 
 
@@ -22,7 +21,7 @@ def _move(node=1):
                              target_node=node, pages=10, reason='t')
 
 
-class GuardTest(testtools.TestCase):
+class GuardTest(test_base.TestCase):
 
     def _state_after(self, samples):
         config = guard.Config()
@@ -100,7 +99,7 @@ class GuardTest(testtools.TestCase):
             arrivals={0: 'other'}))
 
 
-class MembershipChangeTest(testtools.TestCase):
+class MembershipChangeTest(test_base.TestCase):
     """A drop when guests arrive or leave is nova's, not the loops'."""
 
     def _observed(self, before, samples):
@@ -163,7 +162,7 @@ def _net_snap(rate, signal=locality.SIGNAL_HINTING_FAULTS):
     return dataclasses.replace(snap, locality_signal=signal)
 
 
-class KernelGainTest(testtools.TestCase):
+class KernelGainTest(test_base.TestCase):
     """Where the kernel balances, a gain it made is undisturbed progress."""
 
     def _observed(self, rates, signal=locality.SIGNAL_HINTING_FAULTS,
@@ -213,7 +212,7 @@ class KernelGainTest(testtools.TestCase):
         self.assertEqual(3000, state['net'].ref)
 
 
-class HomeTest(testtools.TestCase):
+class HomeTest(test_base.TestCase):
 
     CASES = [
         ('every vCPU and all memory on node 1', (4, 5), {1: 1024}, 1),
@@ -246,7 +245,7 @@ def _pages(uuid, node):
                              target_node=node, pages=10, reason='t')
 
 
-class PredictedHarmTest(testtools.TestCase):
+class PredictedHarmTest(test_base.TestCase):
     """A guest living wholly on a node: the next arrival is predicted.
 
     Its reference is 1000 req/s; one arrival on its node cost it
@@ -294,7 +293,7 @@ class PredictedHarmTest(testtools.TestCase):
                                         guard.Config(), _pages('b', 0)))
 
 
-class LearnsArrivalCostTest(testtools.TestCase):
+class LearnsArrivalCostTest(test_base.TestCase):
     """The drop after another guest's arrival is what one arrival costs."""
 
     CASES = [
@@ -329,7 +328,7 @@ class LearnsArrivalCostTest(testtools.TestCase):
         self.assertAlmostEqual(0.015, state['home'].step)
 
 
-class ResidentArrivalsTest(testtools.TestCase):
+class ResidentArrivalsTest(test_base.TestCase):
 
     def test_memory_following_its_vcpus_waits_on_a_residents_node(self):
         # 'a' runs on node 1; 'home' lives wholly there in one case only.
@@ -350,7 +349,7 @@ class ResidentArrivalsTest(testtools.TestCase):
             self.assertEqual(refused, why is not None, name)
 
 
-class ProgressTest(testtools.TestCase):
+class ProgressTest(test_base.TestCase):
     """What the guard takes for a guest's progress, by signal."""
 
     def test_counted_accesses_are_progress(self):

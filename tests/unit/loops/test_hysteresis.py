@@ -1,6 +1,5 @@
-import testtools
-
 from nova_numa_policy.loops import hysteresis
+from tests import base as test_base
 
 # (max pin count, proposals, value after each)
 CASES = (
@@ -11,7 +10,7 @@ CASES = (
 )
 
 
-class PinCountTest(testtools.TestCase):
+class PinCountTest(test_base.TestCase):
 
     def test_cases(self):
         for max_count, proposals, expected in CASES:

@@ -1,9 +1,8 @@
 import dataclasses
 
-import testtools
-
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.loops import iopath
+from tests import base as test_base
 from tests.unit.loops import snapshots as s
 
 NODE0 = frozenset(range(4))
@@ -48,7 +47,7 @@ def _of(kind, actions):
     return [a for a in actions if isinstance(a, kind)]
 
 
-class SteeringTest(testtools.TestCase):
+class SteeringTest(test_base.TestCase):
     """Two nodes of four CPUs, eth0 on node 0."""
 
     def test_vectors_spread_one_cpu_each_over_the_nics_node(self):
@@ -170,7 +169,7 @@ class SteeringTest(testtools.TestCase):
                          iopath.verdicts(_snapshot([_guest()]), _config()))
 
 
-class ThreadsTest(testtools.TestCase):
+class ThreadsTest(test_base.TestCase):
 
     def test_emulator_goes_to_the_vcpus_node_minus_reserved(self):
         guest = _guest(cpus=(4, 5), emulator_affinity=EVERYWHERE)

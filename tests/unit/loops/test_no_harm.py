@@ -12,11 +12,10 @@ doc/source/loops.rst, "Known gaps": they assert the floor reached today,
 a little below it, so a regression is still caught.
 """
 
-import testtools
-
 from nova_numa_policy.contracts import locality
 from numa_policy_lab.sim import experiment
 from numa_policy_lab.sim import scenarios
+from tests import base as test_base
 
 TARGET = 0.98
 SEEDS = range(5)
@@ -91,7 +90,7 @@ def _case_name(name, loops):
     return f'{name}__{which}'.replace('-', '_')
 
 
-class NoHarmPerGuestTest(testtools.TestCase):
+class NoHarmPerGuestTest(test_base.TestCase):
     """A test per signal, scenario and loop set; see _add_case_tests."""
 
     def _check(self, signal, known_gaps, name, loops):

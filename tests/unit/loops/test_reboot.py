@@ -1,12 +1,11 @@
 """A rebooted guest is a new placement: no loop acts on what it was."""
 
-import testtools
-
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.loops import auto
 from nova_numa_policy.loops import base
 from nova_numa_policy.loops import brm
 from nova_numa_policy.loops import vnuioa
+from tests import base as test_base
 from tests.unit.loops import snapshots as s
 
 BEFORE_S = 100  # vCPU time of each guest in the first period
@@ -14,7 +13,7 @@ REBOOTED_S = 5  # lower: the guest was rebooted in between
 RUNNING_S = 105  # higher: the same guest, still running
 
 
-class RestartsTest(testtools.TestCase):
+class RestartsTest(test_base.TestCase):
 
     CASES = [
         ('vCPU time went backwards: rebooted', {'g': 10}, 5, {'g'}),
@@ -48,7 +47,7 @@ def _pinned_nodes(actions, cpus_per_node=4):
             if isinstance(a, backend.PinVcpu)}
 
 
-class ForgetsRebootedGuestTest(testtools.TestCase):
+class ForgetsRebootedGuestTest(test_base.TestCase):
     """What each loop remembers of a guest is dropped when it reboots.
 
     Each case runs one period on the guest as it was, then one on the

@@ -1,11 +1,10 @@
-import testtools
-
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.decisions import execution
 from nova_numa_policy.loops import base
 from nova_numa_policy.loops import runner
 from numa_policy_lab.sim import backend as sim_backend
 from numa_policy_lab.sim import scenarios
+from tests import base as test_base
 
 
 class _Fixed(base.Strategy):
@@ -51,7 +50,7 @@ def _move(uuid, pages, reason='test'):
                              target_node=1, pages=pages, reason=reason)
 
 
-class RunnerTest(testtools.TestCase):
+class RunnerTest(test_base.TestCase):
 
     def test_page_budget_trims_and_drops(self):
         sim = _sim()
@@ -135,7 +134,7 @@ def _pin(uuid, vcpu, cpus, reason='t'):
                            cpus=frozenset(cpus), reason=reason)
 
 
-class PolicyFirstTest(testtools.TestCase):
+class PolicyFirstTest(test_base.TestCase):
     """The policy's plans are atomic and come before the loops."""
 
     def test_the_policy_is_the_first_strategy_of_every_runner(self):

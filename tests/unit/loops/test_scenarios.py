@@ -1,9 +1,9 @@
 """What each loop must show, measured on the simulator."""
 
 import numpy as np
-import testtools
 
 from numa_policy_lab.sim import experiment
+from tests import base as test_base
 
 PERIODS = 40
 
@@ -14,7 +14,7 @@ def _gain(scenario, loops, seed=0, periods=PERIODS):
     return run.steady().mean() / base, run
 
 
-class TargetScenarioTest(testtools.TestCase):
+class TargetScenarioTest(test_base.TestCase):
     """Each loop improves its target scenario against no loop."""
 
     def test_carrefour_improves_master_slave(self):
@@ -39,7 +39,7 @@ class TargetScenarioTest(testtools.TestCase):
                          run.auto_choices)
 
 
-class DoNoHarmTest(testtools.TestCase):
+class DoNoHarmTest(test_base.TestCase):
 
     def test_no_loop_costs_a_well_placed_low_workload_2_percent(self):
         base = experiment.run('low', (), PERIODS, 0).steady()

@@ -8,7 +8,6 @@ interleave) is not undone by a loop that moves vCPUs.
 import dataclasses
 
 import numpy as np
-import testtools
 
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import scope
@@ -20,6 +19,7 @@ from nova_numa_policy.loops import runner
 from nova_numa_policy.loops import vnuioa
 from numa_policy_lab.sim import backend as sim_backend
 from numa_policy_lab.sim import scenarios
+from tests import base as test_base
 from tests.unit.loops import snapshots as s
 
 NODE0 = frozenset(range(5))
@@ -39,7 +39,7 @@ def _network_guest(policy='first-touch', allowed=frozenset()):
         allowed_cpus=allowed)
 
 
-class AllowedCpusTest(testtools.TestCase):
+class AllowedCpusTest(test_base.TestCase):
 
     def test_vnuioa_moves_a_guest_nova_lets_run_anywhere(self):
         pins = [a for a in _vnuioa([_network_guest()])
@@ -104,7 +104,7 @@ class AllowedCpusTest(testtools.TestCase):
         self.assertEqual(1, r.actions_refused)
 
 
-class RequestedPolicyTest(testtools.TestCase):
+class RequestedPolicyTest(test_base.TestCase):
 
     def test_vnuioa_leaves_home_and_interleave_guests_where_they_are(self):
         for policy, moved in (('first-touch', True), ('auto', True),
@@ -129,7 +129,7 @@ class RequestedPolicyTest(testtools.TestCase):
             self.assertEqual(moved, bool(actions), policy)
 
 
-class SoakTest(testtools.TestCase):
+class SoakTest(test_base.TestCase):
     """1,000 simulated periods of every loop on the I/O mix."""
 
     def test_unmanaged_guests_are_untouched_and_pins_stay_allowed(self):

@@ -7,13 +7,13 @@ up to renaming the nodes.
 
 import dataclasses
 
-import testtools
-
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.loops import brm
 from nova_numa_policy.loops import nodeids
 from nova_numa_policy.loops import runner
 from nova_numa_policy.loops import vnuioa
+from tests import base as test_base
+from tests import topology_factory
 from tests.unit.loops import snapshots as s
 
 CPUS = 4
@@ -30,15 +30,13 @@ class _Host:
 
 
 def _topology(ids):
-    nodes = tuple(
-        backend.NodeInfo(
-            id=node_id, cpus=tuple(range(k * CPUS, (k + 1) * CPUS)),
-            memory_total_mb=16384,
-            distances=tuple(10 if j == k else 20 + 10 * abs(j - k)
-                            for j in range(len(ids))))
-        for k, node_id in enumerate(ids))
-    return backend.HostTopology(nodes=nodes, nics=(
-        backend.NicInfo(name='eth0', numa_node=ids[3]),))
+    def distance(a, b):
+        # By place in the list, not by id: 20 a step further, 10 more.
+        steps = abs(ids.index(a) - ids.index(b))
+        return 10 if not steps else 20 + 10 * steps
+    return topology_factory.host_topology(
+        cpus=CPUS, memory_mb=16384, ids=ids, distance=distance,
+        nics=(backend.NicInfo(name='eth0', numa_node=ids[3]),))
 
 
 def _guests(ids):
@@ -90,7 +88,7 @@ def _positions(action, position):
     return action
 
 
-class SparseNodeIdsTest(testtools.TestCase):
+class SparseNodeIdsTest(test_base.TestCase):
 
     def test_every_strategy_decides_alike_on_sparse_ids(self):
         sparse = (0, 1, 8, 9)

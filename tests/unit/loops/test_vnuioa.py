@@ -1,10 +1,9 @@
 import dataclasses
 
-import testtools
-
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import locality
 from nova_numa_policy.loops import vnuioa
+from tests import base as test_base
 from tests.unit.loops import snapshots as s
 
 
@@ -20,7 +19,7 @@ def _pins(actions):
             if isinstance(a, backend.PinVcpu)}
 
 
-class VnuioaTest(testtools.TestCase):
+class VnuioaTest(test_base.TestCase):
 
     def test_io_intensive_goes_near_the_nic(self):
         actions = _decide([s.instance('net', (5,), {1: 1024}, io_rate=600)])
@@ -86,7 +85,7 @@ def _on(cpus_per_guest, io_rate=900, mem_node=0, prefix='g'):
             for k, cpus in enumerate(cpus_per_guest)]
 
 
-class OverloadReliefTest(testtools.TestCase):
+class OverloadReliefTest(test_base.TestCase):
     """Seed 002 step 3: leave a node over 80 % when contention costs more.
 
     Two nodes of five CPUs, NIC on node 0: 80 % is four vCPUs. Moving one
@@ -141,7 +140,7 @@ class OverloadReliefTest(testtools.TestCase):
                              min_gain)
 
 
-class KernelBalancedHostTest(testtools.TestCase):
+class KernelBalancedHostTest(test_base.TestCase):
     """Where the kernel balances, it brings memory to the vCPUs itself."""
 
     def _decide(self, guests, signal=locality.SIGNAL_HINTING_FAULTS):

@@ -16,10 +16,10 @@ import fixtures
 from keystoneauth1 import adapter
 from keystoneauth1 import session
 from oslo_utils import importutils
-import testtools
 from wsgi_intercept import interceptor
 
 from nova_numa_policy import restclient
+from tests import base as test_base
 from tests.unit.rest import base as rest_base
 
 API_HOST = 'numa-api.test'
@@ -103,7 +103,7 @@ class CliApp(app.App):
                                                     **services)
 
 
-class CliTestCase(testtools.TestCase):
+class CliTestCase(test_base.TestCase):
 
     roles = 'admin,member'
     api_overrides = {}

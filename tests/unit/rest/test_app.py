@@ -5,10 +5,10 @@ import os
 from unittest import mock
 
 from oslo_db import exception as db_exc
-import testtools
 
 from nova_numa_policy.collector import actions
 from nova_numa_policy.rest import openapi
+from tests import base as test_base
 from tests.unit.collector import fakes
 from tests.unit.rest import base
 
@@ -25,7 +25,7 @@ DOC_COPY = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'doc',
                         'source', 'openapi.json')
 
 
-class ApiTest(testtools.TestCase):
+class ApiTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -147,7 +147,7 @@ class ApiTest(testtools.TestCase):
                          self._json('/v1/openapi.json', headers={}))
 
 
-class PaginationTest(testtools.TestCase):
+class PaginationTest(test_base.TestCase):
 
     def test_next_links_walk_every_host_once(self):
         api = self.useFixture(base.ApiFixture(default_limit=2))
@@ -174,7 +174,7 @@ class PaginationTest(testtools.TestCase):
         self.assertEqual(400, api.get('/v1/hosts?limit=11').status_int)
 
 
-class DocumentCopyTest(testtools.TestCase):
+class DocumentCopyTest(test_base.TestCase):
 
     def test_the_copy_in_doc_is_the_served_description(self):
         with open(DOC_COPY) as f:

@@ -4,8 +4,7 @@ import datetime
 import json
 import urllib.parse
 
-import testtools
-
+from tests import base as test_base
 from tests.unit.collector import fakes
 from tests.unit.rest import base
 
@@ -28,7 +27,7 @@ def _path(vcpus=2, memory_mb=1024, specs=None, physnets=(), **raw):
     return '/v1/explain?' + urllib.parse.urlencode(params)
 
 
-class ExplainTest(testtools.TestCase):
+class ExplainTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck
 import testtools
 
 from nova_numa_policy.collector import actions
+from tests import base as test_base
 from tests.unit.collector import fakes
 from tests.unit.rest import base
 
@@ -27,7 +28,7 @@ EXAMPLES = 60
 
 @testtools.skipIf(schemathesis is None,
                   'schemathesis is not installed (pip install schemathesis)')
-class FuzzTest(testtools.TestCase):
+class FuzzTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()

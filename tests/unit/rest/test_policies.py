@@ -2,10 +2,10 @@ import os
 
 from oslo_config import cfg
 from oslo_context import context
-import testtools
 
 from nova_numa_policy.rest import app
 from nova_numa_policy.rest import policies
+from tests import base as test_base
 
 SAMPLE = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'etc',
                       'policy.yaml.sample')
@@ -17,7 +17,7 @@ def _enforcer():
     return policies.make_enforcer(conf)
 
 
-class PolicyDefaultsTest(testtools.TestCase):
+class PolicyDefaultsTest(test_base.TestCase):
 
     def test_every_rule_allows_admins_only(self):
         enforcer = _enforcer()

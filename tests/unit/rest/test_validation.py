@@ -1,8 +1,7 @@
-import testtools
-
 from nova_numa_policy.objects import validation as report_validation
 from nova_numa_policy.rest import errors
 from nova_numa_policy.rest import validation
+from tests import base as test_base
 
 UUID = '11111111-1111-4111-8111-111111111111'
 PARSERS = {'marker': validation.instance_uuid, 'host': validation.name}
@@ -13,7 +12,7 @@ def _query(*pairs):
                             default_limit=20)
 
 
-class QueryTest(testtools.TestCase):
+class QueryTest(test_base.TestCase):
 
     def test_no_parameter_gives_the_default_limit(self):
         self.assertEqual({'limit': 20}, _query())
@@ -63,7 +62,7 @@ class QueryTest(testtools.TestCase):
         self.assertIsNone(validation.no_query([]))
 
 
-class QueryPairsTest(testtools.TestCase):
+class QueryPairsTest(test_base.TestCase):
 
     def test_only_ampersands_separate_parameters(self):
         self.assertEqual([('physnet', 'a;b'), ('limit', ''), ('x', 'é')],
@@ -79,7 +78,7 @@ class QueryPairsTest(testtools.TestCase):
                                    validation.query_pairs, query)
 
 
-class SharedRulesTest(testtools.TestCase):
+class SharedRulesTest(test_base.TestCase):
     """The API names hosts under the rule their reports are checked by."""
 
     def test_every_name_a_report_may_carry_the_api_accepts(self):

@@ -1,11 +1,10 @@
 import datetime
 
-import testtools
-
 from nova_numa_policy.rest import views
+from tests import base as test_base
 
 
-class PolicyAppliedTest(testtools.TestCase):
+class PolicyAppliedTest(test_base.TestCase):
 
     def test_table(self):
         rows = [
@@ -27,7 +26,7 @@ def _epoch(moment):
     return moment.replace(tzinfo=datetime.timezone.utc).timestamp()
 
 
-class HostDetailTest(testtools.TestCase):
+class HostDetailTest(test_base.TestCase):
 
     def test_the_report_is_fresh_within_the_ttl_as_the_scheduler_says(self):
         moment = datetime.datetime(2025, 1, 31, 12, 0)
@@ -103,7 +102,7 @@ class HostDetailTest(testtools.TestCase):
                           for n in body['numa_nodes']])
 
 
-class PageTest(testtools.TestCase):
+class PageTest(test_base.TestCase):
 
     def test_a_full_page_links_to_the_next(self):
         body = views.page('items', [{'k': 'a'}, {'k': 'b'}], 2,

@@ -1,10 +1,9 @@
 """The sandbox summary's per-server account of what the loops did."""
 
-import testtools
-
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import locality
 from numa_policy_lab.sandbox import summary
+from tests import base as test_base
 from tests.unit.loops import snapshots as s
 
 
@@ -18,7 +17,7 @@ def _measured(acc=None, mode=None, hands_off=None, cpus=(0, 1),
     return summary.measurement(inst, s.topology())
 
 
-class HeldBackTest(testtools.TestCase):
+class HeldBackTest(test_base.TestCase):
 
     def test_a_server_the_loops_acted_on_needs_no_excuse(self):
         self.assertIsNone(summary.held_back({'carrefour': 2},

@@ -1,6 +1,7 @@
-"""Factories of HostReports of given topologies, for scheduler tests.
+"""HostReports of given topologies, for scheduler tests.
 
-A fresh object per call. A node is ``(cpus, load, free_mb)``, or
+tests/report_factory.py's, a fresh object per call. A node is
+``(cpus, load, free_mb)``, or
 ``(cpus, load, free_mb, floating, floating_load)`` when nova gives
 guests without dedicated CPUs only its first ``floating`` CPUs, whose
 load is ``floating_load`` (the first form: the agent does not say, as
@@ -9,13 +10,16 @@ before report 1.6). A NIC is ``(numa_node, physnet)``.
 
 import datetime
 
-from nova_numa_policy.objects import report as report_obj
 from nova_numa_policy.objects import wire as report_wire
 from nova_numa_policy.scheduling import summary as summary_mod
+from tests import report_factory
 
 TOTAL_MB = 65536
 ALL_POLICIES = ('first-touch', 'interleave', 'home', 'first-touch+carrefour',
                 'interleave+carrefour', 'auto')
+NOT_SAID = report_factory.NOT_SAID
+# A node as an agent before report 1.6 gives it.
+NODE_SAYS_NO_FLOATING = dict(floating_cpus=NOT_SAID, floating_load=NOT_SAID)
 
 
 def _node(node_id, count, first_cpu, cpus, load, free_mb, floating=None,
@@ -24,12 +28,10 @@ def _node(node_id, count, first_cpu, cpus, load, free_mb, floating=None,
     said = {} if floating is None else dict(
         floating_cpus=ids[:floating],
         floating_load=floating_load if floating else None)
-    return report_obj.NumaNodeReport(
-        id=node_id, cpus=ids,
+    return report_factory.make_node(
+        node_id, count, cpus=ids,
         memory_total_mb=max(TOTAL_MB, free_mb), memory_free_mb=free_mb,
-        cpu_load=load,
-        distances=[10 if other == node_id else 21 for other in range(count)],
-        **said)
+        cpu_load=load, **{**NODE_SAYS_NO_FLOATING, **said})
 
 
 def make_report(host='compute1', nodename=None, nodes=((8, 0.1, 32768),) * 2,
@@ -39,25 +41,24 @@ def make_report(host='compute1', nodename=None, nodes=((8, 0.1, 32768),) * 2,
     for node_id, node in enumerate(nodes):
         nodes_out.append(_node(node_id, len(nodes), first, *node))
         first += node[0]
-    return report_obj.NumaHostReport(
-        host=host, hypervisor_hostname=nodename or host,
-        agent_version='1.0.0', seq=seq, boot_id=boot_id,
-        generated_at=generated_at or datetime.datetime.now(
+    return report_factory.make_report(
+        host=host, hypervisor_hostname=nodename or host, seq=seq,
+        boot_id=boot_id, generated_at=generated_at or datetime.datetime.now(
             datetime.timezone.utc),
         period=60.0, numa_nodes=nodes_out,
-        nics=[report_obj.NumaNicReport(
-            name=f'eth{i}', numa_node=node, speed_mbps=40000,
-            physnet=physnet, bridge=None)
-            for i, (node, physnet) in enumerate(nics)],
-        instances=list(instances),
-        enforceable_policies=list(enforceable))
+        nics=[report_factory.make_nic(f'eth{i}', node, speed_mbps=40000,
+                                      physnet=physnet)
+              for i, (node, physnet) in enumerate(nics)],
+        instances=list(instances), enforceable_policies=list(enforceable),
+        locality_signal=NOT_SAID, measurements=NOT_SAID)
 
 
 def make_instance(uuid, memory_mb_per_node, io_rate=0.0):
-    return report_obj.NumaInstanceReport(
-        uuid=uuid, requested_policy=None, applied_policy='none',
+    return report_factory.make_instance(
+        uuid, requested_policy=None, applied_policy='none',
         memory_mb_per_node=memory_mb_per_node, vcpu_cpus=[],
-        io_rate=io_rate, io_intensive=False, access_class=None)
+        io_rate=io_rate, access_class=None, enforcement=NOT_SAID,
+        cpu_wait=NOT_SAID)
 
 
 def make_payload(version=None, **kwargs):

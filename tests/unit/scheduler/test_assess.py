@@ -8,10 +8,9 @@ verdict and weight functions say, which is what explain() shows.
 import dataclasses
 from unittest import mock
 
-import testtools
-
 from nova_numa_policy.scheduling import assess
 from nova_numa_policy.scheduling import scoring
+from tests import base as test_base
 from tests.unit.scheduler import test_scoring as tables
 
 NOW = tables.NOW
@@ -49,7 +48,7 @@ def add_agreement_cases(cls):
 
 
 @add_agreement_cases
-class AgreementTest(testtools.TestCase):
+class AgreementTest(test_base.TestCase):
 
     def test_weighing_plain_flavors_agrees_with_load_weight(self):
         settings = dataclasses.replace(tables.SETTINGS,
@@ -73,7 +72,7 @@ class AgreementTest(testtools.TestCase):
                          assessment.nic_weight)
 
 
-class NoReportTest(testtools.TestCase):
+class NoReportTest(test_base.TestCase):
     """What a missing report gets, per mode, without computing anything."""
 
     @mock.patch.object(assess.Assessor, 'compute')

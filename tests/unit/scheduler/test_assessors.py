@@ -9,11 +9,11 @@ import dataclasses
 from unittest import mock
 
 import fixtures
-import testtools
 
 from nova_numa_policy.scheduling import assess
 from nova_numa_policy.scheduling import scoring
 from placement_filters import assessors
+from tests import base as test_base
 from tests.unit.scheduler import test_scoring as tables
 
 NOW = tables.NOW
@@ -24,7 +24,7 @@ def _assess(assessor, summary, now):
     return found
 
 
-class ThroughTheMemoTest(testtools.TestCase):
+class ThroughTheMemoTest(test_base.TestCase):
 
     def test_assess_many_is_assess_of_each(self):
         assessor = assess.Assessor(tables.request(tables.IO_HEAVY),
@@ -35,7 +35,7 @@ class ThroughTheMemoTest(testtools.TestCase):
                          assessors.assess_many(assessor, hosts, NOW))
 
 
-class MemoTest(testtools.TestCase):
+class MemoTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -113,7 +113,7 @@ class MemoTest(testtools.TestCase):
         self.assertEqual({}, copy.memo)
 
 
-class PrimingTest(testtools.TestCase):
+class PrimingTest(test_base.TestCase):
     """Shapes requested recently are assessed when a report arrives."""
 
     def setUp(self):

@@ -4,12 +4,12 @@ import datetime
 import logging
 
 import fixtures
-import testtools
 
 from nova_numa_policy.objects import signing
 from nova_numa_policy.scheduling import scoring
 from placement_filters import assessors
 from placement_filters import cache as cache_mod
+from tests import base as test_base
 from tests.unit.scheduler import reports
 
 NOW = 1_800_000_000.0
@@ -21,7 +21,7 @@ def at(seconds_ago):
                                            datetime.timezone.utc)
 
 
-class ReportCacheTest(testtools.TestCase):
+class ReportCacheTest(test_base.TestCase):
 
     def make_cache(self, **kwargs):
         values = dict(max_hosts=100, max_report_bytes=64 * 1024, io_rate=500,

@@ -3,10 +3,9 @@
 import collections
 import datetime
 
-import testtools
-
 from nova_numa_policy.scheduling import explain
 from nova_numa_policy.scheduling import scoring
+from tests import base as test_base
 from tests.unit.scheduler import reports
 
 NOW = 1_800_000_000.0
@@ -21,7 +20,7 @@ def summary(host, nodes):
     return reports.make_summary(host=host, nodes=nodes, generated_at=when)
 
 
-class ExplainTest(testtools.TestCase):
+class ExplainTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()

@@ -1,10 +1,10 @@
 """The report listener stops and restarts with nova's scheduler service."""
 
 import fixtures
-import testtools
 
 from placement_filters import lifecycle
 from placement_filters import listener
+from tests import base as test_base
 
 
 class _Listener:
@@ -24,7 +24,7 @@ class _Listener:
         self.running = False
 
 
-class LifecycleTest(testtools.TestCase):
+class LifecycleTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()

@@ -1,10 +1,9 @@
 """The scheduler's report endpoint: which notifications reach the cache."""
 
-import testtools
-
 from nova_numa_policy.objects import report as report_mod
 from placement_filters import cache as cache_mod
 from placement_filters import listener
+from tests import base as test_base
 from tests.unit.scheduler import reports
 
 
@@ -13,7 +12,7 @@ def _matches(event_type):
     return rule.match({}, 'numa-policy-agent.compute1', event_type, {}, {})
 
 
-class ReportEndpointTest(testtools.TestCase):
+class ReportEndpointTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()

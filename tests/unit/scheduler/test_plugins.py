@@ -13,7 +13,6 @@ from unittest import mock
 import fixtures
 from oslo_config import cfg
 from oslo_config import fixture as config_fixture
-import testtools
 
 from nova import exception as nova_exception
 from nova import objects
@@ -26,6 +25,7 @@ from placement_filters import cache as cache_mod
 from placement_filters import filters
 from placement_filters import listener
 from placement_filters import weights
+from tests import base as test_base
 from tests.unit.scheduler import reports
 
 IDLE = (8, 0.1, 32768)
@@ -73,7 +73,7 @@ def host_state(name, aggregate_metadata=None):
     return fakes.FakeHostState(name, name, {'aggregates': aggregates})
 
 
-class _PluginTest(testtools.TestCase):
+class _PluginTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()

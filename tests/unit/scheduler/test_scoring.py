@@ -10,9 +10,8 @@ import collections
 import datetime
 from unittest import mock
 
-import testtools
-
 from nova_numa_policy.scheduling import scoring
+from tests import base as test_base
 from tests.unit.scheduler import reports
 
 NOW = 1_800_000_000.0
@@ -209,13 +208,13 @@ LOAD_CASES = [
 
 
 PolicyVerdictTest = add_cases(
-    type('PolicyVerdictTest', (testtools.TestCase,), {}),
+    type('PolicyVerdictTest', (test_base.TestCase,), {}),
     scoring.policy_verdict, POLICY_CASES)
 NicVerdictTest = add_cases(
-    type('NicVerdictTest', (testtools.TestCase,), {}),
+    type('NicVerdictTest', (test_base.TestCase,), {}),
     scoring.nic_verdict, NIC_CASES)
 LoadVerdictTest = add_cases(
-    type('LoadVerdictTest', (testtools.TestCase,), {}),
+    type('LoadVerdictTest', (test_base.TestCase,), {}),
     scoring.load_verdict, LOAD_CASES)
 
 
@@ -295,14 +294,14 @@ LOAD_WEIGHT_CASES = [
 ]
 
 NicWeightTest = add_weight_cases(
-    type('NicWeightTest', (testtools.TestCase,), {}),
+    type('NicWeightTest', (test_base.TestCase,), {}),
     scoring.nic_weight, NIC_WEIGHT_CASES)
 LoadWeightTest = add_weight_cases(
-    type('LoadWeightTest', (testtools.TestCase,), {}),
+    type('LoadWeightTest', (test_base.TestCase,), {}),
     scoring.load_weight, LOAD_WEIGHT_CASES)
 
 
-class NeutralFillTest(testtools.TestCase):
+class NeutralFillTest(test_base.TestCase):
 
     def test_unknown_hosts_get_the_median_of_known_ones(self):
         self.assertEqual([0.1, 0.5, 0.9, 0.5],
@@ -312,7 +311,7 @@ class NeutralFillTest(testtools.TestCase):
         self.assertEqual([0.0, 0.0], scoring.neutral_fill([None, None]))
 
 
-class LazyReasonTest(testtools.TestCase):
+class LazyReasonTest(test_base.TestCase):
     """A check decides without building words; reading them builds them."""
 
     def test_the_reason_and_numbers_are_built_only_when_read(self):
@@ -346,7 +345,7 @@ class LazyReasonTest(testtools.TestCase):
                                              SETTINGS))
 
 
-class FloatingCapacityTest(testtools.TestCase):
+class FloatingCapacityTest(test_base.TestCase):
     """A node's capacity is what a guest without dedicated CPUs may use."""
 
     def test_the_summary_counts_the_floating_cpus_at_their_load(self):
@@ -387,7 +386,7 @@ class FloatingCapacityTest(testtools.TestCase):
                          scoring.load_weight_of(verdict))
 
 
-class KeepTest(testtools.TestCase):
+class KeepTest(test_base.TestCase):
     """Load is a preference: it never leaves a request without a host."""
 
     def test_hosts_that_pass_everything_are_kept(self):

@@ -1,10 +1,10 @@
 import numpy as np
-import testtools
 
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import locality
 from numa_policy_lab.sim import backend as sim_backend
 from numa_policy_lab.sim import scenarios
+from tests import base as test_base
 
 
 def _sim(name='master-slave', seed=0, **kwargs):
@@ -12,7 +12,7 @@ def _sim(name='master-slave', seed=0, **kwargs):
     return sim_backend.SimulatedBackend(host, vms, seed=seed, **kwargs)
 
 
-class SimulatedBackendTest(testtools.TestCase):
+class SimulatedBackendTest(test_base.TestCase):
 
     def test_is_a_backend_with_every_capability(self):
         # The I/O path's too: the simulator models interrupt vectors and

@@ -1,17 +1,17 @@
 """Every calibration point of doc/source/simulator.rst, within 10 %."""
 
-import testtools
 
 from nova_numa_policy.loops import base
 from numa_policy_lab.sim import model
 from numa_policy_lab.sim import topology
 from numa_policy_lab.sim import workload as wl
+from tests import base as test_base
 from tests.unit.sim import fixtures
 
 TOLERANCE = 0.10
 
 
-class CalibrationTest(testtools.TestCase):
+class CalibrationTest(test_base.TestCase):
 
     def assertWithin(self, measured, target):
         self.assertLessEqual(abs(measured / target - 1.0), TOLERANCE,

@@ -5,7 +5,6 @@ handling"), an estimate calibrated on seed 002 Fig. 5.
 """
 
 import numpy as np
-import testtools
 
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.decisions import execution
@@ -16,6 +15,7 @@ from numa_policy_lab.sim import experiment
 from numa_policy_lab.sim import model
 from numa_policy_lab.sim import scenarios
 from numa_policy_lab.sim import topology
+from tests import base as test_base
 from tests.unit.sim import fixtures
 
 NIC = 'ens1'  # ivybridge4's, on node 0
@@ -34,7 +34,7 @@ def _netperf(host, threads=None):
     return vm
 
 
-class HandlingCostTest(testtools.TestCase):
+class HandlingCostTest(test_base.TestCase):
     """The term itself: zero when local, growing with the hops."""
 
     def setUp(self):
@@ -72,7 +72,7 @@ class HandlingCostTest(testtools.TestCase):
         self.assertAlmostEqual((59 - 18 - 34) / 34, c.IRQ_CROSSING, places=3)
 
 
-class ModelTest(testtools.TestCase):
+class ModelTest(test_base.TestCase):
     """Throughput with the handling local, remote and unmodelled."""
 
     def setUp(self):
@@ -97,7 +97,7 @@ class ModelTest(testtools.TestCase):
         self.assertLess(by_hops[1], by_hops[0])
 
 
-class BackendTest(testtools.TestCase):
+class BackendTest(test_base.TestCase):
     """The contract: vectors observed, steered, restored; threads pinned."""
 
     def setUp(self):
@@ -174,7 +174,7 @@ class BackendTest(testtools.TestCase):
                          .io_thread_cpus)
 
 
-class ScenarioTest(testtools.TestCase):
+class ScenarioTest(test_base.TestCase):
     """io-steering with and without the iopath loop."""
 
     def test_steering_is_what_lifts_the_netperf_guests(self):

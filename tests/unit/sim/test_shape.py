@@ -2,14 +2,14 @@
 
 import dataclasses
 
-import testtools
 
 from numa_policy_lab import shape
 from numa_policy_lab.sim import topology
+from tests import base as test_base
 from tests.labhost import topology as lab_topology
 
 
-class ShapeTest(testtools.TestCase):
+class ShapeTest(test_base.TestCase):
 
     def test_every_simulated_preset_is_a_machine_firmware_describes(self):
         for name, preset in topology.PRESETS.items():

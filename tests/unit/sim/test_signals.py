@@ -1,7 +1,6 @@
 """The simulated host's locality signals and the kernel's own balancing."""
 
 import numpy as np
-import testtools
 
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import locality
@@ -10,6 +9,7 @@ from numa_policy_lab.sim import signals
 from numa_policy_lab.sim import state as st
 from numa_policy_lab.sim import topology
 from numa_policy_lab.sim import workload as wl
+from tests import base as test_base
 from tests.unit.sim import fixtures
 
 HINTING = locality.SIGNAL_HINTING_FAULTS
@@ -24,7 +24,7 @@ def _segments(profile, vcpus, memory_mb, placed):
     return seg
 
 
-class ScanTest(testtools.TestCase):
+class ScanTest(test_base.TestCase):
 
     def test_coverage_is_the_share_of_memory_unmapped_per_period(self):
         # 256 MB per 1 s scan period over a 5 s period: 1280 MB.
@@ -48,7 +48,7 @@ class ScanTest(testtools.TestCase):
             2.0, np.zeros((2, 2)), [0, 1]))
 
 
-class HintingFaultsTest(testtools.TestCase):
+class HintingFaultsTest(test_base.TestCase):
 
     def test_samples_count_pages_touched_and_never_cold_memory(self):
         profile = wl.PROFILES['moderate']
@@ -69,7 +69,7 @@ class HintingFaultsTest(testtools.TestCase):
         self.assertLess(faults[:, 0].sum(), 3 * private_pages)
 
 
-class KernelMovesTest(testtools.TestCase):
+class KernelMovesTest(test_base.TestCase):
 
     def test_private_pages_follow_their_vcpu_within_the_cpuset(self):
         profile = wl.PROFILES['private-stream']
@@ -133,7 +133,7 @@ class KernelMovesTest(testtools.TestCase):
         np.testing.assert_allclose([[80.0, 20.0], [0.0, 0.0]], placed)
 
 
-class HintingFaultHostTest(testtools.TestCase):
+class HintingFaultHostTest(test_base.TestCase):
     """The simulated backend as a host with the kernel's balancing on."""
 
     def _host(self, mode=None):
@@ -198,7 +198,7 @@ class HintingFaultHostTest(testtools.TestCase):
                           topology.xeon2(), [], signal='psychic')
 
 
-class BandwidthTest(testtools.TestCase):
+class BandwidthTest(test_base.TestCase):
 
     def test_each_domain_counts_its_vcpus_bytes_total_and_local(self):
         rng = np.random.default_rng(0)
@@ -255,13 +255,13 @@ class _MeasuredByTheCpu:
         self.assertEqual(0, vm.kernel_pages_moved)
 
 
-class BandwidthHostTest(_MeasuredByTheCpu, testtools.TestCase):
+class BandwidthHostTest(_MeasuredByTheCpu, test_base.TestCase):
     """The simulated backend as a host whose CPUs monitor bandwidth."""
 
     SIGNAL = locality.SIGNAL_BANDWIDTH
 
 
-class HardwareSamplesTest(testtools.TestCase):
+class HardwareSamplesTest(test_base.TestCase):
 
     def test_a_poisson_draw_of_the_accesses_per_sample(self):
         rng = np.random.default_rng(2)
@@ -273,7 +273,7 @@ class HardwareSamplesTest(testtools.TestCase):
         np.testing.assert_allclose([400, 100], draws.var(axis=0), rtol=0.2)
 
 
-class HardwareSamplesHostTest(_MeasuredByTheCpu, testtools.TestCase):
+class HardwareSamplesHostTest(_MeasuredByTheCpu, test_base.TestCase):
     """The simulated backend as a host whose CPU samples its accesses."""
 
     SIGNAL = locality.SIGNAL_SAMPLES

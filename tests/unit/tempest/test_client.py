@@ -10,9 +10,9 @@ import json
 from tempest.lib import exceptions as lib_exc
 from tempest.tests.lib import fake_auth_provider
 from tempest.tests.lib import fake_http
-import testtools
 
 from nova_numa_policy.tempest_plugin.services import numa_policy_client
+from tests import base as test_base
 
 
 class FakeConnection:
@@ -30,7 +30,7 @@ class FakeConnection:
                 self.body)
 
 
-class NumaPolicyClientTest(testtools.TestCase):
+class NumaPolicyClientTest(test_base.TestCase):
 
     def client(self, status=200, body=None):
         client = numa_policy_client.NumaPolicyClient(

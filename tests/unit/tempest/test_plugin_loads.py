@@ -13,9 +13,9 @@ import sys
 import uuid
 
 from oslo_config import cfg
-import testtools
 
 from nova_numa_policy.tempest_plugin import plugin
+from tests import base as test_base
 
 PLUGIN_PATH = 'nova_numa_policy.tempest_plugin.plugin:NumaPolicyTempestPlugin'
 TESTS = 'nova_numa_policy.tempest_plugin.tests'
@@ -48,7 +48,7 @@ def installed_entry_point():
     return None
 
 
-class PluginTest(testtools.TestCase):
+class PluginTest(test_base.TestCase):
 
     def test_load_tests_points_at_the_tests_package(self):
         test_dir, top_level = plugin.NumaPolicyTempestPlugin().load_tests()
@@ -84,7 +84,7 @@ class PluginTest(testtools.TestCase):
                          [o.name for o in lists['service_available']])
 
 
-class EntryPointTest(testtools.TestCase):
+class EntryPointTest(test_base.TestCase):
     """Through tempest's own plugin machinery.
 
     Runs once the package declares the entry point (setup.cfg) and is
@@ -120,7 +120,7 @@ class EntryPointTest(testtools.TestCase):
         self.assertIn(PLUGIN_PATH, result.stdout)
 
 
-class DiscoveryTest(testtools.TestCase):
+class DiscoveryTest(test_base.TestCase):
     """The tempest tests import and list with idempotent ids."""
 
     @classmethod

@@ -1,8 +1,7 @@
 """Parsing of libvirt domain XML for the domain XML checks."""
 
-import testtools
-
 from nova_numa_policy.tempest_plugin import whitebox
+from tests import base as test_base
 
 
 def domain(numatune=''):
@@ -10,7 +9,7 @@ def domain(numatune=''):
             f"<memory unit='KiB'>524288</memory>{numatune}</domain>")
 
 
-class ParseNodesetTest(testtools.TestCase):
+class ParseNodesetTest(test_base.TestCase):
 
     def test_single_nodes_and_ranges(self):
         self.assertEqual({0, 1, 2, 5}, whitebox.parse_nodeset('0-2,5'))
@@ -22,7 +21,7 @@ class ParseNodesetTest(testtools.TestCase):
         self.assertEqual({0, 1}, whitebox.parse_nodeset(' 0, ,1 '))
 
 
-class MemoryTuneTest(testtools.TestCase):
+class MemoryTuneTest(test_base.TestCase):
 
     def test_interleave_over_two_nodes(self):
         xml = domain("<numatune><memory mode='interleave' nodeset='0-1'/>"

@@ -1,11 +1,10 @@
 """Image properties the driver extension reports as ignored."""
 
-import testtools
-
 from nova_numa_policy.virt import driver
+from tests import base as test_base
 
 
-class IgnoredImagePropertiesTest(testtools.TestCase):
+class IgnoredImagePropertiesTest(test_base.TestCase):
 
     # (what the instance's system metadata holds, what is reported)
     CASES = [

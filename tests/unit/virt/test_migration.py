@@ -3,13 +3,13 @@
 from xml.etree import ElementTree
 
 from nova import objects
-import testtools
 
 from nova_numa_policy.contracts import policy
 from nova_numa_policy.decisions import enforcement
 from nova_numa_policy.virt import driver
 from nova_numa_policy.virt import metadata
 from nova_numa_policy.virt import migration
+from tests import base as test_base
 
 NOVA_NS = 'http://openstack.org/xmlns/libvirt/nova/1.1'
 
@@ -48,7 +48,7 @@ INTERLEAVED_ON_FOUR = source_xml(
             '<iothreadpin iothread="1" cpuset="6-7"/>')
 
 
-class RetargetTest(testtools.TestCase):
+class RetargetTest(test_base.TestCase):
 
     def retarget(self, xml, tune, allowed):
         root = ElementTree.fromstring(migration.retarget(
@@ -136,7 +136,7 @@ class RetargetTest(testtools.TestCase):
             ElementTree.fromstring(text)))
 
 
-class RecordedTopologyTest(testtools.TestCase):
+class RecordedTopologyTest(test_base.TestCase):
 
     def cell(self, cell_id, cpuset, pcpuset=(), physnets=()):
         return objects.NUMACell(
@@ -169,7 +169,7 @@ class RecordedTopologyTest(testtools.TestCase):
         self.assertEqual((), driver.recorded_topology(None).nodes)
 
 
-class DestinationAllowedTest(testtools.TestCase):
+class DestinationAllowedTest(test_base.TestCase):
 
     def test_the_destinations_shared_set_wins_even_when_empty(self):
         data = objects.LibvirtLiveMigrateData(dst_cpu_shared_set_info=set())
