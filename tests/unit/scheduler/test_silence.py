@@ -1,6 +1,6 @@
 """Hosts without a fresh report: which refusals are theirs, and the words."""
 
-import testtools
+from tests import base as test_base
 
 from nova_numa_policy.scheduling import assess
 from nova_numa_policy.scheduling import scoring
@@ -14,7 +14,7 @@ def _assessor(specs, settings=tables.SETTINGS):
     return assess.Assessor(tables.request(specs), settings)
 
 
-class WithoutReportTest(testtools.TestCase):
+class WithoutReportTest(test_base.TestCase):
 
     def test_strict_counts_the_unheard_hosts_a_policy_filter_refuses(self):
         assessor = _assessor({'hw:numa_policy': 'interleave'})
@@ -43,7 +43,7 @@ class WithoutReportTest(testtools.TestCase):
             assessor, [lookalike], assess.POLICY))
 
 
-class WordsTest(testtools.TestCase):
+class WordsTest(test_base.TestCase):
 
     def test_the_keys_are_those_the_request_asks_a_report(self):
         request = tables.request({'hw:numa_policy': 'home',
