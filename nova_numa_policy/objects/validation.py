@@ -33,11 +33,24 @@ NAME_PATTERN = '^[^\u0000-\u001f\u007f-\u009f]+$'
 _NAME = re.compile(NAME_PATTERN)
 
 
+# A lone surrogate (U+D800 to U+DFFF) is no character: JSON's "\ud800"
+# escape reads as one, but it has no UTF-8 form, so a database, a log
+# file or the REST API's answer could not hold it.
+_SURROGATE = re.compile('[\ud800-\udfff]')
+
+
+def is_text(value):
+    """Whether ``value`` is a string that UTF-8 can carry (no surrogate)."""
+    # isascii() first: nearly every value is ASCII, and it costs least.
+    return isinstance(value, str) and (
+        value.isascii() or _SURROGATE.search(value) is None)
+
+
 def is_name(value):
     """1 to MAX_NAME_LENGTH characters, none of them a control one."""
     # fullmatch, not match: Python's ``$`` also matches before a final
     # newline, which made "host\n" a second host beside "host".
-    return (isinstance(value, str)
+    return (is_text(value)
             and 0 < len(value) <= schema.MAX_NAME_LENGTH
             and _NAME.fullmatch(value) is not None)
 
@@ -124,7 +137,7 @@ def _list_of(test, what):
 
 def _dict_of_ints(value, name):
     _require(isinstance(value, dict)
-             and all(isinstance(k, str) and is_int(v)
+             and all(is_text(k) and is_int(v)
                      for k, v in value.items()),
              '%s must map names to integers', name)
     return value
@@ -227,13 +240,13 @@ def _objects(value, name):
 _CHECKS_BY_FIELD = {
     fields.IntegerField: _typed(is_int, 'an integer'),
     fields.FloatField: _typed(is_number, 'a finite number'),
-    fields.StringField: _typed(lambda v: isinstance(v, str), 'a string'),
+    fields.StringField: _typed(is_text, 'a string without surrogates'),
     fields.UUIDField: _typed(_is_uuid, 'a canonical UUID'),
     fields.BooleanField: _typed(lambda v: isinstance(v, bool), 'a boolean'),
     fields.DateTimeField: _timestamp,
     fields.ListOfIntegersField: _list_of(is_int, 'integers'),
-    fields.ListOfStringsField: _list_of(
-        lambda v: isinstance(v, str), 'strings'),
+    fields.ListOfStringsField: _list_of(is_text,
+                                        'strings without surrogates'),
     fields.DictOfIntegersField: _dict_of_ints,
     fields.ListOfObjectsField: _objects,
 }
