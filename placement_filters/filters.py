@@ -14,8 +14,6 @@ them all (``NumaFilter``: all that pass its other checks) and says why
 at INFO (:func:`nova_numa_policy.scheduling.scoring.keep`).
 """
 
-import logging as std_logging
-
 from oslo_log import log as logging
 
 from nova import exception as nova_exception
@@ -67,7 +65,7 @@ class _ReportFilter(filters.BaseHostFilter):
                                 assessor.settings, len(passed))
         # Reasons cost more than the decision: build them only when seen.
         if len(passed) < len(assessments) and LOG.isEnabledFor(
-                std_logging.DEBUG):
+                logging.DEBUG):
             for host, assessment, keep in zip(host_states, assessments,
                                               kept):
                 if not keep:

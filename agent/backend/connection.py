@@ -6,11 +6,11 @@ in its own thread. The connection is opened lazily and reopened after it is
 lost, with a doubling backoff so a dead libvirtd costs one attempt per wait.
 """
 
-import logging
 import threading
 import time
 
 import libvirt
+from oslo_log import log as logging
 import tenacity
 
 from nova_numa_policy.contracts import errors

@@ -11,11 +11,12 @@ only I/O is through :mod:`agent.sensors.sysfs` readers, which take a root path.
 import collections
 import dataclasses
 import json
-import logging
 import os
 import re
 import tempfile
 import typing
+
+from oslo_log import log as logging
 
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import topology

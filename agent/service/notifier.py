@@ -14,9 +14,9 @@ and said.
 """
 
 import collections
-import logging
 import threading
 
+from oslo_log import log as logging
 import oslo_messaging
 
 from nova_numa_policy.objects import action as action_wire

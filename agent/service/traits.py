@@ -8,12 +8,12 @@ agent only ever adds its own and removes its own stale ones, under the
 provider generation placement hands out, re-reading on a conflict.
 """
 
-import logging
 from urllib import parse
 
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
 import os_traits
+from oslo_log import log as logging
 import tenacity
 
 from nova_numa_policy.contracts import backend
