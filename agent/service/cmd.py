@@ -1,4 +1,27 @@
-"""numa-policy-agent: the compute node agent's entry point."""
+"""numa-policy-agent: the compute node agent's entry point.
+
+Its loop and signal handling are its own, not oslo.service's. The
+oslo.service of this OpenStack release offers two backends, and neither
+keeps the agent as it is:
+
+* eventlet, the default, runs a service's timers as green threads and
+  handles signals in eventlet's hub. Without monkey-patching, the
+  agent's blocking calls (libvirt, sysfs reads, the sender's waits) would
+  hold the hub and with it the reaction to SIGTERM; with it, libvirt's
+  event loop thread (a C call that blocks) and oslo.messaging's threads
+  would turn green. eventlet is deprecated, and nova moves off it.
+* threading runs the service in a child process that cotyledon manages:
+  the process a deployment starts and signals becomes a supervisor, a
+  SIGHUP restarts the child (a new agent boot, so a new ``boot_id`` in
+  its reports), and the start and stop lines and exit codes become
+  cotyledon's.
+
+What the deployments and the lab tiers rely on instead, and
+tests/functional/test_service_signals.py holds: one process; SIGTERM or
+SIGINT ends the loop at once (the period's wait is an event), the sender
+stops, "numa-policy-agent stopped" is logged and the exit code is 0;
+``--once`` exits 1 with one error line when libvirt is away.
+"""
 
 import signal
 import sys
