@@ -25,28 +25,21 @@ START_TIMEOUT = 120
 STOP_TIMEOUT = 15
 
 
-class ServiceProcess(fixtures.Fixture):
-    """One service's process, its log in a file, stopped at cleanup."""
+class ServiceProcess:
+    """One service's process, its log in a file; killed at the test's end."""
 
-    def __init__(self, module, config):
-        super().__init__()
-        self.module = module
-        self.config = config
-
-    def _setUp(self):
-        folder = self.useFixture(fixtures.TempDir()).path
-        self.folder = folder
+    def __init__(self, test, module, config):
+        folder = test.useFixture(fixtures.TempDir()).path
         conf = os.path.join(folder, 'service.conf')
         with open(conf, 'w') as conf_file:
-            conf_file.write(self.config.format(folder=folder))
+            conf_file.write(config.format(folder=folder))
         self.log_path = os.path.join(folder, 'service.log')
-        self._log = open(self.log_path, 'w')
-        self.addCleanup(self._log.close)
-        self.process = subprocess.Popen(
-            [sys.executable, '-m', self.module, '--config-file', conf],
-            stdout=self._log, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, cwd=ROOT)
-        self.addCleanup(self._kill)
+        with open(self.log_path, 'w') as log_file:
+            self.process = subprocess.Popen(
+                [sys.executable, '-m', module, '--config-file', conf],
+                stdout=log_file, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, cwd=ROOT)
+        test.addCleanup(self._kill)
 
     def _kill(self):
         if self.process.poll() is None:
@@ -58,16 +51,15 @@ class ServiceProcess(fixtures.Fixture):
             return log_file.read()
 
     def wait_for_log(self, text, timeout=START_TIMEOUT):
-        deadline = time.monotonic() + timeout
-        while text not in self.log():
+        """Until ``text`` is logged; AssertionError if the process ends."""
+        for _ in range(int(timeout / 0.2)):
+            if text in self.log():
+                return
             if self.process.poll() is not None:
-                raise AssertionError(f'{self.module} exited with '
-                                     f'{self.process.returncode}:\n'
-                                     f'{self.log()}')
-            if time.monotonic() > deadline:
-                raise AssertionError(f'no {text!r} after {timeout} s:\n'
-                                     f'{self.log()}')
+                break
             time.sleep(0.2)
+        raise AssertionError(f'no {text!r} (exit code '
+                             f'{self.process.poll()}):\n{self.log()}')
 
     def terminate(self):
         """SIGTERM; the exit code and the seconds it took to exit."""
@@ -98,8 +90,7 @@ connection = sqlite:///{folder}/collector.db
 class AgentProcessTest(testtools.TestCase):
 
     def test_sigterm_stops_the_agent_promptly_and_cleanly(self):
-        agent = self.useFixture(ServiceProcess('agent.service.cmd',
-                                               AGENT_CONFIG))
+        agent = ServiceProcess(self, 'agent.service.cmd', AGENT_CONFIG)
         agent.wait_for_log('numa-policy-agent starting on cn-signals '
                            '(libvirt test:///default, period 1.0s)')
         code, seconds = agent.terminate()
@@ -112,8 +103,8 @@ class AgentProcessTest(testtools.TestCase):
 class CollectorProcessTest(testtools.TestCase):
 
     def test_sigterm_stops_the_collector_promptly_and_cleanly(self):
-        collector = self.useFixture(ServiceProcess(
-            'nova_numa_policy.collector.cmd', COLLECTOR_CONFIG))
+        collector = ServiceProcess(self, 'nova_numa_policy.collector.cmd',
+                                   COLLECTOR_CONFIG)
         collector.wait_for_log('Collecting reports from topic')
         code, seconds = collector.terminate()
         self.assertEqual(0, code, collector.log())
