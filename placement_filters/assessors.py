@@ -25,6 +25,8 @@ difference between its *warm* and *new shape* rows, priming between its
 
 import threading
 
+import cachetools
+
 from nova_numa_policy.scheduling import assess
 
 # A summary remembers at most this many request shapes; past that its memo
@@ -73,9 +75,23 @@ def _remember(assessor, summary):
     return found
 
 
+# A plain dict, read without a lock on every request: cleared when full
+# rather than kept in least-recently-used order, which would cost a
+# bookkeeping step on every lookup.
 _assessors = {}
-# Assessors by last use, oldest first (a dict keeps insertion order).
-_recent = {}
+
+
+def _recent_shapes(size):
+    """The assessors of the shapes requested last, at most ``size``.
+
+    Least recently used first: an assessor used again is taken out and
+    put back, so iteration follows use, and a full cache drops the one
+    used longest ago.
+    """
+    return cachetools.LRUCache(maxsize=size)
+
+
+_recent = _recent_shapes(PRIMED_SHAPES)
 _assessors_lock = threading.Lock()
 _last_used = None
 
@@ -87,8 +103,6 @@ def _used(assessor):
     with _assessors_lock:
         _recent.pop(assessor, None)
         _recent[assessor] = None
-        while len(_recent) > PRIMED_SHAPES:
-            del _recent[next(iter(_recent))]
         _last_used = assessor
 
 

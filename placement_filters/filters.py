@@ -15,7 +15,6 @@ at INFO (:func:`nova_numa_policy.scheduling.scoring.keep`).
 """
 
 import itertools
-import logging as std_logging
 
 from oslo_log import log as logging
 
@@ -81,7 +80,7 @@ class _ReportFilter(filters.BaseHostFilter):
                                 assessor.settings, len(passed))
         # Reasons cost more than the decision: build them only when seen.
         if len(passed) < len(assessments) and LOG.isEnabledFor(
-                std_logging.DEBUG):
+                logging.DEBUG):
             for host, assessment, keep in zip(host_states, assessments,
                                               kept):
                 if not keep:

@@ -12,9 +12,10 @@ anew, and entries of domains no longer running are dropped.
 """
 
 import json
-import logging
 import os
 import tempfile
+
+from oslo_log import log as logging
 
 LOG = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ the monitoring daemon's client, :class:`MonitorGroups` (its entry points:
 :mod:`agent.privsep.monitorgroups`).
 """
 
-import logging
+from oslo_log import log as logging
 
 from nova_numa_policy.contracts import errors
 from nova_numa_policy.contracts import locality

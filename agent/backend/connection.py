@@ -6,11 +6,12 @@ in its own thread. The connection is opened lazily and reopened after it is
 lost, with a doubling backoff so a dead libvirtd costs one attempt per wait.
 """
 
-import logging
 import threading
 import time
 
 import libvirt
+from oslo_log import log as logging
+import tenacity
 
 from nova_numa_policy.contracts import errors
 
@@ -31,9 +32,9 @@ _event_loop_lock = threading.Lock()
 _event_loop_started = False
 
 
-def next_delay(previous, maximum):
-    """Backoff: 1 s, then doubling, capped at ``maximum``."""
-    return min(maximum, 1.0 if not previous else previous * 2)
+def reconnect_backoff(maximum):
+    """The wait after each failed attempt: 1 s, then doubling, capped."""
+    return tenacity.wait_exponential(multiplier=1, min=1, max=maximum)
 
 
 def is_connection_error(exc):
@@ -74,11 +75,15 @@ class Connection:
                  clock=time.monotonic, opener=libvirt.open):
         self.uri = uri
         self._on_domain_event = on_domain_event
-        self._max_delay = max_delay
+        self._backoff = reconnect_backoff(max_delay)
         self._clock = clock
         self._opener = opener
         self._conn = None
-        self._delay = 0.0
+        # The failed attempts of the current outage, as tenacity counts
+        # them; None while connected. get() never blocks: the agent loop
+        # carries on without libvirt, so the wait is a time to try again
+        # at rather than a sleep.
+        self._outage = None
         self._retry_at = 0.0
         self._callback_ids = []
         # Bumped on every (re)connection so cached host facts are refreshed.
@@ -98,17 +103,25 @@ class Connection:
         try:
             conn = self._opener(self.uri)
         except libvirt.libvirtError as exc:
-            self._delay = next_delay(self._delay, self._max_delay)
-            self._retry_at = now + self._delay
+            delay = self._failed_attempt()
+            self._retry_at = now + delay
             raise errors.ConnectionLost(
                 f'cannot connect to libvirt {self.uri}: {exc}; retrying in '
-                f'{self._delay:.0f}s', reason=str(exc), retry_in=self._delay)
+                f'{delay:.0f}s', reason=str(exc), retry_in=delay)
         self._conn = conn
-        self._delay = 0.0
+        self._outage = None
         self.generation += 1
         self._register(conn)
         LOG.info('Connected to libvirt %s', self.uri)
         return conn
+
+    def _failed_attempt(self):
+        """Count a failed attempt; the seconds to wait before the next."""
+        if self._outage is None:
+            self._outage = tenacity.RetryCallState(None, None, (), {})
+        else:
+            self._outage.prepare_for_next_attempt()
+        return self._backoff(self._outage)
 
     @property
     def retry_in(self):

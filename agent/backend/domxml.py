@@ -8,8 +8,9 @@ driver uses. Both survive an agent restart: they live in the domain.
 """
 
 import dataclasses
-import logging
 from xml.etree import ElementTree
+
+from oslo_log import log as logging
 
 from nova_numa_policy.contracts import exception
 from nova_numa_policy.contracts import policy

@@ -15,9 +15,10 @@ goes once the IRQ is given back what was found.
 
 import errno
 import json
-import logging
 import os
 import tempfile
+
+from oslo_log import log as logging
 
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import errors

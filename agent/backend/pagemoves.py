@@ -9,8 +9,9 @@ their errno values into the agent's errors. Nothing here is privileged.
 import array
 import dataclasses
 import errno
-import logging
 import os
+
+from oslo_log import log as logging
 
 from nova_numa_policy.contracts import errors
 

@@ -6,7 +6,7 @@ each period and turns them into accesses per node and vCPU penalties.
 The daemon's entry points are :mod:`agent.privsep.hwsampling`.
 """
 
-import logging
+from oslo_log import log as logging
 
 from nova_numa_policy.contracts import locality
 

@@ -10,8 +10,9 @@ and its vCPUs' penalties.
 """
 
 import dataclasses
-import logging
 import typing
+
+from oslo_log import log as logging
 
 from nova_numa_policy.contracts import locality
 

@@ -8,9 +8,9 @@ of at least ``rate_window`` (:func:`agent.sensors.guestio.windowed`).
 """
 
 import dataclasses
-import logging
 
 import libvirt
+from oslo_log import log as logging
 
 from agent.backend import connection as connection_mod
 from agent.sensors import guestio

@@ -11,11 +11,12 @@ only I/O is through :mod:`agent.sensors.sysfs` readers, which take a root path.
 import collections
 import dataclasses
 import json
-import logging
 import os
 import re
 import tempfile
 import typing
+
+from oslo_log import log as logging
 
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import topology
@@ -87,6 +88,15 @@ def infer_nic_node(nic, local_cpus, nodes):
 
 # nova's [pci] device_spec: what an entry may say, and how it is matched
 # against a PCI function (nova/pci/devspec.py has the same rules).
+# Our own reading rather than nova.pci.devspec, which the agent cannot
+# import: nova is no requirement of this package and the agent runs on
+# compute nodes without it (cmd.py registers the few nova options it
+# reads for the same reason). Only the agent reads device_spec; the
+# scheduler and driver side, where nova is importable, never does. And
+# nova's class loads nova's configuration and objects, and resolves a
+# devname through the host's /sys as it parses, where the agent reads
+# sysfs under [numa_policy_agent] sysfs_root. Were it used when
+# importable, one host could read its uplinks two ways.
 ANY = '*'
 _HEX_DIGITS = frozenset('0123456789abcdefABCDEF')
 # (largest value, printed form) of a PCI address's domain, bus, slot and

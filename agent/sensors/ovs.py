@@ -10,9 +10,10 @@ come from sysfs like any other uplink's (:mod:`agent.sensors.discovery`).
 Reading only: ``ovs-vsctl`` queries, never a change.
 """
 
-import logging
 import os
 import subprocess
+
+from oslo_log import log as logging
 
 LOG = logging.getLogger(__name__)
 

@@ -1,4 +1,27 @@
-"""numa-policy-agent: the compute node agent's entry point."""
+"""numa-policy-agent: the compute node agent's entry point.
+
+Its loop and signal handling are its own, not oslo.service's. The
+oslo.service of this OpenStack release offers two backends, and neither
+keeps the agent as it is:
+
+* eventlet, the default, runs a service's timers as green threads and
+  handles signals in eventlet's hub. Without monkey-patching, the
+  agent's blocking calls (libvirt, sysfs reads, the sender's waits) would
+  hold the hub and with it the reaction to SIGTERM; with it, libvirt's
+  event loop thread (a C call that blocks) and oslo.messaging's threads
+  would turn green. eventlet is deprecated, and nova moves off it.
+* threading runs the service in a child process that cotyledon manages:
+  the process a deployment starts and signals becomes a supervisor, a
+  SIGHUP restarts the child (a new agent boot, so a new ``boot_id`` in
+  its reports), and the start and stop lines and exit codes become
+  cotyledon's.
+
+What the deployments and the lab tiers rely on instead, and
+tests/functional/test_service_signals.py holds: one process; SIGTERM or
+SIGINT ends the loop at once (the period's wait is an event), the sender
+stops, "numa-policy-agent stopped" is logged and the exit code is 0;
+``--once`` exits 1 with one error line when libvirt is away.
+"""
 
 import signal
 import sys
@@ -6,6 +29,7 @@ import threading
 
 from oslo_config import cfg
 from oslo_log import log as logging
+import tenacity
 
 from nova_numa_policy import conf as npconf
 from nova_numa_policy.contracts import errors
@@ -206,17 +230,38 @@ def build_when_connected(conf, sender, once, stopped):
     A one-shot run says why in one line and gives up; the service waits
     for libvirtd with the connection's backoff, until ``stopped`` is set.
     """
-    while not stopped.is_set():
+    uri = conf.numa_policy_agent.libvirt_uri
+    if once:
         try:
             return build_agent(conf, sender=sender)
         except errors.ConnectionLost as exc:
-            line = no_libvirt(conf.numa_policy_agent.libvirt_uri, exc)
-            if once:
-                LOG.error(line)
+            LOG.error(no_libvirt(uri, exc))
+            return None
+    for attempt in _waiting_for_libvirt(uri, stopped):
+        with attempt:
+            # Checked before each attempt, the first included: a stop
+            # while waiting ends the wait without connecting once more.
+            if stopped.is_set():
                 return None
-            LOG.warning('%s Waiting for it.', line)
-            stopped.wait(max(1.0, exc.retry_in))
+            return build_agent(conf, sender=sender)
     return None
+
+
+def _waiting_for_libvirt(uri, stopped):
+    """Attempts until libvirt answers or ``stopped`` is set, each said."""
+    def wait(state):
+        # The connection's own backoff says when it will try again.
+        return max(1.0, state.outcome.exception().retry_in)
+
+    def say(state):
+        LOG.warning('%s Waiting for it.',
+                    no_libvirt(uri, state.outcome.exception()))
+
+    return tenacity.Retrying(
+        retry=tenacity.retry_if_exception_type(errors.ConnectionLost),
+        wait=wait, stop=tenacity.stop_when_event_set(stopped),
+        sleep=stopped.wait, before_sleep=say,
+        retry_error_callback=lambda state: None)
 
 
 def main(argv=None):

@@ -6,10 +6,11 @@ an Event, so SIGTERM and libvirt lifecycle events end the wait at once.
 """
 
 import datetime
-import logging
 import threading
 import time
 import uuid as uuid_mod
+
+from oslo_log import log as logging
 
 from nova_numa_policy.contracts import errors
 from nova_numa_policy.decisions import execution

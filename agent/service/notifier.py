@@ -14,9 +14,9 @@ and said.
 """
 
 import collections
-import logging
 import threading
 
+from oslo_log import log as logging
 import oslo_messaging
 
 from nova_numa_policy.objects import action as action_wire
@@ -47,7 +47,8 @@ class ReportSender:
         self._retry_interval = retry_interval
         self._lock = threading.Lock()
         self._pending = None
-        self._actions = collections.deque()
+        # Full, an append drops the oldest waiting action.
+        self._actions = collections.deque(maxlen=MAX_WAITING_ACTIONS)
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread = None
@@ -58,14 +59,14 @@ class ReportSender:
     def submit_action(self, payload):
         """Queue an action's payload; the oldest waiting goes when full."""
         with self._lock:
-            if len(self._actions) >= MAX_WAITING_ACTIONS:
-                self._actions.popleft()
+            full = len(self._actions) == self._actions.maxlen
+            self._actions.append(payload)
+            if full:
                 self.actions_dropped += 1
                 if self.actions_dropped == 1:
                     LOG.warning('Actions are waiting for the broker beyond '
                                 '%d: the oldest are dropped (counted in '
                                 'actions_dropped)', MAX_WAITING_ACTIONS)
-            self._actions.append(payload)
         self._wake.set()
 
     def submit(self, payload):

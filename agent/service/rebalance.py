@@ -8,7 +8,8 @@ with :func:`nova_numa_policy.decisions.execution.carry_out`.
 """
 
 import dataclasses
-import logging
+
+from oslo_log import log as logging
 
 from nova_numa_policy.loops import runner as loop_runner
 from nova_numa_policy.loops import settings as loop_settings

@@ -8,12 +8,13 @@ agent only ever adds its own and removes its own stale ones, under the
 provider generation placement hands out, re-reading on a conflict.
 """
 
-import logging
 from urllib import parse
 
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
 import os_traits
+from oslo_log import log as logging
+import tenacity
 
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.decisions import reporting
@@ -45,6 +46,10 @@ def merge(existing, ours):
 
 class PlacementError(Exception):
     pass
+
+
+class _ProviderChanged(Exception):
+    """Placement refused our write: the provider changed since our read."""
 
 
 class PlacementTraits:
@@ -99,24 +104,37 @@ class PlacementTraits:
             # 201 created, 204 already there: idempotent.
             self._request('PUT', f'/traits/{trait}', (201, 204))
         url = f'/resource_providers/{uuid}/traits'
-        for _ in range(self._max_conflicts):
-            current = self._request('GET', url, (200,)).json()
-            wanted = merge(current['traits'], ours)
-            if wanted == set(current['traits']):
-                return
-            response = self._request('PUT', url, (200, 409), json={
-                'traits': sorted(wanted),
-                'resource_provider_generation':
-                    current['resource_provider_generation']})
-            if response.status_code == 200:
-                LOG.info('Placement traits of %s: %s', name, ', '.join(
-                    sorted(t for t in wanted if t.startswith(OURS))))
-                return
-            # 409: someone (nova-compute) changed the provider since our
-            # read; read it again rather than overwrite their change.
+        # No pause between attempts: a conflict means our read is stale,
+        # and reading again is what resolves it.
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception_type(_ProviderChanged),
+            stop=tenacity.stop_after_attempt(self._max_conflicts))
+        try:
+            retrying(self._merge_traits, name, url, ours)
+        except tenacity.RetryError:
+            raise PlacementError(f'provider {name} kept changing: '
+                                 f'{self._max_conflicts} conflicts in a row')
+
+    def _merge_traits(self, name, url, ours):
+        """Add ours to the provider's traits as read now, keeping theirs.
+
+        :raises _ProviderChanged: placement's answer 409, someone
+            (nova-compute) changed the provider since our read; reading it
+            again is better than overwriting their change.
+        """
+        current = self._request('GET', url, (200,)).json()
+        wanted = merge(current['traits'], ours)
+        if wanted == set(current['traits']):
+            return
+        response = self._request('PUT', url, (200, 409), json={
+            'traits': sorted(wanted),
+            'resource_provider_generation':
+                current['resource_provider_generation']})
+        if response.status_code != 200:
             LOG.debug('Provider %s changed concurrently; retrying', name)
-        raise PlacementError(f'provider {name} kept changing: '
-                             f'{self._max_conflicts} conflicts in a row')
+            raise _ProviderChanged(name)
+        LOG.info('Placement traits of %s: %s', name, ', '.join(
+            sorted(t for t in wanted if t.startswith(OURS))))
 
 
 def register_placement_opts(conf):

@@ -111,8 +111,10 @@ def _check_detail(key, value):
                  f'within 64 bits')
         return
     if isinstance(value, str):
-        _require(len(value) <= MAX_NAME_LENGTH,
-                 f'action detail {key} is longer than {MAX_NAME_LENGTH}')
+        _require(report_validation.is_text(value)
+                 and len(value) <= MAX_NAME_LENGTH,
+                 f'action detail {key} must be text of at most '
+                 f'{MAX_NAME_LENGTH} characters without surrogates')
         return
     _require(isinstance(value, list) and len(value) <= MAX_DETAIL_LIST
              and all(_is_detail_int(item) for item in value),
@@ -171,8 +173,9 @@ def load_action(payload):
     _require(payload['outcome'] in OUTCOMES,
              f'action outcome must be one of {", ".join(OUTCOMES)}')
     reason = payload.get('reason') or ''
-    _require(isinstance(reason, str) and len(reason) <= MAX_REASON_LENGTH,
-             f'action reason must be a string of at most '
+    _require(report_validation.is_text(reason)
+             and len(reason) <= MAX_REASON_LENGTH,
+             f'action reason must be text without surrogates of at most '
              f'{MAX_REASON_LENGTH} characters')
     details = payload.get('details') or {}
     _require(isinstance(details, dict) and len(details) <= MAX_DETAILS,

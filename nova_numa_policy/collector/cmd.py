@@ -1,4 +1,13 @@
-"""Entry points: ``numa-policy-collector`` and ``numa-policy-db-sync``."""
+"""Entry points: ``numa-policy-collector`` and ``numa-policy-db-sync``.
+
+The collector's signal handling is its own, not oslo.service's, for the
+reasons agent/service/cmd.py gives: its listener runs on native threads
+(oslo.messaging's threading executor), which oslo.service's eventlet
+backend would hold up, and its threading backend would move the work
+into a child process. One process; SIGTERM or SIGINT stops the listener,
+"Collector stopped" is logged with the counters, and the exit code is 0
+(tests/functional/test_service_signals.py).
+"""
 
 import signal
 import sys

@@ -29,7 +29,8 @@ How a plan ended, in the words the agent reports (:data:`ENDINGS`):
 """
 
 import dataclasses
-import logging
+
+from oslo_log import log as logging
 
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.decisions import enforcement

@@ -16,7 +16,8 @@ load can be told from its node's.
 """
 
 import dataclasses
-import logging
+
+from oslo_log import log as logging
 
 from nova_numa_policy.decisions import arrival
 from nova_numa_policy.decisions import enforcement

@@ -19,8 +19,8 @@ force rather than against it.
 
 import dataclasses
 import functools
-import logging
 
+from oslo_log import log as logging
 from stevedore import extension
 
 from nova_numa_policy.contracts import backend

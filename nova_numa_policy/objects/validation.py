@@ -33,11 +33,24 @@ NAME_PATTERN = '^[^\u0000-\u001f\u007f-\u009f]+$'
 _NAME = re.compile(NAME_PATTERN)
 
 
+# A lone surrogate (U+D800 to U+DFFF) is no character: JSON's "\ud800"
+# escape reads as one, but it has no UTF-8 form, so a database, a log
+# file or the REST API's answer could not hold it.
+_SURROGATE = re.compile('[\ud800-\udfff]')
+
+
+def is_text(value):
+    """Whether ``value`` is a string that UTF-8 can carry (no surrogate)."""
+    # isascii() first: nearly every value is ASCII, and it costs least.
+    return isinstance(value, str) and (
+        value.isascii() or _SURROGATE.search(value) is None)
+
+
 def is_name(value):
     """1 to MAX_NAME_LENGTH characters, none of them a control one."""
     # fullmatch, not match: Python's ``$`` also matches before a final
     # newline, which made "host\n" a second host beside "host".
-    return (isinstance(value, str)
+    return (is_text(value)
             and 0 < len(value) <= schema.MAX_NAME_LENGTH
             and _NAME.fullmatch(value) is not None)
 
@@ -124,7 +137,7 @@ def _list_of(test, what):
 
 def _dict_of_ints(value, name):
     _require(isinstance(value, dict)
-             and all(isinstance(k, str) and is_int(v)
+             and all(is_text(k) and is_int(v)
                      for k, v in value.items()),
              '%s must map names to integers', name)
     return value
@@ -148,37 +161,22 @@ def _is_uuid(value):
 
 
 # The one form a time takes on the wire, RFC 3339's: what the agents
-# (through oslo.versionedobjects) write. A grammar of its own rather than
-# datetime.fromisoformat(), whose leniency grows with each Python release
-# (week dates, basic format, "+01" offsets, any fraction length): a
-# scheduler and a collector on different Pythons keep the same reports.
+# (through oslo.versionedobjects) write. Its shape is checked here and
+# datetime.fromisoformat() reads it: that reader alone grows more lenient
+# with each Python release (week dates, basic format, "+01" offsets, any
+# fraction length), and a scheduler and a collector on different Pythons
+# must keep the same reports. At most six fraction digits, what a
+# datetime keeps: a longer fraction would be cut, and two texts would
+# name one time. Offsets run from -23:59 to +23:59.
 _TIME = re.compile(
-    r'(?P<year>[0-9]{4})-(?P<month>[0-9]{2})-(?P<day>[0-9]{2})'
-    r'T(?P<hour>[0-9]{2}):(?P<minute>[0-9]{2}):(?P<second>[0-9]{2})'
-    # At most microseconds, what a datetime keeps: a longer fraction
-    # would be cut, and two texts would name one time.
-    r'(?:\.(?P<fraction>[0-9]{1,6}))?'
-    r'(?P<zone>Z|(?P<sign>[+-])(?P<zone_hour>[0-9]{2}):'
-    r'(?P<zone_minute>[0-9]{2}))?', re.ASCII)
+    r'[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}'
+    r'(?:\.[0-9]{1,6})?'
+    r'(?P<zone>Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])?', re.ASCII)
 # The earliest time a report or action may carry. No agent's clock is
 # earlier; and oslo.versionedobjects writes years before 1000 in fewer
 # than four digits, which the collector's stored copy would not read back
 # as, nor SQL date columns hold.
 EARLIEST_TIME = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
-
-
-def _zone(match):
-    """The time zone a matched time names; None when it names none."""
-    if match['zone'] is None:
-        return None
-    if match['zone'] == 'Z':
-        return datetime.timezone.utc
-    hours, minutes = int(match['zone_hour']), int(match['zone_minute'])
-    _require(hours <= 23 and minutes <= 59,
-             'time zone offsets are -23:59 to +23:59, got %s',
-             match['zone'])
-    offset = datetime.timedelta(hours=hours, minutes=minutes)
-    return datetime.timezone(-offset if match['sign'] == '-' else offset)
 
 
 def parse_time(value, zone_required=True):
@@ -199,15 +197,12 @@ def parse_time(value, zone_required=True):
         raise exception.MalformedReport(
             f'unreadable time {shown(value)} (RFC 3339 is '
             f'YYYY-MM-DDTHH:MM:SS[.ffffff]Z or +HH:MM)')
-    zone = _zone(match)
-    _require(zone is not None or not zone_required,
+    _require(match['zone'] is not None or not zone_required,
              'times must carry a time zone')
     try:
-        moment = datetime.datetime(
-            int(match['year']), int(match['month']), int(match['day']),
-            int(match['hour']), int(match['minute']), int(match['second']),
-            int((match['fraction'] or '0').ljust(6, '0')),
-            tzinfo=zone or datetime.timezone.utc)
+        moment = datetime.datetime.fromisoformat(value)
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=datetime.timezone.utc)
         moment = moment.astimezone(datetime.timezone.utc)
     except (ValueError, OverflowError):
         # Day 31 of a 30-day month, second 60, or a moment beyond year
@@ -227,13 +222,13 @@ def _objects(value, name):
 _CHECKS_BY_FIELD = {
     fields.IntegerField: _typed(is_int, 'an integer'),
     fields.FloatField: _typed(is_number, 'a finite number'),
-    fields.StringField: _typed(lambda v: isinstance(v, str), 'a string'),
+    fields.StringField: _typed(is_text, 'a string without surrogates'),
     fields.UUIDField: _typed(_is_uuid, 'a canonical UUID'),
     fields.BooleanField: _typed(lambda v: isinstance(v, bool), 'a boolean'),
     fields.DateTimeField: _timestamp,
     fields.ListOfIntegersField: _list_of(is_int, 'integers'),
-    fields.ListOfStringsField: _list_of(
-        lambda v: isinstance(v, str), 'strings'),
+    fields.ListOfStringsField: _list_of(is_text,
+                                        'strings without surrogates'),
     fields.DictOfIntegersField: _dict_of_ints,
     fields.ListOfObjectsField: _objects,
 }

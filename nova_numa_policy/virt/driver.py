@@ -16,7 +16,6 @@ module only adapts nova's objects to it.
 """
 
 import functools
-import logging
 from xml.etree import ElementTree
 
 from lxml import etree
@@ -25,6 +24,7 @@ from nova import version as nova_version
 from nova.virt.libvirt import config as vconfig
 from nova.virt.libvirt import driver as libvirt_driver
 from oslo_config import cfg
+from oslo_log import log as logging
 
 from nova_numa_policy.conf import policy as policy_conf
 from nova_numa_policy.contracts import backend

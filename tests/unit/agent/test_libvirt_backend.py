@@ -279,12 +279,6 @@ class ConnectionTest(test_base.TestCase):
         self.assertEqual('TEST', conn.get().getType())
         self.assertEqual(2, conn.generation)
 
-    def test_backoff_is_capped(self):
-        delays = [0.0]
-        for _ in range(10):
-            delays.append(connection.next_delay(delays[-1], 30))
-        self.assertEqual([0.0, 1, 2, 4, 8, 16, 30, 30, 30, 30, 30], delays)
-
 
 class EventTest(test_base.TestCase):
 

@@ -199,10 +199,10 @@ class AgentPeriodTest(base.TestDriverHostTest):
                          [a['seq'] for a in told])
 
     def test_actions_beyond_the_bound_drop_the_oldest(self):
-        broker = RecordingNotifier()
-        sender = notifier.ReportSender(broker)
         self.useFixture(fixtures.MockPatchObject(
             notifier, 'MAX_WAITING_ACTIONS', 2))
+        broker = RecordingNotifier()
+        sender = notifier.ReportSender(broker)
         for seq in (1, 2, 3):
             sender.submit_action({'seq': seq})
         sender.send_pending()

@@ -118,10 +118,15 @@ class PrimingTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()
-        for name in ('_assessors', '_recent'):
-            self.useFixture(fixtures.MockPatchObject(assessors, name, {}))
+        self.useFixture(fixtures.MockPatchObject(assessors, '_assessors',
+                                                 {}))
+        self.use_recent_shapes(assessors.PRIMED_SHAPES)
         self.useFixture(fixtures.MockPatchObject(assessors, '_last_used',
                                                  None))
+
+    def use_recent_shapes(self, size):
+        self.useFixture(fixtures.MockPatchObject(
+            assessors, '_recent', assessors._recent_shapes(size)))
 
     def request_shapes(self, *vcpus):
         return [assessors.assessor_for(tables.request(vcpus=n),
@@ -135,8 +140,7 @@ class PrimingTest(test_base.TestCase):
         self.assertEqual((two, one), assessors.recent_assessors())
 
     def test_only_the_most_recent_shapes_are_primed(self):
-        self.useFixture(fixtures.MockPatchObject(assessors, 'PRIMED_SHAPES',
-                                                 2))
+        self.use_recent_shapes(2)
         _, two, three = self.request_shapes(1, 2, 3)
         self.assertEqual((two, three), assessors.recent_assessors())
 
