@@ -15,7 +15,7 @@ import sys
 import time
 
 import fixtures
-import testtools
+from tests import base as test_base
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -87,7 +87,7 @@ connection = sqlite:///{folder}/collector.db
 """
 
 
-class AgentProcessTest(testtools.TestCase):
+class AgentProcessTest(test_base.TestCase):
 
     def test_sigterm_stops_the_agent_promptly_and_cleanly(self):
         agent = ServiceProcess(self, 'agent.service.cmd', AGENT_CONFIG)
@@ -100,7 +100,7 @@ class AgentProcessTest(testtools.TestCase):
         self.assertNotIn('Traceback', agent.log())
 
 
-class CollectorProcessTest(testtools.TestCase):
+class CollectorProcessTest(test_base.TestCase):
 
     def test_sigterm_stops_the_collector_promptly_and_cleanly(self):
         collector = ServiceProcess(self, 'nova_numa_policy.collector.cmd',

@@ -11,7 +11,7 @@ from nova_numa_policy.collector import actions
 from nova_numa_policy.objects import validation
 from tests import report_factory
 from tests.unit.collector import fakes
-from tests.unit import test_hostile_edges as edges
+from tests.unit import test_report_edges as edges
 
 LONE = '\ud800'
 LOW = '\udfff'

@@ -1,10 +1,10 @@
 """The libvirt reconnect backoff: 1 s, doubling, capped; never blocking."""
 
 import libvirt
-import testtools
 
 from agent.backend import connection
 from nova_numa_policy.contracts import errors
+from tests import base as test_base
 
 
 class FakeClock:
@@ -19,7 +19,7 @@ def never_opens(uri):
     raise libvirt.libvirtError('libvirtd is down')
 
 
-class ReconnectBackoffTest(testtools.TestCase):
+class ReconnectBackoffTest(test_base.TestCase):
 
     def waits(self, conn, clock, attempts):
         """The wait each failed attempt announces, trying when due."""

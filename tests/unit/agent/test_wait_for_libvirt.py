@@ -4,13 +4,13 @@ import threading
 from unittest import mock
 
 import fixtures
-import testtools
 
 from agent.service import cmd
 from nova_numa_policy.contracts import errors
+from tests import base as test_base
 
 
-class StopWhileWaitingTest(testtools.TestCase):
+class StopWhileWaitingTest(test_base.TestCase):
 
     def setUp(self):
         super().setUp()
