@@ -43,6 +43,7 @@ from nova_numa_policy.virt import metadata
 
 from agent.backend import connection
 from agent.backend import libvirt_backend
+from agent.backend import settings
 from agent.sensors import discovery
 from agent.service import manager
 from tests import fixtures as host_fixtures
@@ -159,10 +160,11 @@ class Case:
         self.conn = connection.Connection(uri)
         loops = loop_opts.DEFAULT_LOOPS + (('iopath',) if steering else ())
         host_backend = libvirt_backend.LibvirtBackend(
-            self.conn, root=root,
-            uplinks=discovery.Uplinks({'physnet1': UPLINK},
-                                      bridge_interfaces={BRIDGE: UPLINK}),
-            steering=steering, state_dir=state_dir)
+            self.conn,
+            paths=settings.HostPaths(root=root, state_dir=state_dir),
+            share=settings.HostShare(uplinks=discovery.Uplinks(
+                {'physnet1': UPLINK}, bridge_interfaces={BRIDGE: UPLINK})),
+            helpers=settings.Helpers(steering=steering))
         runner = loop_runner.Runner(
             host_backend, loop_runner.strategies(loops),
             budget=loop_runner.Budget(period_s=PERIOD_S,

@@ -14,6 +14,7 @@ import fixtures
 import testtools
 
 from agent.backend import libvirt_backend
+from agent.backend import settings
 from agent.sensors import vfstats
 from tests.unit.agent import base
 from tests.unit.agent import test_pagemove_backend as guest_files
@@ -137,8 +138,9 @@ class BackendVfTest(base.TestDriverHostTest):
         self.counters = {'ens1f0': {1: (0, 0), 0: (0, 0)}}
         self.asked = []
         self.backend = libvirt_backend.LibvirtBackend(
-            self.connection, root=self.root, clock=self.clock,
-            vf_traffic=self.vf_traffic, sleep=self.advance)
+            self.connection, paths=settings.HostPaths(root=self.root),
+            timing=settings.Timing(clock=self.clock, sleep=self.advance),
+            helpers=settings.Helpers(vf_traffic=self.vf_traffic))
 
     def advance(self, seconds):
         self.clock.now += seconds
