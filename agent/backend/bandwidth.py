@@ -14,10 +14,20 @@ from nova_numa_policy.contracts import errors
 from nova_numa_policy.contracts import locality
 
 from agent import privsep
-from agent.privsep import monitorgroups as monitor_daemon
 from agent.sensors import resctrl
 
 LOG = logging.getLogger(__name__)
+
+
+def _monitor_daemon():
+    """The monitoring daemon's entry points, imported at the first call.
+
+    Importing them makes their privsep context, which loads oslo.privsep's
+    daemon side: an agent that does not use this daemon never does.
+    """
+    from agent.privsep import monitorgroups
+
+    return monitorgroups
 
 
 class MonitorUnavailable(errors.NotEnforceable):
@@ -30,7 +40,7 @@ class MonitorGroups:
     def join(self, pid, uuid, tids):
         """Threads joined; raise NotEnforceable when they cannot."""
         try:
-            return monitor_daemon.join(pid, uuid, sorted(tids))
+            return _monitor_daemon().join(pid, uuid, sorted(tids))
         except ProcessLookupError as exc:
             raise errors.DomainGone(f'guest {uuid}: {exc}') from exc
         except (OSError, ValueError, TypeError) as exc:
@@ -44,7 +54,7 @@ class MonitorGroups:
 
     def leave(self, uuid):
         try:
-            return monitor_daemon.leave(uuid)
+            return _monitor_daemon().leave(uuid)
         except (OSError, ValueError, TypeError) + privsep.DAEMON_ERRORS as exc:
             LOG.warning('Could not remove the bandwidth monitoring group of '
                         '%s: %s', uuid, exc)

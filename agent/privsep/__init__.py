@@ -45,10 +45,11 @@ threads before Linux 6.4 and QEMU's threads from 6.4 on; restricting a
 thread of another user takes ``CAP_SYS_NICE``. So it runs as root with
 that one capability.
 
-Importing this package registers no option and reads no file: each
-context is made when first named (``privsep.pages``), and the QEMU
-account its daemon defaults to is looked up when its options are first
-read (:class:`QemuAccountContext`).
+Importing this package registers no option, reads no file and loads
+nothing of oslo.privsep's daemon side (eventlet among it): each context
+is made when first named (``privsep.pages``), with, for the daemons of
+QEMU's account, the account looked up then (:func:`qemu_account`). An
+agent that starts no daemon never makes one.
 """
 
 import grp
@@ -60,8 +61,6 @@ import threading
 
 from oslo_config import cfg
 from oslo_privsep import capabilities
-from oslo_privsep import daemon as privsep_daemon
-from oslo_privsep import priv_context
 
 from agent.privsep import trust
 
@@ -92,12 +91,10 @@ SAMPLER_SECTION = 'numa_policy_sampler'
 SAMPLER_CAPABILITIES = (capabilities.CAP_PERFMON,)
 STEERING_SECTION = 'numa_policy_steering'
 STEERING_CAPABILITIES = (capabilities.CAP_SYS_NICE,)
-
-# What a call raises when its daemon did not start (sudo or rootwrap not
-# set up, privileges not dropped) or its channel broke: no entry point's
-# own refusal.
-DAEMON_ERRORS = (privsep_daemon.FailedToDropPrivileges,
-                 privsep_daemon.ProtocolError)
+# The daemons that run as QEMU's account, and so must not serve as root
+# unless asked; the monitor and steering daemons are root by design (the
+# files they write are root's).
+QEMU_ACCOUNT_SECTIONS = (SECTION, SAMPLER_SECTION)
 
 _SETTING = re.compile(r'^\s*(user|group)\s*=\s*"([^"]*)"\s*$')
 
@@ -146,26 +143,6 @@ def qemu_account(qemu_conf=QEMU_CONF, accounts=DISTRIBUTION_ACCOUNTS):
     return user, group
 
 
-class QemuAccountContext(priv_context.PrivContext):
-    """A context whose daemon runs as QEMU's account unless told otherwise.
-
-    oslo.privsep's daemon reads ``user`` and ``group`` through
-    :attr:`conf` before it drops privileges; their defaults are QEMU's
-    account (:func:`qemu_account`), looked up there, at the first read,
-    rather than when the context is made.
-    """
-
-    _lock = threading.Lock()
-
-    @property
-    def conf(self):
-        with self._lock:
-            if not getattr(self, '_account_defaults_set', False):
-                _default_to_qemu_account(self.cfg_section)
-                self._account_defaults_set = True
-        return super().conf
-
-
 def _default_to_qemu_account(section):
     user, group = qemu_account()
     if user is not None:
@@ -174,33 +151,60 @@ def _default_to_qemu_account(section):
         cfg.CONF.set_default('group', group, group=section)
 
 
-# The contexts by the name this package gives them: (kind, section,
+# The contexts by the name this package gives them: (section,
 # capabilities). The names are part of the privileged command line that
 # sudoers rules admit (``--privsep_context agent.privsep.pages``).
 _CONTEXTS = {
-    'pages': (QemuAccountContext, SECTION, CAPABILITIES),
-    'monitor': (priv_context.PrivContext, MONITOR_SECTION, ()),
-    'sampler': (QemuAccountContext, SAMPLER_SECTION, SAMPLER_CAPABILITIES),
-    'steering': (priv_context.PrivContext, STEERING_SECTION,
-                 STEERING_CAPABILITIES),
+    'pages': (SECTION, CAPABILITIES),
+    'monitor': (MONITOR_SECTION, ()),
+    'sampler': (SAMPLER_SECTION, SAMPLER_CAPABILITIES),
+    'steering': (STEERING_SECTION, STEERING_CAPABILITIES),
 }
 _made = {}
 _making = threading.Lock()
 
 
 def __getattr__(name):
-    """Make a context when first named: a context registers its options."""
+    """A context, made when first named; or :data:`DAEMON_ERRORS`."""
+    if name == 'DAEMON_ERRORS':
+        return _daemon_errors()
     if name not in _CONTEXTS:
         raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
     with _making:
         if name not in _made:
-            kind, section, caps = _CONTEXTS[name]
-            _made[name] = kind('agent', cfg_section=section,
-                               pypath=f'{__name__}.{name}',
-                               capabilities=caps)
-            if section == SECTION:
-                register_opts()
+            _made[name] = _make_context(name, *_CONTEXTS[name])
     return _made[name]
+
+
+def _make_context(name, section, caps):
+    """The context ``name``, its options registered and defaulted.
+
+    oslo.privsep's daemon reads ``user`` and ``group`` before it drops
+    privileges, after it made the context: the daemons of QEMU's account
+    find their defaults there.
+    """
+    from oslo_privsep import priv_context
+
+    context = priv_context.PrivContext('agent', cfg_section=section,
+                                       pypath=f'{__name__}.{name}',
+                                       capabilities=caps)
+    if section == SECTION:
+        register_opts()
+    if section in QEMU_ACCOUNT_SECTIONS:
+        _default_to_qemu_account(section)
+    return context
+
+
+def _daemon_errors():
+    """What a call raises when its daemon did not start or its channel broke.
+
+    sudo or rootwrap not set up, privileges not dropped: no entry point's
+    own refusal. Named only in ``except`` clauses, so it is read (and
+    oslo.privsep's daemon side loaded) only once a call raised.
+    """
+    from oslo_privsep import daemon
+
+    return daemon.FailedToDropPrivileges, daemon.ProtocolError
 
 
 def check_not_root(section=SECTION):
@@ -217,7 +221,7 @@ def check_not_root(section=SECTION):
 
 
 def _context_of(section):
-    name = next(n for n, (_, s, _) in _CONTEXTS.items() if s == section)
+    name = next(n for n, (s, _) in _CONTEXTS.items() if s == section)
     return __getattr__(name)
 
 
@@ -261,10 +265,6 @@ def guest_pid_dir():
     return cfg.CONF[SECTION].guest_pid_dir
 
 
-# The daemons that run as QEMU's account, and so must not serve as root
-# unless asked; the monitor and steering daemons are root by design (the
-# files they write are root's).
-QEMU_ACCOUNT_SECTIONS = (SECTION, SAMPLER_SECTION)
 # The guest pid directory per daemon section, once that daemon's own
 # checks passed: a daemon's configuration does not change after it
 # starts, and reading options costs more than a page move's own checks.
