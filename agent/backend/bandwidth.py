@@ -20,14 +20,8 @@ LOG = logging.getLogger(__name__)
 
 
 def _monitor_daemon():
-    """The monitoring daemon's entry points, imported at the first call.
-
-    Importing them makes their privsep context, which loads oslo.privsep's
-    daemon side: an agent that does not use this daemon never does.
-    """
-    from agent.privsep import monitorgroups
-
-    return monitorgroups
+    # Imported at the first call: see agent.privsep.entry_points.
+    return privsep.entry_points('monitorgroups')
 
 
 class MonitorUnavailable(errors.NotEnforceable):

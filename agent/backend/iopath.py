@@ -41,14 +41,8 @@ BALANCER_RESCAN = 60.0
 
 
 def _steering_daemon():
-    """The steering daemon's entry points, imported at the first call.
-
-    Importing them makes their privsep context, which loads oslo.privsep's
-    daemon side: an agent that does not use this daemon never does.
-    """
-    from agent.privsep import irqs
-
-    return irqs
+    # Imported at the first call: see agent.privsep.entry_points.
+    return privsep.entry_points('irqs')
 
 
 class IrqGone(errors.NotEnforceable):

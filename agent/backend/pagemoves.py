@@ -22,14 +22,8 @@ LOG = logging.getLogger(__name__)
 
 
 def _page_daemon():
-    """The page daemon's entry points, imported at the first call.
-
-    Importing them makes their privsep context, which loads oslo.privsep's
-    daemon side: an agent that does not use this daemon never does.
-    """
-    from agent.privsep import pagemover
-
-    return pagemover
+    # Imported at the first call: see agent.privsep.entry_points.
+    return privsep.entry_points('pagemover')
 
 
 class ProcessGone(errors.DomainGone):

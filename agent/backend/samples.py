@@ -21,14 +21,8 @@ LOST_WARNING = 0.1
 
 
 def _host_sampling():
-    """The sampling daemon's entry points, imported at the first call.
-
-    Importing them makes their privsep context, which loads oslo.privsep's
-    daemon side: an agent that does not use this daemon never does.
-    """
-    from agent.privsep import hwsampling
-
-    return hwsampling
+    # Imported at the first call: see agent.privsep.entry_points.
+    return privsep.entry_points('hwsampling')
 
 
 class Daemon:

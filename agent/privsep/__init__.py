@@ -53,6 +53,7 @@ agent that starts no daemon never makes one.
 """
 
 import grp
+import importlib
 import os
 import pwd
 import re
@@ -205,6 +206,15 @@ def _daemon_errors():
     from oslo_privsep import daemon
 
     return daemon.FailedToDropPrivileges, daemon.ProtocolError
+
+
+def entry_points(module):
+    """The entry points of ``agent.privsep.<module>``, imported at first use.
+
+    Importing them makes their context, which loads oslo.privsep's daemon
+    side: an agent that does not use that daemon never does.
+    """
+    return importlib.import_module(f'{__name__}.{module}')
 
 
 def check_not_root(section=SECTION):

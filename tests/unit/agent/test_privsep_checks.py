@@ -7,6 +7,7 @@ pid; importing the package does neither, nor registers any option.
 """
 
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -62,13 +63,12 @@ class CheckedPidDirTest(testtools.TestCase):
             self.useFixture(_Override(section, 'user', None))
 
     def written_by_others(self):
-        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
-                            'evil.conf')
-        with open(path, 'w') as f:
-            f.write('[numa_policy_privileged]\nuser = root\n')
-        os.chmod(path, 0o666)
+        """A configuration file anyone may write, as the daemon's."""
+        conf = pathlib.Path(self.useFixture(fixtures.TempDir()).path, 'c')
+        conf.write_text('[numa_policy_privileged]\nuser = root\n')
+        conf.chmod(0o666)
         self.useFixture(fixtures.MonkeyPatch(
-            'agent.privsep._read_configuration', lambda: [path]))
+            'agent.privsep._read_configuration', lambda: [str(conf)]))
 
     def test_only_the_daemons_of_qemus_account_refuse_root(self):
         for section in (privsep.SECTION, privsep.SAMPLER_SECTION):
