@@ -14,10 +14,14 @@ from nova_numa_policy.contracts import errors
 from nova_numa_policy.contracts import locality
 
 from agent import privsep
-from agent.privsep import monitorgroups as monitor_daemon
 from agent.sensors import resctrl
 
 LOG = logging.getLogger(__name__)
+
+
+def _monitor_daemon():
+    # Imported at the first call: see agent.privsep.entry_points.
+    return privsep.entry_points('monitorgroups')
 
 
 class MonitorUnavailable(errors.NotEnforceable):
@@ -30,7 +34,7 @@ class MonitorGroups:
     def join(self, pid, uuid, tids):
         """Threads joined; raise NotEnforceable when they cannot."""
         try:
-            return monitor_daemon.join(pid, uuid, sorted(tids))
+            return _monitor_daemon().join(pid, uuid, sorted(tids))
         except ProcessLookupError as exc:
             raise errors.DomainGone(f'guest {uuid}: {exc}') from exc
         except (OSError, ValueError, TypeError) as exc:
@@ -44,7 +48,7 @@ class MonitorGroups:
 
     def leave(self, uuid):
         try:
-            return monitor_daemon.leave(uuid)
+            return _monitor_daemon().leave(uuid)
         except (OSError, ValueError, TypeError) + privsep.DAEMON_ERRORS as exc:
             LOG.warning('Could not remove the bandwidth monitoring group of '
                         '%s: %s', uuid, exc)

@@ -59,3 +59,11 @@ def emulator_affinity(dom):
     emulator = cpus_from_map(dom.emulatorPinInfo(
         libvirt.VIR_DOMAIN_AFFECT_LIVE) or ())
     return emulator.union(*(cpus for _, cpus in io_threads(dom)))
+
+
+def call(connection, what, func, *args):
+    """``func(*args)``, a libvirt error translated (:func:`translate`)."""
+    try:
+        return func(*args)
+    except libvirt.libvirtError as exc:
+        raise translate(connection, exc, what)

@@ -24,7 +24,6 @@ from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import errors
 
 from agent import privsep
-from agent.privsep import irqs as steering_daemon
 from agent.sensors import guestio
 from agent.sensors import irqbalance
 from agent.sensors import irqs as irq_sensor
@@ -40,6 +39,11 @@ RECORD_VERSION = 1
 # per process on the host. The daemon checks again before each steer,
 # so an irqbalance started meanwhile is never steered against.
 BALANCER_RESCAN = 60.0
+
+
+def _steering_daemon():
+    # Imported at the first call: see agent.privsep.entry_points.
+    return privsep.entry_points('irqs')
 
 
 class IrqGone(errors.NotEnforceable):
@@ -68,7 +72,7 @@ class Steering:
         """(affinity, effective, whether irqbalance had banned it before)."""
         what = f'steer IRQ {irq} of {nic}'
         try:
-            affinity, effective, was_banned = steering_daemon.steer(
+            affinity, effective, was_banned = _steering_daemon().steer(
                 nic, irq, sorted(cpus), banned)
         except privsep.DAEMON_ERRORS as exc:
             raise SteeringUnavailable(
@@ -80,15 +84,15 @@ class Steering:
     def balancer_state(self):
         """Why irqbalance cannot be told to leave IRQs alone, or None."""
         try:
-            return steering_daemon.balancer_state()
+            return _steering_daemon().balancer_state()
         except privsep.DAEMON_ERRORS + (OSError,) as exc:
             return f'the steering daemon cannot ask irqbalance: {exc}'
 
     def pin_threads(self, uuid, pid, tids, cpus):
         what = f'pin the vhost workers of {uuid}'
         try:
-            return steering_daemon.pin_threads(pid, sorted(tids),
-                                               sorted(cpus))
+            return _steering_daemon().pin_threads(pid, sorted(tids),
+                                                  sorted(cpus))
         except privsep.DAEMON_ERRORS as exc:
             raise SteeringUnavailable(
                 f'{what}: the steering daemon is unavailable: {exc}') from exc

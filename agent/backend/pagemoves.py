@@ -17,10 +17,14 @@ from nova_numa_policy.contracts import errors
 
 from agent.backend import pageplan
 from agent import privsep
-from agent.privsep import pagemover as page_daemon
 from agent.sensors import numamaps
 
 LOG = logging.getLogger(__name__)
+
+
+def _page_daemon():
+    # Imported at the first call: see agent.privsep.entry_points.
+    return privsep.entry_points('pagemover')
 
 
 class ProcessGone(errors.DomainGone):
@@ -82,17 +86,17 @@ class PageMover:
         self.batch_pages = batch_pages
 
     def supported(self):
-        return page_daemon.supported()
+        return _page_daemon().supported()
 
     def numa_maps(self, pid):
         try:
-            return page_daemon.read_numa_maps(pid)
+            return _page_daemon().read_numa_maps(pid)
         except privsep.DAEMON_ERRORS as exc:
             raise _daemon_error(exc) from exc
 
     def mappings(self, pid):
         try:
-            maps, numa_maps = page_daemon.read_mappings(pid)
+            maps, numa_maps = _page_daemon().read_mappings(pid)
         except PermissionError as exc:
             if exc.errno is None:
                 raise _translate(exc, pid, None) from exc
@@ -129,7 +133,7 @@ class PageMover:
             if moved >= pages:
                 break
             if window.select:
-                nodes = page_daemon.page_nodes(
+                nodes = _page_daemon().page_nodes(
                     pid, window.start, window.count, window.page_size)
                 skipped += hinted(nodes)
                 chosen = pageplan.select(window.addresses(), nodes, source,
@@ -137,12 +141,12 @@ class PageMover:
                 calls += 1
                 if not chosen:
                     continue
-                not_moved, status = page_daemon.move_addresses(
+                not_moved, status = _page_daemon().move_addresses(
                     pid, chosen, target)
                 hints = hinted(status)
                 moved += len(chosen) - not_moved - hints
             else:
-                not_moved, status = page_daemon.move_window(
+                not_moved, status = _page_daemon().move_window(
                     pid, window.start, window.count, window.page_size,
                     target)
                 # Pages already on the target report it too, so the count

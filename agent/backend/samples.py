@@ -11,7 +11,6 @@ from oslo_log import log as logging
 from nova_numa_policy.contracts import locality
 
 from agent import privsep
-from agent.privsep import hwsampling as host_sampling
 from agent.sensors import perfsamples
 
 LOG = logging.getLogger(__name__)
@@ -21,12 +20,22 @@ LOG = logging.getLogger(__name__)
 LOST_WARNING = 0.1
 
 
+def _host_sampling():
+    # Imported at the first call: see agent.privsep.entry_points.
+    return privsep.entry_points('hwsampling')
+
+
 class Daemon:
     """The entry points, as :class:`GuestSamples` calls them."""
 
-    start = staticmethod(host_sampling.start)
-    drain = staticmethod(host_sampling.drain)
-    stop = staticmethod(host_sampling.stop)
+    def start(self, period):
+        return _host_sampling().start(period)
+
+    def drain(self, guests):
+        return _host_sampling().drain(guests)
+
+    def stop(self):
+        return _host_sampling().stop()
 
 
 class GuestSamples:
@@ -55,7 +64,7 @@ class GuestSamples:
         if self._broken:
             return self._broken + '; restart the agent once fixed'
         if self._lacks == ():
-            self._lacks = host_sampling.missing(self._root)
+            self._lacks = _host_sampling().missing(self._root)
         return self._lacks
 
     def collect(self, guests):

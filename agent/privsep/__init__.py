@@ -44,18 +44,24 @@ a guest's vhost workers to CPUs. Those workers are root's kernel
 threads before Linux 6.4 and QEMU's threads from 6.4 on; restricting a
 thread of another user takes ``CAP_SYS_NICE``. So it runs as root with
 that one capability.
+
+Importing this package registers no option, reads no file and loads
+nothing of oslo.privsep's daemon side (eventlet among it): each context
+is made when first named (``privsep.pages``), with, for the daemons of
+QEMU's account, the account looked up then (:func:`qemu_account`). An
+agent that starts no daemon never makes one.
 """
 
 import grp
+import importlib
 import os
 import pwd
 import re
 import stat
+import threading
 
 from oslo_config import cfg
 from oslo_privsep import capabilities
-from oslo_privsep import daemon as privsep_daemon
-from oslo_privsep import priv_context
 
 from agent.privsep import trust
 
@@ -80,48 +86,23 @@ one else.
 '''),
 ]
 
-pages = priv_context.PrivContext(
-    'agent',
-    cfg_section=SECTION,
-    pypath=__name__ + '.pages',
-    capabilities=CAPABILITIES,
-)
-cfg.CONF.register_opts(OPTS, group=SECTION)
-
 MONITOR_SECTION = 'numa_policy_monitor'
-monitor = priv_context.PrivContext(
-    'agent',
-    cfg_section=MONITOR_SECTION,
-    pypath=__name__ + '.monitor',
-    capabilities=(),
-)
-
 SAMPLER_SECTION = 'numa_policy_sampler'
 # CAP_PERFMON (Linux 5.8): oslo.privsep names it from 3.0 on.
 SAMPLER_CAPABILITIES = (capabilities.CAP_PERFMON,)
-sampler = priv_context.PrivContext(
-    'agent',
-    cfg_section=SAMPLER_SECTION,
-    pypath=__name__ + '.sampler',
-    capabilities=SAMPLER_CAPABILITIES,
-)
-
 STEERING_SECTION = 'numa_policy_steering'
 STEERING_CAPABILITIES = (capabilities.CAP_SYS_NICE,)
-steering = priv_context.PrivContext(
-    'agent',
-    cfg_section=STEERING_SECTION,
-    pypath=__name__ + '.steering',
-    capabilities=STEERING_CAPABILITIES,
-)
-
-# What a call raises when its daemon did not start (sudo or rootwrap not
-# set up, privileges not dropped) or its channel broke: no entry point's
-# own refusal.
-DAEMON_ERRORS = (privsep_daemon.FailedToDropPrivileges,
-                 privsep_daemon.ProtocolError)
+# The daemons that run as QEMU's account, and so must not serve as root
+# unless asked; the monitor and steering daemons are root by design (the
+# files they write are root's).
+QEMU_ACCOUNT_SECTIONS = (SECTION, SAMPLER_SECTION)
 
 _SETTING = re.compile(r'^\s*(user|group)\s*=\s*"([^"]*)"\s*$')
+
+
+def register_opts(conf=cfg.CONF):
+    """Register ``guest_pid_dir``, which every daemon reads (idempotent)."""
+    conf.register_opts(OPTS, group=SECTION)
 
 
 def _qemu_conf_settings(path):
@@ -163,16 +144,77 @@ def qemu_account(qemu_conf=QEMU_CONF, accounts=DISTRIBUTION_ACCOUNTS):
     return user, group
 
 
-def _set_account_defaults():
+def _default_to_qemu_account(section):
     user, group = qemu_account()
-    for section in (SECTION, SAMPLER_SECTION):
-        if user is not None:
-            cfg.CONF.set_default('user', user, group=section)
-        if group is not None:
-            cfg.CONF.set_default('group', group, group=section)
+    if user is not None:
+        cfg.CONF.set_default('user', user, group=section)
+    if group is not None:
+        cfg.CONF.set_default('group', group, group=section)
 
 
-_set_account_defaults()
+# The contexts by the name this package gives them: (section,
+# capabilities). The names are part of the privileged command line that
+# sudoers rules admit (``--privsep_context agent.privsep.pages``).
+_CONTEXTS = {
+    'pages': (SECTION, CAPABILITIES),
+    'monitor': (MONITOR_SECTION, ()),
+    'sampler': (SAMPLER_SECTION, SAMPLER_CAPABILITIES),
+    'steering': (STEERING_SECTION, STEERING_CAPABILITIES),
+}
+_made = {}
+_making = threading.Lock()
+
+
+def __getattr__(name):
+    """A context, made when first named; or :data:`DAEMON_ERRORS`."""
+    if name == 'DAEMON_ERRORS':
+        return _daemon_errors()
+    if name not in _CONTEXTS:
+        raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+    with _making:
+        if name not in _made:
+            _made[name] = _make_context(name, *_CONTEXTS[name])
+    return _made[name]
+
+
+def _make_context(name, section, caps):
+    """The context ``name``, its options registered and defaulted.
+
+    oslo.privsep's daemon reads ``user`` and ``group`` before it drops
+    privileges, after it made the context: the daemons of QEMU's account
+    find their defaults there.
+    """
+    from oslo_privsep import priv_context
+
+    context = priv_context.PrivContext('agent', cfg_section=section,
+                                       pypath=f'{__name__}.{name}',
+                                       capabilities=caps)
+    if section == SECTION:
+        register_opts()
+    if section in QEMU_ACCOUNT_SECTIONS:
+        _default_to_qemu_account(section)
+    return context
+
+
+def _daemon_errors():
+    """What a call raises when its daemon did not start or its channel broke.
+
+    sudo or rootwrap not set up, privileges not dropped: no entry point's
+    own refusal. Named only in ``except`` clauses, so it is read (and
+    oslo.privsep's daemon side loaded) only once a call raised.
+    """
+    from oslo_privsep import daemon
+
+    return daemon.FailedToDropPrivileges, daemon.ProtocolError
+
+
+def entry_points(module):
+    """The entry points of ``agent.privsep.<module>``, imported at first use.
+
+    Importing them makes their context, which loads oslo.privsep's daemon
+    side: an agent that does not use that daemon never does.
+    """
+    return importlib.import_module(f'{__name__}.{module}')
 
 
 def check_not_root(section=SECTION):
@@ -181,10 +223,16 @@ def check_not_root(section=SECTION):
     Without a QEMU account to default to, the daemon would stay root:
     better no page moves (or samples) than a root daemon nobody chose.
     """
-    if os.geteuid() == 0 and cfg.CONF[section].user != ROOT:
+    context = _context_of(section)
+    if os.geteuid() == 0 and context.conf.user != ROOT:
         raise PermissionError(
             f'the privileged daemon runs as root: set [{section}] user and '
             f'group to the account QEMU runs as (or user = root to mean it)')
+
+
+def _context_of(section):
+    name = next(n for n, (s, _) in _CONTEXTS.items() if s == section)
+    return __getattr__(name)
 
 
 def _writable_by_others(path):
@@ -223,76 +271,45 @@ def check_configuration():
 
 
 def guest_pid_dir():
+    register_opts()
     return cfg.CONF[SECTION].guest_pid_dir
 
 
-# The guest pid directory, once the daemon's own checks passed: a
-# daemon's configuration does not change after it starts, and reading
-# options costs more than a page move's own checks.
-_checked_pid_dir = None
+# The guest pid directory per daemon section, once that daemon's own
+# checks passed: a daemon's configuration does not change after it
+# starts, and reading options costs more than a page move's own checks.
+_checked_pid_dirs = {}
 
 
-def checked_pid_dir():
-    """Check the daemon itself (once), then give its guest pid directory."""
-    global _checked_pid_dir
-    if _checked_pid_dir is None:
-        check_not_root()
-        check_configuration()
-        _checked_pid_dir = guest_pid_dir()
-    return _checked_pid_dir
+def checked_pid_dir(section=SECTION):
+    """Check the daemon of ``section`` (once); give the guest pid directory.
 
-
-def checked_monitor_pid_dir():
-    """As :func:`checked_pid_dir`, for the monitor daemon: root by design.
-
-    Its configuration must still be root's alone, and it finds guests in
-    the same pid directory as the page daemon.
+    Every daemon finds guests in the same directory. Every daemon's
+    configuration must be root's alone (:func:`check_configuration`); a
+    daemon of QEMU's account also refuses to serve as root unless asked
+    (:func:`check_not_root`).
     """
-    global _checked_monitor_pid_dir
-    if _checked_monitor_pid_dir is None:
+    pid_dir = _checked_pid_dirs.get(section)
+    if pid_dir is None:
+        if section in QEMU_ACCOUNT_SECTIONS:
+            check_not_root(section)
         check_configuration()
-        _checked_monitor_pid_dir = guest_pid_dir()
-    return _checked_monitor_pid_dir
+        pid_dir = _checked_pid_dirs[section] = guest_pid_dir()
+    return pid_dir
 
 
-_checked_monitor_pid_dir = None
+def checked_guest(pid, section=SECTION):
+    """The checked :class:`trust.Guest` of ``pid``, in ``section``'s daemon.
 
-
-def checked_sampler_pid_dir():
-    """As :func:`checked_pid_dir`, for the sampling daemon."""
-    global _checked_sampler_pid_dir
-    if _checked_sampler_pid_dir is None:
-        check_not_root(SAMPLER_SECTION)
-        check_configuration()
-        _checked_sampler_pid_dir = guest_pid_dir()
-    return _checked_sampler_pid_dir
-
-
-_checked_sampler_pid_dir = None
-
-
-def checked_steering_pid_dir():
-    """As :func:`checked_monitor_pid_dir`, for the steering daemon.
-
-    Root by design too (the files it writes are root's); its
-    configuration must be root's alone.
+    Raises if the daemon (:func:`checked_pid_dir`) or the pid
+    (:class:`trust.Guest`) is not to be trusted.
     """
-    global _checked_steering_pid_dir
-    if _checked_steering_pid_dir is None:
-        check_configuration()
-        _checked_steering_pid_dir = guest_pid_dir()
-    return _checked_steering_pid_dir
-
-
-_checked_steering_pid_dir = None
+    return guests.get(pid, checked_pid_dir(section))
 
 
 def forget_checks():
     """Check again at the next call (tests change the configuration)."""
-    global _checked_pid_dir, _checked_monitor_pid_dir
-    global _checked_sampler_pid_dir, _checked_steering_pid_dir
-    _checked_pid_dir = _checked_monitor_pid_dir = None
-    _checked_sampler_pid_dir = _checked_steering_pid_dir = None
+    _checked_pid_dirs.clear()
     guests.clear()
 
 

@@ -160,7 +160,7 @@ def start(period):
     """
     global _host
     period = trust.integer(period, 'sample period', MIN_PERIOD, MAX_PERIOD)
-    privsep.checked_sampler_pid_dir()
+    privsep.checked_pid_dir(privsep.SAMPLER_SECTION)
     why = missing(ROOT)
     if why:
         raise OSError(errno.ENODEV, why)
@@ -192,7 +192,7 @@ def _threads_of(pid, uuid, tids):
     Raises when ``pid`` is not that guest. A thread id that is not one of
     its threads is left out: its samples are not the caller's to see.
     """
-    guest = privsep.guests.get(pid, privsep.checked_sampler_pid_dir())
+    guest = privsep.checked_guest(pid, privsep.SAMPLER_SECTION)
     if not trust.carries_uuid(guest.read_bytes('cmdline'), uuid):
         raise trust.NotAGuest(f'process {guest.pid} is not guest {uuid}')
     own = []

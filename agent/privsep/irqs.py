@@ -174,7 +174,7 @@ def steer(nic, irq, cpus, banned):
     lists, and whether irqbalance had banned the IRQ before the call
     (None when it was not asked).
     """
-    privsep.checked_steering_pid_dir()
+    privsep.checked_pid_dir(privsep.STEERING_SECTION)
     nic_irq(nic, irq)
     if banned is not None and type(banned) is not bool:
         raise TypeError('banned must be a bool or None')
@@ -192,7 +192,7 @@ def balancer_state():
 
     None also when no irqbalance runs.
     """
-    privsep.checked_steering_pid_dir()
+    privsep.checked_pid_dir(privsep.STEERING_SECTION)
     try:
         for path in _balancer_sockets(ROOT):
             if not irqbalance.is_setup_reply(_talk(path, 'setup')):
@@ -230,7 +230,7 @@ def pin_threads(pid, tids, cpus):
 
     Returns each tid's CPUs as read back, ``{tid: sorted list}``.
     """
-    guest = privsep.guests.get(pid, privsep.checked_steering_pid_dir())
+    guest = privsep.checked_guest(pid, privsep.STEERING_SECTION)
     tids = trust.thread_ids(tids)
     cpus = cpu_list(cpus)
     for tid in tids:

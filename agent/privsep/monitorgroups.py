@@ -152,7 +152,7 @@ def join(pid, uuid, tids):
     """
     uuid = trust.instance_uuid(uuid)
     tids = trust.thread_ids(tids)
-    guest = privsep.guests.get(pid, privsep.checked_monitor_pid_dir())
+    guest = privsep.checked_guest(pid, privsep.MONITOR_SECTION)
     if not trust.carries_uuid(guest.read_bytes('cmdline'), uuid):
         raise trust.NotAGuest(f'process {guest.pid} is not guest {uuid}')
     group = resctrl.group_name(uuid)
@@ -180,7 +180,7 @@ def join(pid, uuid, tids):
 def leave(uuid):
     """Remove the guest's group; its threads go back to the default one."""
     group = resctrl.group_name(trust.instance_uuid(uuid))
-    privsep.checked_monitor_pid_dir()
+    privsep.checked_pid_dir(privsep.MONITOR_SECTION)
     mon_groups = _mon_groups()
     try:
         os.rmdir(group, dir_fd=mon_groups)

@@ -104,7 +104,7 @@ def _window(start, count, page_size):
 
 def _guest(pid):
     """The checked guest process ``pid``, in the daemon (its trust)."""
-    return privsep.guests.get(pid, privsep.checked_pid_dir())
+    return privsep.checked_guest(pid)
 
 
 def _window_of(start, count, page_size):

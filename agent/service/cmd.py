@@ -46,6 +46,7 @@ from agent.backend import libvirt_backend
 from agent.backend import observation
 from agent.backend import pagemoves
 from agent.backend import samples
+from agent.backend import settings
 from agent.sensors import discovery
 from agent.sensors import ovs
 from agent.service import manager
@@ -160,6 +161,18 @@ def uplink_finder(conf):
     return lambda: sriov() + reader.uplinks()
 
 
+def helpers(opts):
+    """The privileged daemons' clients the agent's options turn on."""
+    return settings.Helpers(
+        page_mover=pagemoves.PageMover() if opts.page_migration else None,
+        monitor_groups=(bandwidth.MonitorGroups()
+                        if opts.bandwidth_monitoring else None),
+        guest_samples=(samples.GuestSamples(
+            opts.sysfs_root, opts.hardware_sample_period)
+            if opts.hardware_sampling else None),
+        steering=iopath.Steering() if opts.io_path_steering else None)
+
+
 def build_agent(conf, sender=None, opener=None):
     """An Agent wired to libvirt and sysfs from ``conf``."""
     opts = conf.numa_policy_agent
@@ -172,25 +185,23 @@ def build_agent(conf, sender=None, opener=None):
         max_delay=opts.max_reconnect_interval,
         **({'opener': opener} if opener else {}))
     host_backend = libvirt_backend.LibvirtBackend(
-        conn, root=opts.sysfs_root, uplinks=discovery.Uplinks(
-            physnet_interfaces=opts.physnet_interfaces,
-            bridge_interfaces=opts.bridge_interfaces,
-            physnet_numa_nodes=physnet_numa_nodes(conf),
-            find=uplink_finder(conf),
-            file=conf.numa_policy.uplinks_file or None),
-        page_mover=pagemoves.PageMover() if opts.page_migration else None,
-        monitor_groups=(bandwidth.MonitorGroups()
-                        if opts.bandwidth_monitoring else None),
-        guest_samples=(samples.GuestSamples(
-            opts.sysfs_root, opts.hardware_sample_period)
-            if opts.hardware_sampling else None),
-        pid_dir=opts.qemu_pid_dir.lstrip('/'),
-        agent_scope=scope.Scope.from_conf(opts),
-        cpu_partition=cpu_partition(conf),
-        steering=iopath.Steering() if opts.io_path_steering else None,
-        state_dir=opts.state_dir,
-        numa_maps_bound=observation.NumaMapsBound(observation.budget_for(
-            opts.period, opts.numa_maps_core_share)))
+        conn,
+        paths=settings.HostPaths(root=opts.sysfs_root,
+                                 pid_dir=opts.qemu_pid_dir.lstrip('/'),
+                                 state_dir=opts.state_dir),
+        timing=settings.Timing(numa_maps_bound=observation.NumaMapsBound(
+            observation.budget_for(opts.period,
+                                   opts.numa_maps_core_share))),
+        share=settings.HostShare(
+            agent_scope=scope.Scope.from_conf(opts),
+            cpu_partition=cpu_partition(conf),
+            uplinks=discovery.Uplinks(
+                physnet_interfaces=opts.physnet_interfaces,
+                bridge_interfaces=opts.bridge_interfaces,
+                physnet_numa_nodes=physnet_numa_nodes(conf),
+                find=uplink_finder(conf),
+                file=conf.numa_policy.uplinks_file or None)),
+        helpers=helpers(opts))
     runner = rebalance.build_runner(
         host_backend, conf.numa_policy_loops, opts.period,
         dry_run=opts.dry_run, max_actions=opts.max_actions_per_period)

@@ -1,10 +1,10 @@
-"""Options of the ``[numa_policy_loops]`` group that hold for every loop.
+"""Every option of the ``[numa_policy_loops]`` group, in one place.
 
-Which loops run, the dry run, the pin count, the budgets and the
-do-no-harm guard. Each loop declares its own thresholds in its module
-(``OPTS`` of :mod:`nova_numa_policy.loops.carrefour` and the others),
-listed and registered in this same group through
-:mod:`nova_numa_policy.loops.options`;
+``OPTS`` hold for every loop: which loops run, the dry run, the pin
+count, the budgets and the do-no-harm guard. Each loop's own thresholds
+follow (``CARREFOUR_OPTS`` and the others); each loop module names its
+list as its ``OPTS``, and :mod:`nova_numa_policy.loops.options` lists
+and registers them in this same group, in the order the loops run;
 :func:`nova_numa_policy.loops.settings.build_configs` turns the group
 into the loops' ``Config`` dataclasses, the runner's ``Budget`` and the
 do-no-harm guard's ``Config``.
@@ -70,6 +70,102 @@ OPTS = [
         'do_no_harm_tolerance', default=0.01, min=0.0, max=1.0,
         help=_help('Slowdown of a guest beyond which the guard protects it.',
                    'A fraction between 0 and 1.', '``do_no_harm_guard``.')),
+]
+
+
+# carrefour's thresholds (nova_numa_policy.loops.carrefour).
+CARREFOUR_OPTS = [
+    cfg.FloatOpt(
+        'carrefour_mc_imbalance', default=0.35, min=0.0,
+        help=_help('Relative std deviation of a guest\'s accesses over its '
+                   'nodes above which Carrefour spreads its hot pages '
+                   '(memory controllers imbalanced).',
+                   'A fraction, 0.35 is the published Carrefour value.',
+                   '``carrefour_min_local_ratio``.')),
+    cfg.FloatOpt(
+        'carrefour_min_local_ratio', default=0.80, min=0.0, max=1.0,
+        help=_help('Share of local accesses below which Carrefour moves '
+                   'pages to the vCPUs\' node (interconnect bottleneck).',
+                   'A fraction between 0 and 1.',
+                   '``carrefour_mc_imbalance``.')),
+    cfg.FloatOpt(
+        'carrefour_min_accesses_per_us', default=50.0, min=0.0,
+        help=_help('Memory accesses per microsecond below which a guest is '
+                   'not memory-bound and Carrefour leaves it alone.',
+                   'A non-negative rate.')),
+    cfg.IntOpt(
+        'carrefour_min_samples', default=256, min=1,
+        help=_help('Sampled accesses (the kernel\'s NUMA hinting faults, in '
+                   'pages) below which Carrefour leaves a guest alone: too '
+                   'few samples say nothing of where its accesses go. '
+                   'Used instead of ``carrefour_min_accesses_per_us`` on '
+                   'hosts whose signal is sampled.',
+                   'A positive count.',
+                   '``carrefour_min_accesses_per_us``.')),
+]
+
+# brm's thresholds (nova_numa_policy.loops.brm).
+BRM_OPTS = [
+    cfg.FloatOpt(
+        'brm_ewma_old_weight', default=7.0 / 8.0, min=0.0, max=1.0,
+        help=_help('Weight of the old value in BRM\'s per-node penalty '
+                   'EWMA (seed 001: 7/8).', 'A fraction between 0 and 1.')),
+    cfg.IntOpt(
+        'brm_probability_step', default=25, min=1, max=100,
+        help=_help('Points BRM\'s migration probability (0-100) moves per '
+                   'period.', 'An integer between 1 and 100.',
+                   '``[numa_policy_agent] period``.')),
+    cfg.IntOpt(
+        'brm_max_pin_count', default=0, min=0,
+        help=_help('vScope pin count for BRM\'s vCPU moves (its probability '
+                   'already damps).', 'A non-negative integer.',
+                   '``hysteresis_pin_count``.')),
+]
+
+# vnuioa's thresholds (nova_numa_policy.loops.vnuioa).
+VNUIOA_OPTS = [
+    cfg.FloatOpt(
+        'vnuioa_io_threshold', default=500.0, min=0.0,
+        help=_help('Requests per second from which vNUIOA treats a guest as '
+                   'I/O-intensive and places it near the NIC. The agent '
+                   'estimates a guest\'s requests from its interface '
+                   'counters: the larger of packets and full 1500-byte '
+                   'frames per second.',
+                   'A non-negative rate; seed 002 uses 500.')),
+    cfg.FloatOpt(
+        'vnuioa_node_load', default=0.80, min=0.0, max=1.0,
+        help=_help('Load a node may reach after vNUIOA places a guest on it.',
+                   'A fraction between 0 and 1.')),
+    cfg.FloatOpt(
+        'vnuioa_remote_factor', default=2.0, min=1.0,
+        help=_help('vNUIOA moves memory only when a remote node sees more '
+                   'than this many times the local accesses.',
+                   'A factor of at least 1.')),
+]
+
+# auto's thresholds (nova_numa_policy.loops.auto).
+AUTO_OPTS = [
+    cfg.FloatOpt(
+        'auto_low', default=0.85, min=0.0,
+        help=_help('Access imbalance below which ``auto`` picks first-touch.',
+                   'A fraction, below ``auto_high``.', '``auto_high``.')),
+    cfg.FloatOpt(
+        'auto_high', default=1.30, min=0.0,
+        help=_help('Access imbalance above which ``auto`` picks interleave + '
+                   'Carrefour (between the bounds: first-touch + Carrefour).',
+                   'A fraction, above ``auto_low``.', '``auto_low``.')),
+]
+
+# iopath's own option; its I/O threshold is vNUIOA's
+# (vnuioa_io_threshold): one rule says which guests are network-bound.
+IOPATH_OPTS = [
+    cfg.BoolOpt(
+        'iopath_pin_threads', default=True,
+        help=_help('Besides steering a NIC\'s interrupt vectors, pin the '
+                   'emulator threads (and, where the host can, the vhost '
+                   'workers) of each I/O-intensive guest to the node its '
+                   'vCPUs run on.',
+                   'true or false.', '``vnuioa_io_threshold``.')),
 ]
 
 

@@ -20,9 +20,7 @@ interleaving or Carrefour lowers the imbalance they were chosen for; every
 import dataclasses
 
 import numpy as np
-from oslo_config import cfg
 
-from nova_numa_policy.conf import base as conf_base
 from nova_numa_policy.conf import loops as loops_conf
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import locality
@@ -41,21 +39,9 @@ ACCESS_CLASS = {FIRST_TOUCH: 'low', FT_CARREFOUR: 'moderate',
 PAGES_PER_MB = 256
 
 
-_help = conf_base.help_text
-
-# This loop's thresholds in [numa_policy_loops]; loops/options.py lists
-# and registers them beside the options every loop shares.
-OPTS = [
-    cfg.FloatOpt(
-        'auto_low', default=0.85, min=0.0,
-        help=_help('Access imbalance below which ``auto`` picks first-touch.',
-                   'A fraction, below ``auto_high``.', '``auto_high``.')),
-    cfg.FloatOpt(
-        'auto_high', default=1.30, min=0.0,
-        help=_help('Access imbalance above which ``auto`` picks interleave + '
-                   'Carrefour (between the bounds: first-touch + Carrefour).',
-                   'A fraction, above ``auto_low``.', '``auto_low``.')),
-]
+# Its options in [numa_policy_loops], defined with every loop's in
+# nova_numa_policy.conf.loops.
+OPTS = loops_conf.AUTO_OPTS
 
 Config = base.config_class(
     __name__, OPTS,

@@ -41,9 +41,8 @@ import dataclasses
 import random
 
 import numpy as np
-from oslo_config import cfg
 
-from nova_numa_policy.conf import base as conf_base
+from nova_numa_policy.conf import loops as loops_conf
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import locality
 from nova_numa_policy.contracts import scope
@@ -53,26 +52,9 @@ from nova_numa_policy.loops import hysteresis
 from nova_numa_policy.loops import vnuioa
 
 
-_help = conf_base.help_text
-
-# This loop's thresholds in [numa_policy_loops]; loops/options.py lists
-# and registers them beside the options every loop shares.
-OPTS = [
-    cfg.FloatOpt(
-        'brm_ewma_old_weight', default=7.0 / 8.0, min=0.0, max=1.0,
-        help=_help('Weight of the old value in BRM\'s per-node penalty '
-                   'EWMA (seed 001: 7/8).', 'A fraction between 0 and 1.')),
-    cfg.IntOpt(
-        'brm_probability_step', default=25, min=1, max=100,
-        help=_help('Points BRM\'s migration probability (0-100) moves per '
-                   'period.', 'An integer between 1 and 100.',
-                   '``[numa_policy_agent] period``.')),
-    cfg.IntOpt(
-        'brm_max_pin_count', default=0, min=0,
-        help=_help('vScope pin count for BRM\'s vCPU moves (its probability '
-                   'already damps).', 'A non-negative integer.',
-                   '``hysteresis_pin_count``.')),
-]
+# Its options in [numa_policy_loops], defined with every loop's in
+# nova_numa_policy.conf.loops.
+OPTS = loops_conf.BRM_OPTS
 
 Config = base.config_class(
     __name__, (*OPTS, *vnuioa.OPTS),

@@ -26,9 +26,8 @@ gathering them on one node), so it is held back there.
 """
 
 import numpy as np
-from oslo_config import cfg
 
-from nova_numa_policy.conf import base as conf_base
+from nova_numa_policy.conf import loops as loops_conf
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import locality
 from nova_numa_policy.loops import base
@@ -37,39 +36,9 @@ PAGES_PER_MB = 256
 CARREFOUR_POLICIES = ('first-touch+carrefour', 'interleave+carrefour')
 
 
-_help = conf_base.help_text
-
-# This loop's thresholds in [numa_policy_loops]; loops/options.py lists
-# and registers them beside the options every loop shares.
-OPTS = [
-    cfg.FloatOpt(
-        'carrefour_mc_imbalance', default=0.35, min=0.0,
-        help=_help('Relative std deviation of a guest\'s accesses over its '
-                   'nodes above which Carrefour spreads its hot pages '
-                   '(memory controllers imbalanced).',
-                   'A fraction, 0.35 is the published Carrefour value.',
-                   '``carrefour_min_local_ratio``.')),
-    cfg.FloatOpt(
-        'carrefour_min_local_ratio', default=0.80, min=0.0, max=1.0,
-        help=_help('Share of local accesses below which Carrefour moves '
-                   'pages to the vCPUs\' node (interconnect bottleneck).',
-                   'A fraction between 0 and 1.',
-                   '``carrefour_mc_imbalance``.')),
-    cfg.FloatOpt(
-        'carrefour_min_accesses_per_us', default=50.0, min=0.0,
-        help=_help('Memory accesses per microsecond below which a guest is '
-                   'not memory-bound and Carrefour leaves it alone.',
-                   'A non-negative rate.')),
-    cfg.IntOpt(
-        'carrefour_min_samples', default=256, min=1,
-        help=_help('Sampled accesses (the kernel\'s NUMA hinting faults, in '
-                   'pages) below which Carrefour leaves a guest alone: too '
-                   'few samples say nothing of where its accesses go. '
-                   'Used instead of ``carrefour_min_accesses_per_us`` on '
-                   'hosts whose signal is sampled.',
-                   'A positive count.',
-                   '``carrefour_min_accesses_per_us``.')),
-]
+# Its options in [numa_policy_loops], defined with every loop's in
+# nova_numa_policy.conf.loops.
+OPTS = loops_conf.CARREFOUR_OPTS
 
 Config = base.config_class(
     __name__, OPTS,

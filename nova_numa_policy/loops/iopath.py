@@ -32,26 +32,14 @@ the same words go in the actions' reasons and in the host report.
 
 import dataclasses
 
-from oslo_config import cfg
-
-from nova_numa_policy.conf import base as conf_base
+from nova_numa_policy.conf import loops as loops_conf
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.loops import base
 from nova_numa_policy.loops import vnuioa
 
-_help = conf_base.help_text
-
-# This loop's own option; its I/O threshold is vNUIOA's
-# (vnuioa_io_threshold): one rule says which guests are network-bound.
-OPTS = [
-    cfg.BoolOpt(
-        'iopath_pin_threads', default=True,
-        help=_help('Besides steering a NIC\'s interrupt vectors, pin the '
-                   'emulator threads (and, where the host can, the vhost '
-                   'workers) of each I/O-intensive guest to the node its '
-                   'vCPUs run on.',
-                   'true or false.', '``vnuioa_io_threshold``.')),
-]
+# Its options in [numa_policy_loops], defined with every loop's in
+# nova_numa_policy.conf.loops.
+OPTS = loops_conf.IOPATH_OPTS
 
 Config = base.config_class(
     __name__, (*OPTS, *vnuioa.OPTS),

@@ -1,8 +1,8 @@
 """The ``[numa_policy_loops]`` group whole: shared options and each loop's.
 
-Configuration (``nova_numa_policy.conf.loops``) holds the options every
-loop shares; each loop declares its own thresholds (``OPTS`` on its
-class). This module puts them together in one group, as the
+Configuration (``nova_numa_policy.conf.loops``) defines them all: the
+options every loop shares and each loop's thresholds, which each loop
+names as its ``OPTS``. This module puts them together in one group, as the
 ``nova_numa_policy.loops`` ``oslo.config.opts`` entry point for the
 sample generator and as :func:`register_opts` for a process that runs
 loops, finding the loops through their own entry points.

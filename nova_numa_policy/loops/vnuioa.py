@@ -27,9 +27,8 @@ Heavier I/O guests choose first, so they win the nodes near the NIC.
 
 
 import numpy as np
-from oslo_config import cfg
 
-from nova_numa_policy.conf import base as conf_base
+from nova_numa_policy.conf import loops as loops_conf
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import locality
 from nova_numa_policy.loops import base
@@ -43,29 +42,9 @@ REMOTE_NIC_COST = 0.34
 REMOTE_MEMORY_COST = 0.18
 
 
-_help = conf_base.help_text
-
-# This loop's thresholds in [numa_policy_loops]; loops/options.py lists
-# and registers them beside the options every loop shares.
-OPTS = [
-    cfg.FloatOpt(
-        'vnuioa_io_threshold', default=500.0, min=0.0,
-        help=_help('Requests per second from which vNUIOA treats a guest as '
-                   'I/O-intensive and places it near the NIC. The agent '
-                   'estimates a guest\'s requests from its interface '
-                   'counters: the larger of packets and full 1500-byte '
-                   'frames per second.',
-                   'A non-negative rate; seed 002 uses 500.')),
-    cfg.FloatOpt(
-        'vnuioa_node_load', default=0.80, min=0.0, max=1.0,
-        help=_help('Load a node may reach after vNUIOA places a guest on it.',
-                   'A fraction between 0 and 1.')),
-    cfg.FloatOpt(
-        'vnuioa_remote_factor', default=2.0, min=1.0,
-        help=_help('vNUIOA moves memory only when a remote node sees more '
-                   'than this many times the local accesses.',
-                   'A factor of at least 1.')),
-]
+# Its options in [numa_policy_loops], defined with every loop's in
+# nova_numa_policy.conf.loops.
+OPTS = loops_conf.VNUIOA_OPTS
 
 Config = base.config_class(
     __name__, OPTS,

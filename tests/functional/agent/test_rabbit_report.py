@@ -16,6 +16,7 @@ from nova_numa_policy.objects import wire as report_wire
 
 from agent.backend import connection
 from agent.backend import libvirt_backend
+from agent.backend import settings
 from agent.service import manager
 from agent.service import notifier
 from tests import base as test_base
@@ -75,7 +76,8 @@ class RabbitReportTest(test_base.TestCase):
         root = host_fixtures.two_sockets_nic_on_node1(tmp)
         conn = connection.Connection('test:///default')
         self.addCleanup(conn.close)
-        host_backend = libvirt_backend.LibvirtBackend(conn, root=root)
+        host_backend = libvirt_backend.LibvirtBackend(
+            conn, paths=settings.HostPaths(root=root))
         sender = notifier.ReportSender(
             notifier.make_notifier(self.conf, 'cn-rabbit'))
         sender.start()

@@ -14,6 +14,7 @@ from nova_numa_policy.virt import metadata
 from agent.backend import calls
 from agent.backend import connection
 from agent.backend import libvirt_backend
+from agent.backend import settings
 from agent.sensors import discovery
 from tests import base as test_base
 from tests import fixtures as host_fixtures
@@ -72,9 +73,10 @@ class TestDriverHostTest(test_base.TestCase):
         # No wait for a first rate window: these tests look at other
         # things (NodeLoadWindowTest covers the window).
         self.backend = libvirt_backend.LibvirtBackend(
-            self.connection, root=self.root,
-            uplinks=discovery.Uplinks({'physnet1': 'ens2f0'}),
-            sleep=lambda seconds: None)
+            self.connection, paths=settings.HostPaths(root=self.root),
+            timing=settings.Timing(sleep=lambda seconds: None),
+            share=settings.HostShare(
+                uplinks=discovery.Uplinks({'physnet1': 'ens2f0'})))
 
     def domains(self):
         return domains()

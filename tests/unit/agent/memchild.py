@@ -50,6 +50,8 @@ class GuestPidDir(fixtures.Fixture):
     def _setUp(self):
         self.path = self.useFixture(fixtures.TempDir()).path
         os.chmod(self.path, 0o755)
+        # Registered by the daemon's context when made: perhaps not yet.
+        privsep.register_opts()
         cfg.CONF.set_override('guest_pid_dir', self.path,
                               group=privsep.SECTION)
         self.addCleanup(cfg.CONF.clear_override, 'guest_pid_dir',

@@ -10,6 +10,7 @@ from nova_numa_policy.virt import metadata
 
 from agent.backend import arrivals
 from agent.backend import libvirt_backend
+from agent.backend import settings
 from agent.sensors import discovery
 from agent.service import manager
 from tests import fixtures as host_fixtures
@@ -34,9 +35,12 @@ class ArrivalBackendTest(base.TestDriverHostTest):
 
     def new_backend(self):
         return libvirt_backend.LibvirtBackend(
-            self.connection, root=self.root,
-            uplinks=discovery.Uplinks({'physnet1': 'ens2f0'}),
-            sleep=lambda seconds: None, state_dir=self.state_dir)
+            self.connection,
+            paths=settings.HostPaths(root=self.root,
+                                     state_dir=self.state_dir),
+            timing=settings.Timing(sleep=lambda seconds: None),
+            share=settings.HostShare(
+                uplinks=discovery.Uplinks({'physnet1': 'ens2f0'})))
 
     def domains(self):
         return [host_fixtures.domain_xml(

@@ -20,9 +20,11 @@ from nova_numa_policy.contracts import locality
 
 from agent.backend import libvirt_backend
 from agent.backend import samples
+from agent.backend import settings
 from agent import privsep
 from agent.privsep import hwsampling
 from agent.sensors import numafaults
+from agent.sensors import sysfs
 from tests import base as test_base
 from tests import fixtures as host_fixtures
 from tests.unit.agent import base
@@ -113,7 +115,7 @@ class GuestSamplesTest(test_base.TestCase):
         self.samples = samples.GuestSamples(self.root, PERIOD,
                                             self.daemon)
         self.topology = backend.HostTopology(
-            nodes=libvirt_backend.sysfs.sysfs_topology(self.root))
+            nodes=sysfs.sysfs_topology(self.root))
         self.log = self.useFixture(fixtures.FakeLogger(level=logging.INFO))
 
     def test_samples_per_vcpu_become_accesses_and_penalties(self):
@@ -279,13 +281,16 @@ class BackendSamplingTest(base.TestDriverHostTest):
         self.log = self.useFixture(fixtures.FakeLogger(level=logging.INFO))
         self.backend = self.sampling_backend()
 
-    def sampling_backend(self, **options):
+    def sampling_backend(self, **helpers):
         self.clock = base.FakeClock()
         return libvirt_backend.LibvirtBackend(
-            self.connection, root=self.root, sleep=lambda seconds: None,
-            clock=self.clock,
-            guest_samples=samples.GuestSamples(self.root, PERIOD,
-                                               self.daemon), **options)
+            self.connection, paths=settings.HostPaths(root=self.root),
+            timing=settings.Timing(sleep=lambda seconds: None,
+                                   clock=self.clock),
+            helpers=settings.Helpers(
+                guest_samples=samples.GuestSamples(self.root, PERIOD,
+                                                   self.daemon),
+                **helpers))
 
     def instance(self, uuid=base.HOME_FROM_NOVA, after=5.0):
         """The guest as observed ``after`` seconds after the last look."""
@@ -339,7 +344,8 @@ class BackendSamplingTest(base.TestDriverHostTest):
 
     def test_neither_sampling_nor_bandwidth_says_both_reasons(self):
         self.backend = libvirt_backend.LibvirtBackend(
-            self.connection, root=self.root, sleep=lambda seconds: None)
+            self.connection, paths=settings.HostPaths(root=self.root),
+            timing=settings.Timing(sleep=lambda seconds: None))
         self.assertIsNone(self.backend.locality_signal())
         self.assertIn('hardware sampling: hardware sampling is off '
                       '([numa_policy_agent] hardware_sampling); memory '

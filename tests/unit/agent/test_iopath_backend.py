@@ -15,6 +15,7 @@ from nova_numa_policy.contracts import scope
 
 from agent.backend import iopath
 from agent.backend import libvirt_backend
+from agent.backend import settings
 from agent.sensors import discovery
 from agent.service import cmd
 from tests import base as test_base
@@ -373,11 +374,14 @@ class BackendTest(base.TestDriverHostTest):
 
     def steered(self, steering):
         return libvirt_backend.LibvirtBackend(
-            self.connection, root=self.root,
-            uplinks=discovery.Uplinks(bridge_interfaces={'br-ex': 'ens2f0'}),
-            sleep=lambda seconds: None, steering=steering,
-            state_dir=self.state,
-            cpu_partition=scope.CpuPartition(dedicated=frozenset({0, 1})))
+            self.connection,
+            paths=settings.HostPaths(root=self.root, state_dir=self.state),
+            timing=settings.Timing(sleep=lambda seconds: None),
+            share=settings.HostShare(
+                uplinks=discovery.Uplinks(
+                    bridge_interfaces={'br-ex': 'ens2f0'}),
+                cpu_partition=scope.CpuPartition(dedicated=frozenset({0, 1}))),
+            helpers=settings.Helpers(steering=steering))
 
     def instance(self, snapshot, uuid=UPLINKED):
         return [i for i in snapshot.instances if i.uuid == uuid][0]
@@ -479,11 +483,11 @@ class WiringTest(test_base.TestCase):
         self.assertIn(backend.CAP_IRQ_STEERING,
                       agent.backend.capabilities())
         self.assertEqual('/x/state/irq-affinity.json',
-                         agent.backend._io_path.record.path)
+                         agent.backend.guests.io_path.record.path)
 
     def test_steering_off_by_default(self):
         agent = self.agent()
         self.assertNotIn(backend.CAP_IRQ_STEERING,
                          agent.backend.capabilities())
         self.assertEqual('/var/lib/nova/numa-policy/irq-affinity.json',
-                         agent.backend._io_path.record.path)
+                         agent.backend.guests.io_path.record.path)

@@ -15,6 +15,7 @@ from nova_numa_policy.decisions import execution
 from agent.backend import calls
 from agent.backend import connection
 from agent.backend import libvirt_backend
+from agent.backend import settings
 from tests import base as test_base
 from tests import fixtures as host_fixtures
 from tests.unit.agent import base
@@ -30,8 +31,8 @@ class NodeLoadWindowTest(base.TestDriverHostTest):
         super().setUp()
         self.now = 100.0
         self.backend = libvirt_backend.LibvirtBackend(
-            self.connection, root=self.root, clock=lambda: self.now,
-            sleep=self.sleep)
+            self.connection, paths=settings.HostPaths(root=self.root),
+            timing=settings.Timing(clock=lambda: self.now, sleep=self.sleep))
         self.during_sleep = None
 
     def sleep(self, seconds):
@@ -82,10 +83,11 @@ class FloatingLoadTest(NodeLoadWindowTest):
     def setUp(self):
         super().setUp()
         self.backend = libvirt_backend.LibvirtBackend(
-            self.connection, root=self.root, clock=lambda: self.now,
-            sleep=self.sleep, cpu_partition=scope.CpuPartition(
+            self.connection, paths=settings.HostPaths(root=self.root),
+            timing=settings.Timing(clock=lambda: self.now, sleep=self.sleep),
+            share=settings.HostShare(cpu_partition=scope.CpuPartition(
                 shared=frozenset({0, 1}),
-                dedicated=frozenset({2, 3, 4, 5, 6, 7})))
+                dedicated=frozenset({2, 3, 4, 5, 6, 7}))))
 
     def usage(self, busy, elapsed):
         host_fixtures.write_proc(self.root, 8, busy=busy, elapsed=elapsed)

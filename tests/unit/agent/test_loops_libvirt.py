@@ -47,6 +47,7 @@ from nova_numa_policy.virt import metadata
 from agent.backend import calls
 from agent.backend import libvirt_backend
 from agent.backend import pagemoves
+from agent.backend import settings
 from agent.sensors import discovery
 from agent.sensors import sysfs
 from agent.service import manager
@@ -129,9 +130,11 @@ class LibvirtLoopsTest(base.TestDriverHostTest):
         self.privsep = self.useFixture(test_pagemover.InProcessPrivsep())
         self.mover = RecordingMover(batch_pages=512)
         self.backend = libvirt_backend.LibvirtBackend(
-            self.connection, root=self.root,
-            uplinks=discovery.Uplinks({'physnet1': 'ens2f0'}),
-            page_mover=self.mover, rate_window=GAP / 2)
+            self.connection, paths=settings.HostPaths(root=self.root),
+            timing=settings.Timing(rate_window=GAP / 2),
+            share=settings.HostShare(
+                uplinks=discovery.Uplinks({'physnet1': 'ens2f0'})),
+            helpers=settings.Helpers(page_mover=self.mover))
 
     def guest_process(self, index, uuid):
         """A real process as guest ``index``'s qemu, 8 MiB touched."""
@@ -276,10 +279,12 @@ class HostPartitionTest(VnuioaScenario):
     def setUp(self):
         super().setUp()
         self.backend = libvirt_backend.LibvirtBackend(
-            self.connection, root=self.root,
-            uplinks=discovery.Uplinks({'physnet1': 'ens2f0'}),
-            page_mover=self.mover, rate_window=GAP / 2,
-            cpu_partition=scope.CpuPartition(dedicated=NODE1))
+            self.connection, paths=settings.HostPaths(root=self.root),
+            timing=settings.Timing(rate_window=GAP / 2),
+            share=settings.HostShare(
+                uplinks=discovery.Uplinks({'physnet1': 'ens2f0'}),
+                cpu_partition=scope.CpuPartition(dedicated=NODE1)),
+            helpers=settings.Helpers(page_mover=self.mover))
 
     def test_no_pin_reaches_the_cpus_nova_now_dedicates(self):
         agent = self.vnuioa(pages_per_second=0)

@@ -13,6 +13,7 @@ from nova_numa_policy.decisions import reporting
 
 from agent.backend import libvirt_backend
 from agent.backend import pagemoves
+from agent.backend import settings
 from agent.service import manager
 from tests.unit.agent import base
 from tests.unit.agent import test_numamaps
@@ -75,7 +76,8 @@ class ObserveGuestProcessTest(base.TestDriverHostTest):
                    FAKE_PID, test_numamaps.NUMA_MAPS)
         self.clock = base.FakeClock()
         self.backend = libvirt_backend.LibvirtBackend(
-            self.connection, root=self.root, clock=self.clock)
+            self.connection, paths=settings.HostPaths(root=self.root),
+            timing=settings.Timing(clock=self.clock))
 
     def instance(self, uuid):
         return [i for i in self.backend.observe().instances
@@ -108,7 +110,7 @@ class ObserveGuestProcessTest(base.TestDriverHostTest):
         # of counters over a clock that barely moved would be noise.
         self.clock.now += 0.001
         self.assertEqual(measured, self.instance(base.HOME_FROM_NOVA).io_rate)
-        self.clock.now += libvirt_backend.MIN_RATE_WINDOW
+        self.clock.now += settings.MIN_RATE_WINDOW
         self.assertNotEqual(measured,
                             self.instance(base.HOME_FROM_NOVA).io_rate)
 
@@ -127,8 +129,8 @@ class PageMigrationCapabilityTest(base.TestDriverHostTest):
 
     def test_offered_with_a_mover_on_a_kernel_with_move_pages(self):
         movable = libvirt_backend.LibvirtBackend(
-            self.connection, root=self.root,
-            page_mover=pagemoves.PageMover())
+            self.connection, paths=settings.HostPaths(root=self.root),
+            helpers=settings.Helpers(page_mover=pagemoves.PageMover()))
         self.assertIn(backend.CAP_PAGE_MIGRATION, movable.capabilities())
 
     def test_page_migration_alone_does_not_make_carrefour_enforceable(self):
@@ -142,7 +144,8 @@ class PageMigrationCapabilityTest(base.TestDriverHostTest):
 
     def test_not_offered_when_the_kernel_has_no_move_pages(self):
         unsupported = libvirt_backend.LibvirtBackend(
-            self.connection, root=self.root, page_mover=UnsupportedKernel())
+            self.connection, paths=settings.HostPaths(root=self.root),
+            helpers=settings.Helpers(page_mover=UnsupportedKernel()))
         self.assertNotIn(backend.CAP_PAGE_MIGRATION,
                          unsupported.capabilities())
         self.assertRaises(errors.PageMigrationUnavailable,
@@ -159,8 +162,9 @@ class MovePagesTest(base.TestDriverHostTest):
         write_qemu(self.root, 'instance-00000002', base.HOME_FROM_NOVA,
                    self.child.pid)
         self.backend = libvirt_backend.LibvirtBackend(
-            self.connection, root=self.root,
-            page_mover=pagemoves.PageMover(batch_pages=512))
+            self.connection, paths=settings.HostPaths(root=self.root),
+            helpers=settings.Helpers(
+                page_mover=pagemoves.PageMover(batch_pages=512)))
 
     def test_moves_the_guests_pages_within_the_budget(self):
         # Two 2 MiB blocks (a block is moved whole or not at all).

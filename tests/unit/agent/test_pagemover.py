@@ -29,7 +29,7 @@ class InProcessPrivsep(fixtures.Fixture):
         self.addCleanup(privsep.pages.set_client_mode, True)
         # Root on purpose, as the daemon refuses to be by default.
         self.useFixture(fixtures.MonkeyPatch(
-            'agent.privsep.check_not_root', lambda: None))
+            'agent.privsep.check_not_root', lambda section=None: None))
         self.guests = self.useFixture(memchild.GuestPidDir())
 
     def child(self, size, **kwargs):

@@ -5,14 +5,7 @@ import libvirt
 from agent.backend import connection
 from nova_numa_policy.contracts import errors
 from tests import base as test_base
-
-
-class FakeClock:
-    def __init__(self):
-        self.now = 1000.0
-
-    def __call__(self):
-        return self.now
+from tests.unit.agent import base
 
 
 def never_opens(uri):
@@ -31,14 +24,14 @@ class ReconnectBackoffTest(test_base.TestCase):
         return found
 
     def test_the_wait_doubles_from_one_second_up_to_the_cap(self):
-        clock = FakeClock()
+        clock = base.FakeClock()
         conn = connection.Connection('test:///default', clock=clock,
                                      opener=never_opens, max_delay=30)
         self.assertEqual([1, 2, 4, 8, 16, 30, 30, 30],
                          self.waits(conn, clock, 8))
 
     def test_a_connection_made_starts_the_next_outage_at_one_second(self):
-        clock = FakeClock()
+        clock = base.FakeClock()
         down = [True]
 
         def opener(uri):
@@ -56,7 +49,7 @@ class ReconnectBackoffTest(test_base.TestCase):
         self.assertEqual([1, 2], self.waits(conn, clock, 2))
 
     def test_an_attempt_before_the_wait_is_over_does_not_count(self):
-        clock = FakeClock()
+        clock = base.FakeClock()
         conn = connection.Connection('test:///default', clock=clock,
                                      opener=never_opens, max_delay=60)
         self.assertEqual([1, 2], self.waits(conn, clock, 2))

@@ -15,6 +15,7 @@ from nova_numa_policy.contracts import locality
 
 from agent.backend import bandwidth
 from agent.backend import libvirt_backend
+from agent.backend import settings
 from agent.sensors import numafaults
 from agent.sensors import resctrl
 from agent.sensors import sysfs
@@ -162,8 +163,10 @@ class BackendBandwidthTest(base.TestDriverHostTest):
         self.groups = FakeMonitorGroups(self.root)
         self.clock = base.FakeClock()
         self.backend = libvirt_backend.LibvirtBackend(
-            self.connection, root=self.root, sleep=lambda seconds: None,
-            monitor_groups=self.groups, clock=self.clock)
+            self.connection, paths=settings.HostPaths(root=self.root),
+            timing=settings.Timing(sleep=lambda seconds: None,
+                                   clock=self.clock),
+            helpers=settings.Helpers(monitor_groups=self.groups))
 
     def instance(self, uuid=base.HOME_FROM_NOVA, after=5.0):
         """The guest as observed ``after`` seconds after the last look."""
@@ -227,7 +230,8 @@ class BackendBandwidthTest(base.TestDriverHostTest):
 
     def test_off_unless_asked_for_and_the_reason_says_so(self):
         self.backend = libvirt_backend.LibvirtBackend(
-            self.connection, root=self.root, sleep=lambda seconds: None)
+            self.connection, paths=settings.HostPaths(root=self.root),
+            timing=settings.Timing(sleep=lambda seconds: None))
         self.assertIsNone(self.backend.locality_signal())
         self.assertIn('bandwidth_monitoring', self.backend.bandwidth_missing())
 
@@ -238,7 +242,7 @@ class BackendBandwidthTest(base.TestDriverHostTest):
         self.assertEqual(1, len(self.groups.joined))
         test_numafaults.write_threads(self.root, PID, {
             PID + 3: ('CPU 2/KVM', {})})
-        self.backend._vcpu_threads.clear()
+        self.backend.guests.threads.forget()
         self.instance()
         self.assertEqual(2, len(self.groups.joined))
 

@@ -15,6 +15,7 @@ from nova_numa_policy.contracts import backend
 from nova_numa_policy.decisions import reporting
 
 from agent.backend import libvirt_backend
+from agent.backend import settings
 from agent.sensors import guestproc
 from agent.sensors import schedstat
 from tests import base as test_base
@@ -90,8 +91,8 @@ class BackendWaitTest(base.TestDriverHostTest):
         super().setUp()
         self.now = 100.0
         self.backend = libvirt_backend.LibvirtBackend(
-            self.connection, root=self.root, clock=lambda: self.now,
-            sleep=self.advance)
+            self.connection, paths=settings.HostPaths(root=self.root),
+            timing=settings.Timing(clock=lambda: self.now, sleep=self.advance))
         guest_files.write_qemu(self.root, 'instance-00000002',
                                base.HOME_FROM_NOVA, PID)
         test_numafaults.write_threads(self.root, PID, {

@@ -220,14 +220,14 @@ class QemuAccountTest(test_base.TestCase):
             '/nonexistent', accounts=('no-such-account',)))
 
     def test_the_default_is_set_in_every_process_importing_the_context(self):
-        # The daemon reads the same default when its config says nothing:
-        # a fresh interpreter, no config file.
+        # The daemon reads the same default when its config says nothing
+        # (through its context, before it drops privileges): a fresh
+        # interpreter, no config file.
         out = subprocess.run(
             [sys.executable, '-c',
              'from oslo_config import cfg; from agent import privsep; '
              'cfg.CONF([], project="x"); '
-             'print(cfg.CONF.numa_policy_privileged.user, '
-             'cfg.CONF.numa_policy_privileged.group)'],
+             'print(privsep.pages.conf.user, privsep.pages.conf.group)'],
             capture_output=True, text=True, check=True)
         self.assertEqual(' '.join(str(v) for v in privsep.qemu_account()),
                          out.stdout.strip())

@@ -13,6 +13,7 @@ import struct
 import fixtures
 
 from agent.backend import libvirt_backend
+from agent.backend import settings
 from agent.sensors import vfstats
 from tests import base as test_base
 from tests.unit.agent import base
@@ -136,8 +137,9 @@ class BackendVfTest(base.TestDriverHostTest):
         self.counters = {'ens1f0': {1: (0, 0), 0: (0, 0)}}
         self.asked = []
         self.backend = libvirt_backend.LibvirtBackend(
-            self.connection, root=self.root, clock=self.clock,
-            vf_traffic=self.vf_traffic, sleep=self.advance)
+            self.connection, paths=settings.HostPaths(root=self.root),
+            timing=settings.Timing(clock=self.clock, sleep=self.advance),
+            helpers=settings.Helpers(vf_traffic=self.vf_traffic))
 
     def advance(self, seconds):
         self.clock.now += seconds
