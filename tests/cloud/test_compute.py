@@ -12,9 +12,9 @@ import re
 import threading
 import uuid
 
-import testtools
 from testtools import content
 
+from tests import base as test_base
 from tests.cloud import cloud as cloud_mod
 from tests.cloud import endpoints
 from tests.cloud import layout as lay
@@ -52,7 +52,7 @@ def _serve(port, body):
     return server
 
 
-class CloudNicTest(testtools.TestCase):
+class CloudNicTest(test_base.TestCase):
     """A compute reaches 127.0.0.1's services at the gateway, only them."""
 
     def setUp(self):
@@ -101,7 +101,7 @@ class CloudNicTest(testtools.TestCase):
         self.assertEqual('RabbitMQ', server['product'])
 
 
-class LinkTest(testtools.TestCase):
+class LinkTest(test_base.TestCase):
     """The two computes on one link: ping, and libvirt over TCP."""
 
     def setUp(self):
@@ -132,7 +132,7 @@ class LinkTest(testtools.TestCase):
             self.assertNotIn('0.0.0.0:16509', listening)
 
 
-class NovaComputeTest(testtools.TestCase):
+class NovaComputeTest(test_base.TestCase):
     """nova-compute with our driver, as the devstack plugin set it up."""
 
     def test_nova_conf_has_ours_as_the_plugin_writes_them(self):
@@ -166,7 +166,7 @@ class NovaComputeTest(testtools.TestCase):
             self.assertEqual('up', services[name]['state'], services[name])
 
 
-class NovaPrivsepTest(testtools.TestCase):
+class NovaPrivsepTest(test_base.TestCase):
     """nova's root helper in a compute: rootwrap through sudo.
 
     compute.install_rootwrap puts it there; tests/cloud/test_servers.py

@@ -10,9 +10,9 @@ import re
 import uuid
 
 import fixtures
-import testtools
 
 from nova_numa_policy.contracts import policy
+from tests import base as test_base
 from tests.cloud import cloud as cloud_mod
 from tests.cloud import configs
 from tests.cloud import endpoints
@@ -32,7 +32,7 @@ def setUpModule():
     CLOUD = cloud_mod.for_test_module()
 
 
-class ControlPlaneTest(testtools.TestCase):
+class ControlPlaneTest(test_base.TestCase):
 
     @classmethod
     def setUpClass(cls):

@@ -20,13 +20,13 @@ as the kernel there shows.
 import json
 import uuid as uuid_mod
 
-import testtools
 from testtools import content
 
 from lxml import etree
 
 from nova_numa_policy.contracts import policy
 from nova_numa_policy.virt import metadata
+from tests import base as test_base
 from tests.cloud import cloud as cloud_mod
 from tests.cloud import resources
 from tests.cloud import test_servers
@@ -50,7 +50,7 @@ def setUpModule():
     CLOUD = cloud_mod.for_test_module()
 
 
-class _MovesTestBase(testtools.TestCase):
+class _MovesTestBase(test_base.TestCase):
     """A server of ``SPECS`` with a port on physnet1, and its moves."""
 
     SPECS = {policy.POLICY_KEY: 'home'}

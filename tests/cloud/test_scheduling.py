@@ -15,10 +15,10 @@ import json
 import urllib.parse
 import uuid as uuid_mod
 
-import testtools
 from testtools import content
 
 from nova_numa_policy.contracts import policy
+from tests import base as test_base
 from tests.cloud import cloud as cloud_mod
 from tests.cloud import resources
 from tests.cloud import test_servers
@@ -40,7 +40,7 @@ def setUpModule():
     CLOUD = cloud_mod.for_test_module()
 
 
-class SchedulerInTheCloudTest(testtools.TestCase):
+class SchedulerInTheCloudTest(test_base.TestCase):
 
     @classmethod
     def setUpClass(cls):

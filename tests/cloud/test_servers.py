@@ -24,11 +24,11 @@ import urllib.parse
 import uuid as uuid_mod
 from xml.etree import ElementTree
 
-import testtools
 from testtools import content
 
 from nova_numa_policy.contracts import policy
 from nova_numa_policy.decisions import enforcement
+from tests import base as test_base
 from tests.cloud import cloud as cloud_mod
 from tests.cloud import endpoints
 from tests.cloud import horizon
@@ -164,7 +164,7 @@ class Placed:
         return self.xml
 
 
-class ServersTest(testtools.TestCase):
+class ServersTest(test_base.TestCase):
     """Each value on a server booted through nova's API."""
 
     # The host tier's checks of a QEMU process against a tune read the

@@ -9,8 +9,8 @@ with the settings our tempest plugin's ``[numa_policy]`` group is given.
 import socket
 
 import paramiko
-import testtools
 
+from tests import base as test_base
 from tests.cloud import cloud as cloud_mod
 from tests.labhost import network
 from tests.labhost import ssh
@@ -49,7 +49,7 @@ def _exec(client, command):
     return rc, stdout.read().decode(), stderr.read().decode()
 
 
-class SshTest(testtools.TestCase):
+class SshTest(test_base.TestCase):
     """Root by the run's key at 127.0.0.2, never by password."""
 
     def setUp(self):

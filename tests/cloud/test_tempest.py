@@ -18,9 +18,9 @@ is also kept in ``.artifacts/cloud/tempest-summary.txt``.
 import argparse
 import os
 
-import testtools
 from testtools import content
 
+from tests import base as test_base
 from tests.cloud import cloud as cloud_mod
 from tests.cloud import layout as lay
 from tests.cloud import tempest_run
@@ -44,7 +44,7 @@ def setUpModule():
     CLOUD = cloud_mod.for_test_module()
 
 
-class TempestTest(testtools.TestCase):
+class TempestTest(test_base.TestCase):
 
     def test_our_plugin_and_nova_server_tests_pass(self):
         layout = CLOUD.control.layout

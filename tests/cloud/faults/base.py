@@ -5,9 +5,9 @@ import time
 import urllib.parse
 import uuid as uuid_mod
 
-import testtools
 from testtools import content
 
+from tests import base as test_base
 from tests.cloud import cloud as cloud_mod
 from tests.cloud import plugin
 from tests.cloud import resources
@@ -28,7 +28,7 @@ DELETE_TIMEOUT = 300
 ACTIONS_LIMIT = 1000
 
 
-class FaultTestBase(testtools.TestCase):
+class FaultTestBase(test_base.TestCase):
     """One cloud for the module (``CLOUD``), flavors made on demand."""
 
     CLOUD = None
