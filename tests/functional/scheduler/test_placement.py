@@ -65,6 +65,12 @@ class _PluginsTestBase(harness.ReportsToTheScheduler,
             self.assertIn('No valid host', server['fault']['message'])
         return server['OS-EXT-SRV-ATTR:host']
 
+    def boot_fault(self, extra_specs):
+        flavor_id = self._create_flavor(extra_spec=extra_specs)
+        server = self._create_server(flavor_id=flavor_id, networks='none',
+                                     expected_state='ERROR')
+        return server['fault']['message']
+
 
 class SchedulerPluginsTest(_PluginsTestBase):
 
@@ -115,12 +121,6 @@ class SchedulerPluginsTest(_PluginsTestBase):
                           f'with {key}={value}', fault)
             self.assertIn(f'Use hw:numa_policy=first-touch, or remove '
                           f'{key}.', fault)
-
-    def boot_fault(self, extra_specs):
-        flavor_id = self._create_flavor(extra_spec=extra_specs)
-        server = self._create_server(flavor_id=flavor_id, networks='none',
-                                     expected_state='ERROR')
-        return server['fault']['message']
 
 
 class CombinedPluginsTest(SchedulerPluginsTest):

@@ -19,15 +19,6 @@ LONG_AGO = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(
 
 class _SilenceTestBase(test_placement._PluginsTestBase):
 
-    def fault_of(self, extra_specs):
-        return self.boot_fault(extra_specs)
-
-    def boot_fault(self, extra_specs):
-        flavor_id = self._create_flavor(extra_spec=extra_specs)
-        server = self._create_server(flavor_id=flavor_id, networks='none',
-                                     expected_state='ERROR')
-        return server['fault']['message']
-
     def log(self):
         return self.stdlog.logger.output
 
@@ -38,7 +29,7 @@ class StrictSilenceTest(_SilenceTestBase):
         # A plain flavor asks nothing of a report: placed, nothing said.
         self.assertIn(self.boot(), test_placement.HOSTS)
         self.assertNotIn('fresh NUMA report', self.log())
-        fault = self.fault_of({'hw:numa_policy': 'interleave'})
+        fault = self.boot_fault({'hw:numa_policy': 'interleave'})
         self.assertIn('No valid host was found.', fault)
         self.assertIn(SILENCE, fault)
         self.assertIn('hw:numa_policy=interleave', fault)
@@ -48,8 +39,8 @@ class StrictSilenceTest(_SilenceTestBase):
                       self.log())
         self.assertIn('Check numa-policy-agent on: host1, host2, host3',
                       self.log())
-        fault = self.fault_of({'hw:numa_policy': 'home',
-                               'hw:numa_nic_locality': 'required'})
+        fault = self.boot_fault({'hw:numa_policy': 'home',
+                                 'hw:numa_nic_locality': 'required'})
         self.assertIn('hw:numa_policy=home with '
                       'hw:numa_nic_locality=required', fault)
         counts = [int(line.split('refused, ')[1].split()[0])
@@ -61,7 +52,7 @@ class StrictSilenceTest(_SilenceTestBase):
     def test_stale_reports_are_silence_a_fresh_one_takes_the_server(self):
         self.report(host1=dict(generated_at=LONG_AGO),
                     host3=dict(generated_at=LONG_AGO))
-        self.assertIn(SILENCE, self.fault_of({'hw:numa_policy': 'home'}))
+        self.assertIn(SILENCE, self.boot_fault({'hw:numa_policy': 'home'}))
         self.report(host2=dict())
         self.assertEqual('host2', self.boot({'hw:numa_policy': 'home'}))
 
@@ -70,7 +61,7 @@ class StrictSilenceTest(_SilenceTestBase):
         # interleave: silence is not why no host is left.
         self.report(host1=dict(enforceable=('first-touch',)),
                     host2=dict(enforceable=('first-touch',)))
-        fault = self.fault_of({'hw:numa_policy': 'interleave'})
+        fault = self.boot_fault({'hw:numa_policy': 'interleave'})
         self.assertIn('No valid host was found.', fault)
         self.assertNotIn(SILENCE, fault)
 
@@ -82,7 +73,7 @@ class CombinedStrictSilenceTest(_SilenceTestBase):
     WEIGHERS = 'placement_filters.combined_weighers'
 
     def test_no_report_anywhere_fails_the_server_naming_the_cause(self):
-        fault = self.fault_of({'hw:numa_policy': 'interleave'})
+        fault = self.boot_fault({'hw:numa_policy': 'interleave'})
         self.assertIn(SILENCE, fault)
         self.assertIn('Check numa-policy-agent on: host1, host2, host3',
                       self.log())
