@@ -71,6 +71,9 @@ STATE_DISK_GB = 4
 REPORT_TIMEOUT = 300
 AGENT_LOG = '/tmp/numa-policy-agent.log'
 AGENT_BINARY = '/usr/bin/numa-policy-agent'
+# Its pgrep/pkill pattern, with a bracket: the shell running pkill, whose
+# own command line holds the pattern, does not match it.
+_AGENT_PATTERN = f"'[{AGENT_BINARY[0]}]{AGENT_BINARY[1:]}'"
 # What it prints (oslo.log writes its log to the file above only).
 AGENT_OUTPUT = '/tmp/numa-policy-agent.out'
 # The agent's own state (handled arrivals, interrupts' affinity as
@@ -315,16 +318,16 @@ class Cloud:
 
     def stop_agent(self, name, signal_name='KILL', timeout=60):
         """Signal compute ``name``'s agent and wait until it is gone."""
-        lab = self.computes[name].lab
-        # A bracket in the pattern: the shell running pkill, whose own
-        # command line holds the pattern, does not match it.
-        pattern = f"'[{AGENT_BINARY[0]}]{AGENT_BINARY[1:]}'"
-        lab.run(f'pkill -{signal_name} -f {pattern}', check=False)
+        self.computes[name].lab.run(
+            f'pkill -{signal_name} -f {_AGENT_PATTERN}', check=False)
         resources.wait_for(
-            lambda: lab.run(f'pgrep -f {pattern}',
-                            check=False).stdout.strip(),
-            lambda pids: not pids, f'the agent of {name} gone', timeout,
-            interval=1)
+            lambda: self.agent_running(name), lambda running: not running,
+            f'the agent of {name} gone', timeout, interval=1)
+
+    def agent_running(self, name):
+        """Whether compute ``name``'s agent process is alive."""
+        return bool(self.computes[name].lab.run(
+            f'pgrep -f {_AGENT_PATTERN}', check=False).stdout.strip())
 
     def _register(self):
         nova = self.nova()

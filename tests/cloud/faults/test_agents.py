@@ -70,9 +70,7 @@ class AgentKilledTest(base.FaultTestBase):
 
     def _agent_running(self, host):
         """Cleanup: the agent back, whatever happened, for later tests."""
-        lab = self.CLOUD.computes[host].lab
-        if not lab.run("pgrep -f '[/]usr/bin/numa-policy-agent'",
-                       check=False).stdout.strip():
+        if not self.CLOUD.agent_running(host):
             self.CLOUD.start_agent(host)
         self.wait_freshness(host, True, base.BACK_TIMEOUT)
 
