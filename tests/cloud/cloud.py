@@ -458,6 +458,27 @@ class Cloud:
                          f'(end) ---\n' + '\n'.join(l2))
         return '\n'.join(parts)
 
+    def why_not_active(self, server, lines_per_compute=3):
+        """A few short lines on why ``server`` is not ACTIVE.
+
+        nova's fault (its message, and its traceback's last line, the
+        exception), then each compute's last ERROR lines about the
+        instance: the cause that nova's retries hide behind "Exceeded
+        maximum number of retries". Short lines, last in an assertion's
+        message, so that CI's tail of its log keeps them.
+        """
+        fault = server.get('fault') or {}
+        found = [f'{server.get("status")}: {fault.get("message", "no fault")}']
+        details = (fault.get('details') or '').strip().splitlines()
+        if details:
+            found.append(f'fault: {details[-1].strip()[:300]}')
+        for host in self.computes.values():
+            errors = [line for line in host.log().splitlines()
+                      if server['id'] in line and ' ERROR ' in line]
+            found.extend(f'{host.name}: {line[-300:]}'
+                         for line in errors[-lines_per_compute:])
+        return '\n'.join(found)
+
     def stage_summary(self):
         return '\n'.join(f'{name}: {seconds:.1f} s'
                          for name, seconds in self.stages.items())

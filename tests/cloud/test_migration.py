@@ -111,7 +111,7 @@ class _MovesTestBase(test_base.TestCase):
                                                test_servers.BOOT_TIMEOUT)
         self.server = self.nova.server(cls.server['id'])
         self.assertEqual('ACTIVE', self.server['status'],
-                         self.server.get('fault'))
+                         CLOUD.why_not_active(self.server))
 
     @classmethod
     def _delete(cls, server_id):
@@ -180,7 +180,8 @@ class _MovesTestBase(test_base.TestCase):
         before = self._act({'os-migrateLive': {
             'host': None, 'block_migration': 'auto'}})
         server = self._moved('completed', before)
-        self.assertEqual('ACTIVE', server['status'], server.get('fault'))
+        self.assertEqual('ACTIVE', server['status'],
+                         CLOUD.why_not_active(server))
         lab = CLOUD.computes[self._host(server)].lab
         # This arrival's domain: the guest may have arrived here before.
         arrived = self._domain(server)['id']
@@ -202,7 +203,8 @@ class _MovesTestBase(test_base.TestCase):
         self.assertEqual(204, answer.status_code, answer.text)
         server = self.nova.wait_server(self.server['id'], ['ACTIVE'],
                                        MIGRATION_TIMEOUT)
-        self.assertEqual('ACTIVE', server['status'], server.get('fault'))
+        self.assertEqual('ACTIVE', server['status'],
+                         CLOUD.why_not_active(server))
         return server
 
     def _migrations(self):
@@ -371,7 +373,8 @@ class MigrationTest(_MovesTestBase):
         self.assertEqual(202, answer.status_code, answer.text)
         server = self.nova.wait_server(self.server['id'], ['ACTIVE'],
                                        MIGRATION_TIMEOUT)
-        self.assertEqual('ACTIVE', server['status'], server.get('fault'))
+        self.assertEqual('ACTIVE', server['status'],
+                         CLOUD.why_not_active(server))
         self.assertEqual(self.flavor['name'],
                          server['flavor']['original_name'])
         self.check_placed_on(server, source)

@@ -231,7 +231,8 @@ class ServersTest(test_base.TestCase):
         server = self.servers[value]
         self.addDetail('server', content.text_content(
             json.dumps(server, indent=1, sort_keys=True)))
-        self.assertEqual('ACTIVE', server['status'], server.get('fault'))
+        self.assertEqual('ACTIVE', server['status'],
+                         CLOUD.why_not_active(server))
         compute = CLOUD.computes[server['OS-EXT-SRV-ATTR:host']]
         # The computes differ: the checks read the chosen one's shape.
         self.TOPOLOGY = compute.topology

@@ -1,5 +1,9 @@
 """tempest against the whole cloud: our plugin's tests and a few of nova's.
 
+Two runs: our plugin's tests with tempest's server-create tests (the
+cloud tier's subset, tests/cloud/ci.txt), and tempest's server-delete
+tests (tox -e cloud-all).
+
 The cloud is tests/cloud/cloud.py's, shared by the modules of the test
 process: two compute lab hosts with nova-compute, our driver and our
 agent, each with an sshd that our plugin's domain XML check logs in to
@@ -12,7 +16,8 @@ skips proved nothing.
 
 tempest's output goes to the tier's output as it runs, and its summary
 (tempest's closing lines, each test, the verdict) after it; the summary
-is also kept in ``.artifacts/cloud/tempest-summary.txt``.
+is also kept in ``.artifacts/cloud/tempest-summary.txt`` (the delete
+tests' in ``tempest-delete-summary.txt``).
 """
 
 import argparse
@@ -27,6 +32,7 @@ from tests.cloud import tempest_run
 from tests.cloud import tempestconf
 
 SUMMARY = os.path.join(lay.ARTIFACTS, 'tempest-summary.txt')
+DELETE_SUMMARY = os.path.join(lay.ARTIFACTS, 'tempest-delete-summary.txt')
 # Each boot is a TCG guest in a TCG lab host, scheduled through a busy
 # control plane.
 BUILD_TIMEOUT = 600
@@ -46,22 +52,39 @@ def setUpModule():
 
 class TempestTest(test_base.TestCase):
 
-    def test_our_plugin_and_nova_server_tests_pass(self):
-        layout = CLOUD.control.layout
-        workspace = tempestconf.Workspace(os.path.join(
+    @classmethod
+    def setUpClass(cls):
+        """One workspace and tempest.conf for the class's runs."""
+        super().setUpClass()
+        cls.workspace = tempestconf.Workspace(os.path.join(
             CLOUD.workdir, tempest_run.WORKSPACE))
         args = argparse.Namespace(
             min_compute_nodes=len(CLOUD.computes),
             build_timeout=BUILD_TIMEOUT, driver_extension='True')
-        tempest_run.prepare(layout, workspace, args,
+        tempest_run.prepare(CLOUD.control.layout, cls.workspace, args,
                             CLOUD.tempest_ssh_settings())
-        with open(workspace.conf) as f:
+
+    def run_tempest(self, regex, summary):
+        """tempest's run of ``regex`` against the cloud; fails unless ok.
+
+        Its summary is printed, kept in ``summary`` and attached.
+        """
+        with open(self.workspace.conf) as f:
             self.addDetail('tempest.conf', content.text_content(f.read()))
         ok, text = tempest_run.run_selected(
-            workspace, tempestconf.test_regex(), concurrency=CONCURRENCY)
+            self.workspace, regex, concurrency=CONCURRENCY)
         os.makedirs(lay.ARTIFACTS, exist_ok=True)
-        with open(SUMMARY, 'w') as f:
+        with open(summary, 'w') as f:
             f.write(text + '\n')
         print(text, flush=True)
         self.addDetail('tempest-summary', content.text_content(text))
         self.assertTrue(ok, text)
+
+    def test_our_plugin_and_nova_server_tests_pass(self):
+        self.run_tempest(tempestconf.test_regex(
+            server_tests=tempestconf.CREATE_TESTS), SUMMARY)
+
+    def test_novas_delete_server_tests_pass(self):
+        self.run_tempest(tempestconf.test_regex(
+            plugin=None, server_tests=tempestconf.DELETE_TESTS),
+            DELETE_SUMMARY)

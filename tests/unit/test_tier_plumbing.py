@@ -1,6 +1,7 @@
 """How the tiers are run and timed: the host tier's workers, CI's table
 and what it prints of a failure."""
 
+import ast
 import importlib.util
 import os
 import re
@@ -13,6 +14,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 WORKERS = os.path.join(ROOT, 'tests', 'host', 'workers.yaml')
 HOST_TESTS = os.path.join(ROOT, 'tests', 'host')
+# Each tier's CI subset (stestr --include-list) and the modules whose
+# tests it picks from: (test id prefix, file) pairs.
+SUBSETS = {
+    'tests/cloud/ci.txt': ('tests.cloud', 'tests.cloud.faults'),
+    'tests/host/ci.txt': ('tests.host',),
+    'tests/functional/nova/ci.txt': ('nova.tests.functional.libvirt',),
+}
 
 
 def _load_ci(name):
@@ -184,3 +192,66 @@ class FailureReportTest(test_base.TestCase):
         passing = '{0} tests.host.test_a.T.test_ok [1.2s] ... ok\n'
         self.assertEqual('', self.failures.report(
             self.failures.failures(passing.splitlines())))
+
+
+def _subset_regexes(path):
+    """The regexes of a CI subset file, as stestr reads them."""
+    with open(os.path.join(ROOT, path)) as f:
+        lines = [line.split('#')[0].strip() for line in f]
+    return [re.compile(line) for line in lines if line]
+
+
+def _package_files(package):
+    """(module id, file) of each test_*.py module of ``package``.
+
+    Found without importing them or their packages (nova's package
+    monkey-patches the process it is imported in).
+    """
+    top, *rest = package.split('.')
+    folder = os.path.join(
+        os.path.dirname(importlib.util.find_spec(top).origin), *rest)
+    return [(f'{package}.{name[:-3]}', os.path.join(folder, name))
+            for name in sorted(os.listdir(folder))
+            if name.startswith('test_') and name.endswith('.py')]
+
+
+def _test_ids(module_id, path):
+    """Every test id of a module's source: its classes' test methods.
+
+    A class inherits the test methods of the module's classes it names
+    as bases (DiscoveryFourNodesTest runs DiscoveryTest's tests).
+    """
+    with open(path) as f:
+        tree = ast.parse(f.read())
+    classes = {node.name: node for node in tree.body
+               if isinstance(node, ast.ClassDef)}
+
+    def methods(cls):
+        own = {item.name for item in cls.body
+               if isinstance(item, ast.FunctionDef)
+               and item.name.startswith('test_')}
+        for base in cls.bases:
+            if isinstance(base, ast.Name) and base.id in classes:
+                own |= methods(classes[base.id])
+        return own
+
+    return [f'{module_id}.{name}.{method}'
+            for name, cls in classes.items() for method in methods(cls)]
+
+
+class CiSubsetTest(test_base.TestCase):
+    """Each line of a tier's CI subset picks tests that exist."""
+
+    def test_every_line_matches_a_test_and_not_every_test_is_picked(self):
+        for path, packages in SUBSETS.items():
+            ids = [test_id for package in packages
+                   for module_id, source in _package_files(package)
+                   for test_id in _test_ids(module_id, source)]
+            self.assertGreater(len(ids), 10, path)
+            regexes = _subset_regexes(path)
+            self.assertGreater(len(regexes), 3, path)
+            for regex in regexes:
+                self.assertTrue(any(regex.search(i) for i in ids),
+                                f'{path}: {regex.pattern} picks no test')
+            picked = [i for i in ids if any(r.search(i) for r in regexes)]
+            self.assertLess(len(picked), len(ids), path)

@@ -73,7 +73,8 @@ class FaultTestBase(test_base.TestCase):
 
     def boot(self, name, specs):
         server = self.settled(self.create(name, specs))
-        self.assertEqual('ACTIVE', server['status'], server.get('fault'))
+        self.assertEqual('ACTIVE', server['status'],
+                         self.CLOUD.why_not_active(server))
         return server
 
     def guest_state(self, server):
