@@ -36,6 +36,7 @@ from nova_numa_policy.contracts import errors
 from nova_numa_policy.contracts import messaging
 from nova_numa_policy.contracts import scope
 from nova_numa_policy.loops import options as loop_options
+from nova_numa_policy.objects import report as report_obj
 from nova_numa_policy.objects import wire as report_wire
 
 from agent.backend import bandwidth
@@ -298,8 +299,13 @@ def main(argv=None):
     signal.signal(signal.SIGINT, agent.stop)
     if stopped.is_set():
         agent.stop()
-    LOG.info('numa-policy-agent starting on %s (libvirt %s, period %ss%s)',
-             agent.host, CONF.numa_policy_agent.libvirt_uri, agent.period,
+    # The report version, for an operator pinning agents during a rolling
+    # upgrade (doc/source/upgrade.rst).
+    LOG.info('numa-policy-agent starting on %s (libvirt %s, period %ss, '
+             'reports at version %s%s)', agent.host,
+             CONF.numa_policy_agent.libvirt_uri, agent.period,
+             CONF.numa_policy_reports.report_version
+             or report_obj.NumaHostReport.VERSION,
              ', dry run' if agent.dry_run else '')
     report = agent.daemon_loop(once=CONF.once)
     if sender is not None:

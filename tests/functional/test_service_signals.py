@@ -15,6 +15,8 @@ import sys
 import time
 
 import fixtures
+
+from nova_numa_policy.objects import report as report_obj
 from tests import base as test_base
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -91,8 +93,10 @@ class AgentProcessTest(test_base.TestCase):
 
     def test_sigterm_stops_the_agent_promptly_and_cleanly(self):
         agent = ServiceProcess(self, 'agent.service.cmd', AGENT_CONFIG)
-        agent.wait_for_log('numa-policy-agent starting on cn-signals '
-                           '(libvirt test:///default, period 1.0s)')
+        agent.wait_for_log(
+            'numa-policy-agent starting on cn-signals (libvirt '
+            'test:///default, period 1.0s, reports at version '
+            f'{report_obj.NumaHostReport.VERSION})')
         code, seconds = agent.terminate()
         self.assertEqual(0, code, agent.log())
         self.assertLess(seconds, STOP_TIMEOUT)
