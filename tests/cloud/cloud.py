@@ -43,6 +43,7 @@ import time
 import unittest
 
 from tests.cloud import compute as compute_mod
+from tests.cloud import configs
 from tests.cloud import control
 from tests.cloud import endpoints
 from tests.cloud import l2agent
@@ -71,6 +72,8 @@ STATE_DISK_GB = 4
 REPORT_TIMEOUT = 300
 AGENT_LOG = '/tmp/numa-policy-agent.log'
 AGENT_BINARY = '/usr/bin/numa-policy-agent'
+# A start's own options (start_agent's extra_config), after the others.
+AGENT_EXTRA_CONF = '/etc/nova/numa-policy-agent-extra.conf'
 # Its pgrep/pkill pattern, with a bracket: the shell running pkill, whose
 # own command line holds the pattern, does not match it.
 _AGENT_PATTERN = f"'[{AGENT_BINARY[0]}]{AGENT_BINARY[1:]}'"
@@ -153,10 +156,17 @@ class Nova:
                   {'extra_specs': dict(extra_specs)})
         return flavor
 
-    def create_server(self, name, flavor_id, image_id, networks):
-        return self.post('/servers', {'server': {
-            'name': name, 'flavorRef': flavor_id, 'imageRef': image_id,
-            'networks': networks}}).json()['server']
+    def create_server(self, name, flavor_id, image_id, networks, host=None):
+        """A new server; ``host``, if given, is asked of the scheduler.
+
+        A host asked for (microversion 2.74) still passes every filter,
+        ours included: a host they refuse is no valid host.
+        """
+        body = {'name': name, 'flavorRef': flavor_id, 'imageRef': image_id,
+                'networks': networks}
+        if host is not None:
+            body['host'] = host
+        return self.post('/servers', {'server': body}).json()['server']
 
     def server(self, server_id):
         return self.get(f'/servers/{server_id}')['server']
@@ -303,18 +313,25 @@ class Cloud:
                 f'&& echo 1 > /proc/sys/kernel/numa_balancing')
         self.start_agent(host.name)
 
-    def start_agent(self, name):
+    def start_agent(self, name, extra_config=None):
         """Start compute ``name``'s agent, as devstack/plugin.sh starts it.
 
         Where neutron's OVS agent runs: nova's file, the OVS agent's (its
         bridge mappings), ours. Its output is appended to, so that a
         restarted agent's lines follow those of its earlier run.
+        ``extra_config``: ``{section: {option: value}}`` in a last file of
+        its own (``AGENT_EXTRA_CONF``), read after ours, for this start
+        only.
         """
-        files = (deploy.NOVA_CONF, l2agent.CONF, deploy.AGENT_CONF)
+        lab = self.computes[name].lab
+        files = [deploy.NOVA_CONF, l2agent.CONF, deploy.AGENT_CONF]
+        if extra_config:
+            lab.run(deploy.files_script(
+                ((AGENT_EXTRA_CONF, configs.render(extra_config)),)))
+            files.append(AGENT_EXTRA_CONF)
         config = ' '.join(f'--config-file {path}' for path in files)
-        self.computes[name].lab.run(
-            f'cd / && setsid {AGENT_BINARY} {config} '
-            f'>> {AGENT_OUTPUT} 2>&1 < /dev/null &', user='nova')
+        lab.run(f'cd / && setsid {AGENT_BINARY} {config} '
+                f'>> {AGENT_OUTPUT} 2>&1 < /dev/null &', user='nova')
 
     def stop_agent(self, name, signal_name='KILL', timeout=60):
         """Signal compute ``name``'s agent and wait until it is gone."""

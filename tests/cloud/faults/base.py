@@ -1,5 +1,6 @@
 """What every fault scenario reads of the cloud: guests, reports, actions."""
 
+import datetime
 import json
 import time
 import urllib.parse
@@ -26,6 +27,8 @@ BACK_TIMEOUT = 240
 BOOT_TIMEOUT = test_servers.BOOT_TIMEOUT
 DELETE_TIMEOUT = 300
 ACTIONS_LIMIT = 1000
+# Reports of a host read back from our API, at most (the API's limit).
+HISTORY = 1000
 
 
 class FaultTestBase(test_base.TestCase):
@@ -56,10 +59,14 @@ class FaultTestBase(test_base.TestCase):
 
     # -- servers -------------------------------------------------------
 
-    def create(self, name, specs):
-        """A new server of ``specs``, deleted at the test's end."""
+    def create(self, name, specs, host=None):
+        """A new server of ``specs``, deleted at the test's end.
+
+        ``host``: the compute asked for, through the scheduler's filters.
+        """
         server = self.nova.create_server(
-            name, self.flavor(specs)['id'], self.image['id'], 'none')
+            name, self.flavor(specs)['id'], self.image['id'], 'none',
+            host=host)
         self.addCleanup(self.nova.delete_and_wait, server['id'],
                         DELETE_TIMEOUT)
         return server
@@ -71,8 +78,8 @@ class FaultTestBase(test_base.TestCase):
             json.dumps(server, indent=1, sort_keys=True)))
         return server
 
-    def boot(self, name, specs):
-        server = self.settled(self.create(name, specs))
+    def boot(self, name, specs, host=None):
+        server = self.settled(self.create(name, specs, host))
         self.assertEqual('ACTIVE', server['status'],
                          self.CLOUD.why_not_active(server))
         return server
@@ -112,6 +119,19 @@ class FaultTestBase(test_base.TestCase):
                            f'{host} report_fresh {fresh}', timeout,
                            interval=2)
         return time.monotonic() - began
+
+    def longest_silence(self, host, since):
+        """Seconds of the widest gap between two of ``host``'s reports.
+
+        In our API's history of its reports, from the last one made
+        before ``since`` (an aware datetime) on.
+        """
+        body = self.api(f'/v1/hosts/{host}/reports?limit={HISTORY}')
+        made = sorted(datetime.datetime.fromisoformat(r['generated_at'])
+                      for r in body['reports'])
+        before = [m for m in made if m < since]
+        made = before[-1:] + [m for m in made if m >= since]
+        return max((b - a).total_seconds() for a, b in zip(made, made[1:]))
 
     def actions(self, uuid):
         body = self.api(f'/v1/actions?instance_uuid={uuid}'
