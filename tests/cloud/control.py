@@ -213,8 +213,7 @@ class ControlPlane:
         if extra_config:
             path = os.path.join(self.layout.etc, f'{name}-extra.conf')
             configs.write(path, extra_config)
-            spec = dataclasses.replace(
-                spec, argv=spec.argv + ('--config-file', path))
+            spec = with_config_file(spec, path)
         return dataclasses.replace(spec, name=name)
 
     def start_service(self, spec):
@@ -224,6 +223,14 @@ class ControlPlane:
 
     def stop_service(self, name):
         self.processes.stop(name)
+
+    def numa_policy_option(self, section, option):
+        """A value of our services' file, as devstack/plugin.sh wrote it."""
+        return _ini_value(self.layout.numa_policy_conf, section, option)
+
+    def service_log(self, name):
+        """What service ``name`` logged since its latest start."""
+        return self.processes.log(name)
 
     def restart_service(self, name, extra_config=None):
         """Stop service ``name``; start it again, as it was or overridden."""
@@ -247,6 +254,16 @@ class ControlPlane:
         the one the plugin gave the scheduler.
         """
         return compute_config(self.layout.workdir)
+
+
+def with_config_file(spec, path):
+    """``spec`` reading ``path`` last: its variable's list, or argv's."""
+    if spec.config_files_env is None:
+        return dataclasses.replace(
+            spec, argv=spec.argv + ('--config-file', path))
+    env = tuple((key, f'{value},{path}' if key == spec.config_files_env
+                 else value) for key, value in spec.env)
+    return dataclasses.replace(spec, env=env)
 
 
 def compute_config(workdir=DEFAULT_WORKDIR):

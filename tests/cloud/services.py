@@ -61,9 +61,12 @@ class Spec:
     oneshot: bool = False
     ok_codes: tuple = (0,)
     failed: str = None
+    # The variable of ``env`` that lists its configuration files, comma
+    # separated, where the service reads no --config-file (a WSGI app).
+    config_files_env: str = None
 
 
-def wsgi(name, port, app, env=()):
+def wsgi(name, port, app, env=(), config_files_env=None):
     """A gunicorn serving ``app`` on 127.0.0.1:``port``.
 
     One worker process with threads: this cloud serves a few tests, and
@@ -78,7 +81,8 @@ def wsgi(name, port, app, env=()):
             '--workers', '1', '--worker-class', 'gthread', '--threads', '4',
             '--timeout', '300', '--graceful-timeout', '5',
             '--name', name, '--error-logfile', '-', app)
-    return Spec(name, argv, tuple(env), port=port, failed=WORKER_DIED)
+    return Spec(name, argv, tuple(env), port=port, failed=WORKER_DIED,
+                config_files_env=config_files_env)
 
 
 def daemon(name, argv, ready):
@@ -139,7 +143,8 @@ def specs(layout, numa_policy_commands):
         wsgi('numa-policy-api', port['numa-policy'],
              'nova_numa_policy.rest.wsgi:application',
              [('NUMA_POLICY_API_WSGI', '1'),
-              ('NUMA_POLICY_API_CONFIG', api_conf)]),
+              ('NUMA_POLICY_API_CONFIG', api_conf)],
+             config_files_env='NUMA_POLICY_API_CONFIG'),
     )}
 
 
@@ -224,6 +229,12 @@ class Processes:
 
     def names(self):
         return set(self._running)
+
+    def log(self, name):
+        """What process ``name`` logged since its latest start."""
+        with open(self.layout.log(name), errors='replace') as f:
+            f.seek(self._log_starts.get(name, 0))
+            return f.read()
 
     def failure(self, name, why):
         log_path = self.layout.log(name)

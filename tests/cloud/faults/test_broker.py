@@ -17,7 +17,6 @@ from tests.cloud import resources
 
 HOME = {'hw:numa_policy': 'home'}
 OUTAGE = 30
-HISTORY = 1000
 
 
 def _rabbitmqctl(*args):
@@ -26,18 +25,6 @@ def _rabbitmqctl(*args):
 
 
 class BrokerRestartTest(base.FaultTestBase):
-
-    def longest_silence(self, host, since):
-        """Seconds of the widest gap between two of ``host``'s reports.
-
-        From the last one made before ``since`` (a datetime) on.
-        """
-        body = self.api(f'/v1/hosts/{host}/reports?limit={HISTORY}')
-        made = sorted(datetime.datetime.fromisoformat(r['generated_at'])
-                      for r in body['reports'])
-        before = [m for m in made if m < since]
-        made = before[-1:] + [m for m in made if m >= since]
-        return max((b - a).total_seconds() for a, b in zip(made, made[1:]))
 
     def test_everything_reconnects_within_the_report_ttl(self):
         hosts = sorted(self.CLOUD.computes)
