@@ -19,8 +19,9 @@ import subprocess
 import sys
 import threading
 
+from tests import forwarding
+
 ADDRESS = '127.0.0.1'
-CHUNK = 65536
 START_TIMEOUT = 30
 # Where ``python -m`` finds this module: the checkout's root.
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -79,24 +80,8 @@ def serve(port, target_port):
             client.close()
             continue
         for source, sink in ((client, server), (server, client)):
-            threading.Thread(target=_pump, args=(source, sink),
+            threading.Thread(target=forwarding.pump, args=(source, sink),
                              daemon=True).start()
-
-
-def _pump(source, sink):
-    try:
-        while True:
-            data = source.recv(CHUNK)
-            if not data:
-                break
-            sink.sendall(data)
-    except OSError:
-        pass
-    for sock in (source, sink):
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
 
 
 if __name__ == '__main__':

@@ -17,6 +17,8 @@ import oslo_messaging
 import pymysql
 import sqlalchemy as sa
 
+from tests import forwarding
+
 MYSQL_URL = os.environ.get('NUMA_POLICY_TEST_MYSQL_URL',
                            'mysql+pymysql://root@127.0.0.1:3306/')
 TRANSPORT_URL = os.environ.get('NUMA_POLICY_TEST_TRANSPORT_URL',
@@ -211,21 +213,5 @@ class TcpProxy(fixtures.Fixture):
                     return
                 self._sockets += [client, upstream]
             for src, dst in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(src, dst),
+                threading.Thread(target=forwarding.pump, args=(src, dst),
                                  daemon=True).start()
-
-    @staticmethod
-    def _pipe(src, dst):
-        try:
-            while True:
-                data = src.recv(65536)
-                if not data:
-                    break
-                dst.sendall(data)
-        except OSError:
-            pass
-        for sock in (src, dst):
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
