@@ -230,6 +230,10 @@ class Cloud:
         # as our tempest plugin's domain XML check uses it.
         self.ssh_key = None
         self.ssh_accesses = {}
+        # Each nova-compute's log as it was once the cloud was up: what
+        # its start said, before any test (a fault scenario restarting
+        # the broker, say) added to it.
+        self.logs_at_start = {}
 
     # -- start -------------------------------------------------------------
 
@@ -254,6 +258,8 @@ class Cloud:
                         self._wait_for_l2_agents)
             self._stage('agents reporting to the collector',
                         self._wait_for_reports)
+            self.logs_at_start = {name: host.log()
+                                  for name, host in self.computes.items()}
         except BaseException:
             self.stop()
             raise
