@@ -481,6 +481,15 @@ class Cloud:
                          f'(end) ---\n' + '\n'.join(l2))
         return '\n'.join(parts)
 
+    def assert_active(self, test, server):
+        """Fail ``test`` unless ``server`` is ACTIVE, saying why it is not.
+
+        The computes' logs are read only then (why_not_active).
+        """
+        if server['status'] != 'ACTIVE':
+            test.assertEqual('ACTIVE', server['status'],
+                             self.why_not_active(server))
+
     def why_not_active(self, server, lines_per_compute=3):
         """A few short lines on why ``server`` is not ACTIVE.
 

@@ -110,8 +110,7 @@ class _MovesTestBase(test_base.TestCase):
             cls.server = self.nova.wait_server(server['id'], ['ACTIVE'],
                                                test_servers.BOOT_TIMEOUT)
         self.server = self.nova.server(cls.server['id'])
-        self.assertEqual('ACTIVE', self.server['status'],
-                         CLOUD.why_not_active(self.server))
+        CLOUD.assert_active(self, self.server)
 
     @classmethod
     def _delete(cls, server_id):
@@ -180,8 +179,7 @@ class _MovesTestBase(test_base.TestCase):
         before = self._act({'os-migrateLive': {
             'host': None, 'block_migration': 'auto'}})
         server = self._moved('completed', before)
-        self.assertEqual('ACTIVE', server['status'],
-                         CLOUD.why_not_active(server))
+        CLOUD.assert_active(self, server)
         lab = CLOUD.computes[self._host(server)].lab
         # This arrival's domain: the guest may have arrived here before.
         arrived = self._domain(server)['id']
@@ -203,8 +201,7 @@ class _MovesTestBase(test_base.TestCase):
         self.assertEqual(204, answer.status_code, answer.text)
         server = self.nova.wait_server(self.server['id'], ['ACTIVE'],
                                        MIGRATION_TIMEOUT)
-        self.assertEqual('ACTIVE', server['status'],
-                         CLOUD.why_not_active(server))
+        CLOUD.assert_active(self, server)
         return server
 
     def _migrations(self):
@@ -373,8 +370,7 @@ class MigrationTest(_MovesTestBase):
         self.assertEqual(202, answer.status_code, answer.text)
         server = self.nova.wait_server(self.server['id'], ['ACTIVE'],
                                        MIGRATION_TIMEOUT)
-        self.assertEqual('ACTIVE', server['status'],
-                         CLOUD.why_not_active(server))
+        CLOUD.assert_active(self, server)
         self.assertEqual(self.flavor['name'],
                          server['flavor']['original_name'])
         self.check_placed_on(server, source)

@@ -109,8 +109,7 @@ class SchedulerInTheCloudTest(test_base.TestCase):
                                        SCHEDULE_TIMEOUT)
         self.addDetail('server', content.text_content(
             json.dumps(placed, indent=1, sort_keys=True)))
-        self.assertEqual('ACTIVE', placed['status'],
-                         CLOUD.why_not_active(placed))
+        CLOUD.assert_active(self, placed)
         return placed['OS-EXT-SRV-ATTR:host']
 
     def busy_and_quiet(self, hosts):

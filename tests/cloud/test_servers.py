@@ -231,8 +231,7 @@ class ServersTest(test_base.TestCase):
         server = self.servers[value]
         self.addDetail('server', content.text_content(
             json.dumps(server, indent=1, sort_keys=True)))
-        self.assertEqual('ACTIVE', server['status'],
-                         CLOUD.why_not_active(server))
+        CLOUD.assert_active(self, server)
         compute = CLOUD.computes[server['OS-EXT-SRV-ATTR:host']]
         # The computes differ: the checks read the chosen one's shape.
         self.TOPOLOGY = compute.topology

@@ -1,4 +1,4 @@
-"""Faults in the running cloud: parts stopped, killed or restarted.
+"""Faults in the running cloud: parts failing, doubled, a version behind.
 
 Each scenario ends with nothing lost: the guests' policies hold as the
 kernel shows them, every action is in the collector once, and the

@@ -31,6 +31,11 @@ ACTIONS_LIMIT = 1000
 HISTORY = 1000
 
 
+def verdict(host, name):
+    """Filter ``name``'s verdict on one host of our API's explanation."""
+    return next(f for f in host['filters'] if f['name'] == name)
+
+
 class FaultTestBase(test_base.TestCase):
     """One cloud for the module (``CLOUD``), flavors made on demand."""
 
@@ -80,8 +85,7 @@ class FaultTestBase(test_base.TestCase):
 
     def boot(self, name, specs, host=None):
         server = self.settled(self.create(name, specs, host))
-        self.assertEqual('ACTIVE', server['status'],
-                         self.CLOUD.why_not_active(server))
+        self.CLOUD.assert_active(self, server)
         return server
 
     def guest_state(self, server):
@@ -118,6 +122,19 @@ class FaultTestBase(test_base.TestCase):
                            lambda seen: seen is fresh,
                            f'{host} report_fresh {fresh}', timeout,
                            interval=2)
+        return time.monotonic() - began
+
+    def wait_report_since(self, host, began, what):
+        """Seconds until our API holds a report of ``host`` since ``began``.
+
+        ``began``, a monotonic time: a report made after it (a restarted
+        agent's, or one that crossed a restarted broker), not one fresh
+        from before.
+        """
+        resources.wait_for(
+            lambda: self.api(f'/v1/hosts/{host}')['host'],
+            lambda h: h['report_age'] < time.monotonic() - began,
+            what, BACK_TIMEOUT, interval=2)
         return time.monotonic() - began
 
     def longest_silence(self, host, since):

@@ -25,10 +25,6 @@ POLICY_FILTER = 'NumaPolicyFilter'
 QUIET_PERIODS = 4
 
 
-def _verdict(host, name):
-    return next(f for f in host['filters'] if f['name'] == name)
-
-
 class AgentKilledTest(base.FaultTestBase):
 
     def test_a_killed_agent_leaves_its_guests_and_resumes_from_its_state(
@@ -49,7 +45,7 @@ class AgentKilledTest(base.FaultTestBase):
                   round(stale_after))
         # The scheduler's rule, as our API applies it: a host without a
         # fresh report fails a policy flavor in strict mode, and says so.
-        verdict = _verdict(self.explain(HOME)[host], POLICY_FILTER)
+        verdict = base.verdict(self.explain(HOME)[host], POLICY_FILTER)
         self.assertEqual((False, 'no fresh report; strict mode'),
                          (verdict['passed'], verdict['reason']))
         self.assertEqual(before, self.guest_state(server),
@@ -60,8 +56,8 @@ class AgentKilledTest(base.FaultTestBase):
         self.wait_freshness(host, True, base.BACK_TIMEOUT)
         self.note('seconds from the agent started to the host heeded',
                   round(time.monotonic() - began))
-        self.assertTrue(_verdict(self.explain(HOME)[host],
-                                 POLICY_FILTER)['passed'])
+        self.assertTrue(base.verdict(self.explain(HOME)[host],
+                                     POLICY_FILTER)['passed'])
         time.sleep(QUIET_PERIODS * base.AGENT_PERIOD)
         self.assertEqual(before, self.guest_state(server),
                          'the agent moved the guest after its return')

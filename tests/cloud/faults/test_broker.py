@@ -13,7 +13,6 @@ import time
 
 from tests.cloud.faults import base
 from tests.cloud import infra
-from tests.cloud import resources
 
 HOME = {'hw:numa_policy': 'home'}
 OUTAGE = 30
@@ -41,11 +40,8 @@ class BrokerRestartTest(base.FaultTestBase):
             # A report generated after the restart: the agent's own
             # connection came back (a fresh one may predate the outage
             # by less than the TTL).
-            resources.wait_for(
-                lambda host=host: self.api(f'/v1/hosts/{host}')['host'],
-                lambda h: h['report_age'] < time.monotonic() - began,
-                f'a report of {host} made after the restart',
-                base.BACK_TIMEOUT, interval=2)
+            self.wait_report_since(
+                host, began, f'a report of {host} made after the restart')
         self.note('seconds from the broker started to every agent heard',
                   round(time.monotonic() - began))
         # The scheduler heard them too: strict mode places a policy

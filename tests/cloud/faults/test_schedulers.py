@@ -54,10 +54,6 @@ class TwoSchedulersTest(base.FaultTestBase):
             lab, range(self.CLOUD.computes[self.busy].topology.cpus))
         self.addCleanup(lab.run, host_base.STOP_BUSY)
 
-    def load_verdict(self, hosts, host):
-        return next(f for f in hosts[host]['filters']
-                    if f['name'] == LOAD_FILTER)
-
     def scheduled_by(self, server_id):
         """The schedulers whose log names ``server_id`` as scheduled."""
         return {name for name in SCHEDULERS
@@ -71,8 +67,7 @@ class TwoSchedulersTest(base.FaultTestBase):
             self.flavor(INTERLEAVE)['id'], self.image['id'], 'none')
         try:
             placed = self.settled(server)
-            self.assertEqual('ACTIVE', placed['status'],
-                             self.CLOUD.why_not_active(placed))
+            self.CLOUD.assert_active(self, placed)
         finally:
             self.nova.delete_and_wait(server['id'], base.DELETE_TIMEOUT)
         return placed['OS-EXT-SRV-ATTR:host'], self.scheduled_by(
@@ -82,8 +77,8 @@ class TwoSchedulersTest(base.FaultTestBase):
         resources.wait_for(
             lambda: self.explain(INTERLEAVE),
             lambda hosts: (
-                not self.load_verdict(hosts, self.busy)['passed']
-                and self.load_verdict(hosts, self.quiet)['passed']),
+                not base.verdict(hosts[self.busy], LOAD_FILTER)['passed']
+                and base.verdict(hosts[self.quiet], LOAD_FILTER)['passed']),
             f'{self.busy} refused for its load, {self.quiet} passed',
             base.BACK_TIMEOUT, interval=5)
         chosen, served = [], {name: 0 for name in SCHEDULERS}

@@ -14,7 +14,6 @@ shows.
 import time
 
 from tests.cloud.faults import base
-from tests.cloud import resources
 
 HOME = {'hw:numa_policy': 'home'}
 PREVIOUS_VERSION = '1.6'
@@ -24,17 +23,6 @@ OUR_FILTERS = ('NumaPolicyFilter', 'NumaNicLocalityFilter',
 
 
 class PreviousReportVersionTest(base.FaultTestBase):
-
-    def wait_report_since(self, host, began, what):
-        """Seconds until our API holds a report of ``host`` since ``began``.
-
-        ``began``, a monotonic time: the restarted agent's first report.
-        """
-        resources.wait_for(
-            lambda: self.api(f'/v1/hosts/{host}')['host'],
-            lambda h: h['report_age'] < time.monotonic() - began,
-            what, base.BACK_TIMEOUT, interval=2)
-        return time.monotonic() - began
 
     def restart_agent(self, host, extra_config=None):
         self.CLOUD.stop_agent(host, 'TERM')
@@ -58,11 +46,9 @@ class PreviousReportVersionTest(base.FaultTestBase):
 
         hosts = self.explain(HOME)
         for host in (pinned, current):
-            verdicts = {f['name']: f for f in hosts[host]['filters']
-                        if f['name'] in OUR_FILTERS}
-            self.assertEqual(set(OUR_FILTERS), set(verdicts))
-            for verdict in verdicts.values():
-                self.assertTrue(verdict['passed'], (host, verdict))
+            for name in OUR_FILTERS:
+                found = base.verdict(hosts[host], name)
+                self.assertTrue(found['passed'], (host, found))
 
         server = self.boot('numa-faults-pinned', HOME, host=pinned)
         self.assertEqual(pinned, server['OS-EXT-SRV-ATTR:host'])
