@@ -125,6 +125,11 @@ chmod 0440 /etc/sudoers.d/lab-environment
 mount -t debugfs debugfs /sys/kernel/debug
 echo 1000 > /sys/kernel/debug/sched/numa_balancing/scan_period_max_ms
 
+# A lower memory tier, when the topology has one (slowmem.sh).
+if [ -n "${LAB_SLOW_NODE:-}" ]; then
+    sh "$LAB_PROJECT/tests/labhost/slowmem.sh" "$LAB_SLOW_NODE"
+fi
+
 # sshd, when the host asked for a forward to it (tests/labhost/ssh.py):
 # the program unpacked in the lab's cache, a host key made now on tmpfs,
 # root in by the host's one key only. Its privilege separation needs

@@ -26,7 +26,7 @@ def _read(path):
         return None
 
 
-def _cgroup_dir(pid):
+def cgroup_dir(pid):
     """The domain's cgroup directory: the parent of its emulator's."""
     for line in (_read(f'/proc/{pid}/cgroup') or '').splitlines():
         if line.startswith('0::'):
@@ -54,7 +54,7 @@ def kernel_view(pid, ram_bytes=None):
                 'comm': comm, 'status': status,
                 'sched': _read(f'{task}/sched') or ''}
     mems, effective = {}, {}
-    group = _cgroup_dir(pid)
+    group = cgroup_dir(pid)
     if group is not None:
         base = CGROUP_ROOT + group
         for directory in [base] + sorted(glob.glob(f'{base}/*/')):
@@ -177,6 +177,30 @@ SETTINGS = ('/proc/sys/kernel/numa_balancing',)
 # /tmp entries that come and go on their own: the request server's work
 # directory and the privsep daemons' socket directories (tmp*).
 SCRATCH_ENTRIES = ('lab-requests', 'root')
+
+
+MEMORY_TIERS = '/sys/devices/virtual/memory_tiering'
+NODES = '/sys/devices/system/node'
+
+
+def memory_tiers():
+    """What the kernel says of its memory tiers and nodes: raw texts.
+
+    Each tier's nodelist by its directory's name (``memory_tier4``), the
+    node masks with CPUs and with memory, each node's SLIT row and
+    meminfo, and whether demotion to a lower tier is on.
+    """
+    tiers = {os.path.basename(path): _read(os.path.join(path, 'nodelist'))
+             for path in glob.glob(os.path.join(MEMORY_TIERS, 'memory_tier*'))}
+    nodes = {os.path.basename(path)[len('node'):]: {
+        'distance': _read(os.path.join(path, 'distance')),
+        'meminfo': _read(os.path.join(path, 'meminfo'))}
+        for path in glob.glob(os.path.join(NODES, 'node[0-9]*'))}
+    return {'tiers': tiers, 'nodes': nodes,
+            'has_cpu': _read(os.path.join(NODES, 'has_cpu')),
+            'has_memory': _read(os.path.join(NODES, 'has_memory')),
+            'demotion_enabled': _read(
+                '/sys/kernel/mm/numa/demotion_enabled')}
 
 
 def settled_state():

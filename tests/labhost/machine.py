@@ -243,6 +243,13 @@ def reopened_directories(paths):
                     and any(k.startswith(d + os.sep) for k in kept))]
 
 
+def slow_memory_settings(topology):
+    """config.sh values for guest.sh's lower tier: none without one."""
+    if topology.slow_node is None:
+        return {}
+    return {'LAB_SLOW_NODE': str(topology.slow_node)}
+
+
 def _kill_all_at_exit():
     with _live_lock:
         hosts = list(_live)
@@ -367,6 +374,7 @@ class LabHost:
                       self._needed())),
                   'LAB_NOVA_UID': str(NOVA_UID),
                   'LAB_HOSTNAME': self.hostname,
+                  **slow_memory_settings(self.topology),
                   **network_mod.guest_settings(self.network)}
         with open(os.path.join(self.share, 'config.sh'), 'w') as f:
             for name, value in values.items():

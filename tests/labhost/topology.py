@@ -18,6 +18,8 @@ from numa_policy_lab import shape as shape_mod
 LOCAL_DISTANCE = shape_mod.LOCAL_DISTANCE
 # The NIC's name in the shape; the guest kernel names its own.
 NIC_NAME = 'nic0'
+# x86's memory block: kmem hands the kernel whole blocks only.
+SLOW_MEMORY_ALIGN_MB = 128
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,6 +37,14 @@ class LabTopology:
     # An SR-IOV NIC (QEMU's igb) instead of virtio, behind an emulated
     # IOMMU so that its VFs can be passed to domains (VFIO).
     sriov: bool = False
+    # A memory-only node after the CPU nodes, of this many MiB: an
+    # emulated NVDIMM that the lab host gives the kernel as system RAM
+    # through dax/kmem (tests/labhost/slowmem.sh), which Debian 12's
+    # kernel puts in a lower memory tier. 0: none. Not in ``shape``,
+    # the simulator's model, which has no tiers.
+    slow_memory_mb: int = 0
+    # That node's SLIT distance from every CPU node.
+    slow_distance: int = 0
 
     def __post_init__(self):
         problems = distance_problems(self.distances, self.nodes)
@@ -42,8 +52,19 @@ class LabTopology:
             problems = self.shape.problems()
         if self.sriov and self.nic_node is None:
             problems.append('an SR-IOV NIC needs a node')
+        if self.slow_memory_mb and (
+                self.slow_memory_mb % SLOW_MEMORY_ALIGN_MB
+                or self.slow_distance <= max(map(max, self.distances))):
+            problems.append(f'slow memory: a multiple of '
+                            f'{SLOW_MEMORY_ALIGN_MB} MiB, farther than '
+                            f'every CPU node')
         if problems:
             raise ValueError(f'{self.name}: {"; ".join(problems)}')
+
+    @property
+    def slow_node(self):
+        """The memory-only node's id, or None."""
+        return self.nodes if self.slow_memory_mb else None
 
     @property
     def shape(self):
@@ -99,8 +120,13 @@ FOUR_NODES_NIC_ON_0 = LabTopology(
     name='four-nodes-nic0', nodes=4, cpus_per_node=2, memory_mb_per_node=512,
     distances=FOUR_NODES.distances, nic_node=0)
 
+# TWO_NODES with a lower memory tier: a memory-only node 2, farther from
+# both CPU nodes than they are from each other, as a CXL expander is.
+TIERED_NODES = dataclasses.replace(
+    TWO_NODES, name='tiered-nodes', slow_memory_mb=512, slow_distance=30)
+
 TOPOLOGIES = {t.name: t for t in (TWO_NODES, FOUR_NODES, SRIOV_NODES,
-                                  FOUR_NODES_NIC_ON_0)}
+                                  FOUR_NODES_NIC_ON_0, TIERED_NODES)}
 
 # QEMU's model of an Intel 82576, a NIC with SR-IOV.
 SRIOV_NIC = 'igb'
@@ -126,11 +152,40 @@ def numa_args(topology):
                             f'size={topology.memory_mb_per_node}M',
                  '-numa', f'node,nodeid={node},cpus={cpus[0]}-{cpus[-1]},'
                           f'memdev=mem{node}']
+    slow = topology.slow_node
+    if slow is not None:
+        args += ['-numa', f'node,nodeid={slow}']
     for i in range(topology.nodes):
         for j in range(i + 1, topology.nodes):
             args += ['-numa', f'dist,src={i},dst={j},'
                               f'val={topology.distances[i][j]}']
+        if slow is not None:
+            args += ['-numa', f'dist,src={i},dst={slow},'
+                              f'val={topology.slow_distance}']
     return args
+
+
+def slow_memory_args(topology):
+    """The memory-only node's NVDIMM, RAM-backed: no file, no persistence.
+
+    Without a label area: the kernel makes one raw namespace of it, which
+    the lab host turns into device-dax and then system RAM.
+    """
+    if not topology.slow_memory_mb:
+        return []
+    return ['-object', f'memory-backend-ram,id=slowmem,'
+                       f'size={topology.slow_memory_mb}M',
+            '-device', f'nvdimm,id=nvdimm0,memdev=slowmem,'
+                       f'node={topology.slow_node}']
+
+
+def memory_args(topology):
+    """-machine and -m: room for the NVDIMM beside the nodes' RAM."""
+    if not topology.slow_memory_mb:
+        return ['-machine', 'q35', '-m', f'{topology.memory_mb}M']
+    most = topology.memory_mb + topology.slow_memory_mb
+    return ['-machine', 'q35,nvdimm=on',
+            '-m', f'{topology.memory_mb}M,slots=1,maxmem={most}M']
 
 
 def nic_args(topology):
@@ -207,8 +262,8 @@ def qemu_args(topology, kernel, initrd, cmdline, shares, accel='tcg',
     """
     cpu = 'host' if accel == 'kvm' else TCG_CPU
     cmdline = ' '.join([cmdline, *kernel_args(topology)])
-    args = [*qemu, '-machine', 'q35', '-accel', accel_option(topology, accel),
-            '-cpu', cpu, '-m', f'{topology.memory_mb}M',
+    args = [*qemu, *memory_args(topology),
+            '-accel', accel_option(topology, accel), '-cpu', cpu,
             '-smp', f'{topology.cpus},sockets={topology.nodes},'
                     f'cores={topology.cpus_per_node},threads=1',
             '-nodefaults', '-no-user-config', '-display', 'none',
@@ -216,6 +271,7 @@ def qemu_args(topology, kernel, initrd, cmdline, shares, accel='tcg',
             '-kernel', kernel, '-initrd', initrd, '-append', cmdline]
     args += iommu_args(topology)
     args += numa_args(topology)
+    args += slow_memory_args(topology)
     for tag, path, readonly in shares:
         args += share_args(tag, path, readonly)
     return args + nic_args(topology)

@@ -23,6 +23,40 @@ def _device(args, prefix):
     return [a for a in args if a.startswith(prefix)]
 
 
+class SlowMemoryShapeTest(test_base.TestCase):
+
+    def test_the_tiered_shape_has_a_memory_only_node_of_an_nvdimm(self):
+        args = _args(topology.TIERED_NODES)
+        self.assertEqual('q35,nvdimm=on', args[args.index('-machine') + 1])
+        self.assertEqual('2048M,slots=1,maxmem=2560M',
+                         args[args.index('-m') + 1])
+        self.assertIn('node,nodeid=2', args)
+        # Farther from both CPU nodes than they are from each other.
+        self.assertEqual(
+            ['dist,src=0,dst=2,val=30', 'dist,src=1,dst=2,val=30'],
+            _device(args, 'dist,src=')[1:])
+        self.assertEqual(['nvdimm,id=nvdimm0,memdev=slowmem,node=2'],
+                         _device(args, 'nvdimm,'))
+        self.assertEqual(2, topology.TIERED_NODES.slow_node)
+
+    def test_a_plain_shape_has_no_nvdimm(self):
+        args = _args(topology.TWO_NODES)
+        self.assertEqual('q35', args[args.index('-machine') + 1])
+        self.assertEqual('2048M', args[args.index('-m') + 1])
+        self.assertEqual([], _device(args, 'nvdimm'))
+        self.assertIsNone(topology.TWO_NODES.slow_node)
+
+    def test_slow_memory_nearer_than_a_cpu_node_is_refused(self):
+        self.assertRaisesRegex(
+            ValueError, 'farther than every CPU node',
+            topology.dataclasses.replace, topology.TWO_NODES,
+            slow_memory_mb=512, slow_distance=21)
+        self.assertRaisesRegex(
+            ValueError, 'a multiple of 128 MiB',
+            topology.dataclasses.replace, topology.TWO_NODES,
+            slow_memory_mb=500, slow_distance=30)
+
+
 class SriovShapeTest(test_base.TestCase):
 
     def test_the_sriov_shape_has_an_igb_nic_behind_an_iommu(self):

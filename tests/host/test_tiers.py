@@ -1,0 +1,49 @@
+"""A lab host with a lower memory tier, as its own kernel tiers it.
+
+``TIERED_NODES``: two CPU nodes and a memory-only node 2 made of an
+emulated NVDIMM, which the lab host gives the kernel as system RAM
+through dax/kmem at boot (tests/labhost/slowmem.sh). Debian 12's kernel
+6.1 then puts node 2 in a memory tier of its own below the CPU nodes'.
+This proves the mechanism the tiers build on, not a speed: the
+emulated NVDIMM is as fast as the emulated DRAM.
+"""
+
+import re
+
+from tests.host import base
+from tests.labhost import kernel
+from tests.labhost import topology as topology_mod
+
+
+def _tier_rank(name):
+    """A tier directory's number: smaller is faster (the kernel's ABI)."""
+    return int(re.fullmatch(r'memory_tier(\d+)', name).group(1))
+
+
+class MemoryTiersTest(base.LabTestCase):
+
+    TOPOLOGY = topology_mod.TIERED_NODES
+
+    def test_the_memory_only_node_is_a_lower_tier(self):
+        seen = self.lab.call('tests.labhost.inside:memory_tiers')
+        self.addDetail('memory-tiers', base.text(repr(seen)))
+        slow = self.TOPOLOGY.slow_node
+        cpu_nodes = set(range(self.TOPOLOGY.nodes))
+        tiers = sorted((_tier_rank(name), kernel.cpulist(nodes))
+                       for name, nodes in seen['tiers'].items())
+        # The CPU nodes' DRAM on top, the NVDIMM's node alone below.
+        self.assertEqual([cpu_nodes, {slow}], [nodes for _, nodes in tiers])
+        self.assertEqual(cpu_nodes, kernel.cpulist(seen['has_cpu']))
+        self.assertEqual(cpu_nodes | {slow},
+                         kernel.cpulist(seen['has_memory']))
+        # Its memory online, most of the NVDIMM (the rest holds its
+        # pages' memory map, and kmem takes whole 128 MiB blocks).
+        total_kb = int(re.search(r'MemTotal:\s+(\d+) kB',
+                                 seen['nodes'][str(slow)]['meminfo'])[1])
+        self.assertGreaterEqual(total_kb, 256 * 1024)
+        self.assertLessEqual(total_kb, self.TOPOLOGY.slow_memory_mb * 1024)
+        # The SLIT as QEMU wrote it.
+        for node in cpu_nodes:
+            row = seen['nodes'][str(node)]['distance'].split()
+            self.assertEqual(self.TOPOLOGY.slow_distance, int(row[slow]))
+        self.assertIn(seen['demotion_enabled'].strip(), ('true', 'false'))
