@@ -22,14 +22,18 @@ def domain(name):
     """
     conn = libvirt.open(SYSTEM_URI)
     try:
+        # Gone between the lookup and a read (a migration's source
+        # undefines it as the move ends): not here either.
         try:
             dom = conn.lookupByName(name)
-        except libvirt.libvirtError:
-            return None
-        xml = dom.XMLDesc(0)
-        uuid = dom.UUIDString()
-        active = bool(dom.isActive())
-        domain_id = dom.ID()
+            xml = dom.XMLDesc(0)
+            uuid = dom.UUIDString()
+            active = bool(dom.isActive())
+            domain_id = dom.ID()
+        except libvirt.libvirtError as exc:
+            if exc.get_error_code() == libvirt.VIR_ERR_NO_DOMAIN:
+                return None
+            raise
     finally:
         conn.close()
     pid = None
@@ -72,3 +76,74 @@ def arrivals_handled(state_dir):
             return json.load(f)['handled']
     except FileNotFoundError:
         return {}
+
+
+def kill_once_migrating(name, pattern, timeout):
+    """SIGKILL what ``pattern`` matches once domain ``name`` migrates.
+
+    Polls libvirt here for a job on the domain (a live migration's, on
+    its source) and kills the processes at once, from inside the lab
+    host: a migration of a small guest lasts seconds. Returns libvirt's
+    figures of the job read just after the kill (whether it still ran,
+    and its data done and left), or None if no job came in ``timeout``
+    seconds.
+    """
+    import signal
+    import subprocess
+    import time
+
+    conn = libvirt.open(SYSTEM_URI)
+    try:
+        dom = conn.lookupByName(name)
+        deadline = time.monotonic() + timeout
+        while dom.jobInfo()[0] == libvirt.VIR_DOMAIN_JOB_NONE:
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.05)
+        found = subprocess.run(['pgrep', '-f', pattern], capture_output=True,
+                               text=True).stdout.split()
+        for pid in found:
+            os.kill(int(pid), signal.SIGKILL)
+        stats = dom.jobStats()
+    finally:
+        conn.close()
+    return {'killed': len(found),
+            'job_running': stats.get('type') != libvirt.VIR_DOMAIN_JOB_NONE,
+            'data_processed': stats.get('data_processed'),
+            'data_remaining': stats.get('data_remaining')}
+
+
+def job_running(name):
+    """Whether libvirt runs a job (a migration, say) on domain ``name``."""
+    conn = libvirt.open(SYSTEM_URI)
+    try:
+        try:
+            dom = conn.lookupByName(name)
+            return dom.jobInfo()[0] != libvirt.VIR_DOMAIN_JOB_NONE
+        except libvirt.libvirtError:
+            return False
+    finally:
+        conn.close()
+
+
+def remove(name):
+    """Destroy and undefine domain ``name`` if libvirt has it here.
+
+    What nova lost track of: a fault scenario's leftover copy. Returns
+    what there was: 'running', 'defined' (shut off), or None.
+    """
+    conn = libvirt.open(SYSTEM_URI)
+    try:
+        try:
+            dom = conn.lookupByName(name)
+        except libvirt.libvirtError:
+            return None
+        was = 'running' if dom.isActive() else 'defined'
+        persistent = dom.isPersistent()
+        if dom.isActive():
+            dom.destroy()
+        if persistent:
+            dom.undefine()
+        return was
+    finally:
+        conn.close()

@@ -26,6 +26,9 @@ STALE_TIMEOUT = REPORT_TTL + 60
 BACK_TIMEOUT = 240
 BOOT_TIMEOUT = test_servers.BOOT_TIMEOUT
 DELETE_TIMEOUT = 300
+# A nova-compute started again, or back on a restarted libvirtd, is up
+# in nova's API once it reported its state (every 10 s) after its start.
+COMPUTE_UP_TIMEOUT = 300
 ACTIONS_LIMIT = 1000
 # Reports of a host read back from our API, at most (the API's limit).
 HISTORY = 1000
@@ -104,6 +107,17 @@ class FaultTestBase(test_base.TestCase):
         return {'ram_nodes': sorted(n for n, p in ram.pages.items() if p),
                 'vcpu_cpus': [sorted(c) for c in view.vcpu_cpus()],
                 'tune': repr(test_servers.domain_tune(domain['xml']))}
+
+    def wait_compute_up(self, host):
+        """Wait until nova has ``host``'s nova-compute enabled and up."""
+        def service():
+            return next(s for s in self.nova.compute_services()
+                        if s['host'] == host)
+
+        resources.wait_for(
+            service, lambda s: s['status'] == 'enabled' and s['state'] == 'up',
+            f'nova-compute of {host} enabled and up', COMPUTE_UP_TIMEOUT,
+            interval=3)
 
     # -- what our API says ----------------------------------------------
 
