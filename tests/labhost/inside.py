@@ -18,7 +18,8 @@ CGROUP_ROOT = '/sys/fs/cgroup'
 PID_DIR = '/run/libvirt/qemu'
 
 
-def _read(path):
+def read_file(path):
+    """A file's text; None when it, or the process it is of, is gone."""
     try:
         with open(path) as f:
             return f.read()
@@ -28,7 +29,7 @@ def _read(path):
 
 def cgroup_dir(pid):
     """The domain's cgroup directory: the parent of its emulator's."""
-    for line in (_read(f'/proc/{pid}/cgroup') or '').splitlines():
+    for line in (read_file(f'/proc/{pid}/cgroup') or '').splitlines():
         if line.startswith('0::'):
             path = line[3:].strip()
             if os.path.basename(path) == 'emulator':
@@ -48,29 +49,29 @@ def kernel_view(pid, ram_bytes=None):
     """
     threads = {}
     for task in glob.glob(f'/proc/{pid}/task/*'):
-        comm, status = _read(f'{task}/comm'), _read(f'{task}/status')
+        comm, status = read_file(f'{task}/comm'), read_file(f'{task}/status')
         if comm is not None and status is not None:
             threads[os.path.basename(task)] = {
                 'comm': comm, 'status': status,
-                'sched': _read(f'{task}/sched') or ''}
+                'sched': read_file(f'{task}/sched') or ''}
     mems, effective = {}, {}
     group = cgroup_dir(pid)
     if group is not None:
         base = CGROUP_ROOT + group
         for directory in [base] + sorted(glob.glob(f'{base}/*/')):
             name = os.path.relpath(directory, CGROUP_ROOT).rstrip('/')
-            value = _read(os.path.join(directory, 'cpuset.mems'))
+            value = read_file(os.path.join(directory, 'cpuset.mems'))
             if value is not None:
                 mems[name] = value
-                effective[name] = _read(
+                effective[name] = read_file(
                     os.path.join(directory, 'cpuset.mems.effective')) or ''
     ram_starts = []
     if ram_bytes:
-        for line in (_read(f'/proc/{pid}/maps') or '').splitlines():
+        for line in (read_file(f'/proc/{pid}/maps') or '').splitlines():
             start, _, end = line.split(' ', 1)[0].partition('-')
             if int(end, 16) - int(start, 16) == ram_bytes:
                 ram_starts.append(int(start, 16))
-    return {'pid': pid, 'numa_maps': _read(f'/proc/{pid}/numa_maps') or '',
+    return {'pid': pid, 'numa_maps': read_file(f'/proc/{pid}/numa_maps') or '',
             'threads': threads, 'cpuset_mems': mems,
             'cpuset_mems_effective': effective, 'ram_starts': ram_starts}
 
@@ -78,7 +79,7 @@ def kernel_view(pid, ram_bytes=None):
 def vmstat():
     """/proc/vmstat as {name: value}."""
     return {name: int(value) for name, value in
-            (line.split() for line in _read('/proc/vmstat').splitlines())}
+            (line.split() for line in read_file('/proc/vmstat').splitlines())}
 
 
 def write_file(path, data_hex):
@@ -190,22 +191,22 @@ def memory_tiers():
     node masks with CPUs and with memory, each node's SLIT row and
     meminfo, and whether demotion to a lower tier is on.
     """
-    tiers = {os.path.basename(path): _read(os.path.join(path, 'nodelist'))
+    tiers = {os.path.basename(path): read_file(os.path.join(path, 'nodelist'))
              for path in glob.glob(os.path.join(MEMORY_TIERS, 'memory_tier*'))}
     nodes = {os.path.basename(path)[len('node'):]: {
-        'distance': _read(os.path.join(path, 'distance')),
-        'meminfo': _read(os.path.join(path, 'meminfo'))}
+        'distance': read_file(os.path.join(path, 'distance')),
+        'meminfo': read_file(os.path.join(path, 'meminfo'))}
         for path in glob.glob(os.path.join(NODES, 'node[0-9]*'))}
     return {'tiers': tiers, 'nodes': nodes,
-            'has_cpu': _read(os.path.join(NODES, 'has_cpu')),
-            'has_memory': _read(os.path.join(NODES, 'has_memory')),
-            'demotion_enabled': _read(
+            'has_cpu': read_file(os.path.join(NODES, 'has_cpu')),
+            'has_memory': read_file(os.path.join(NODES, 'has_memory')),
+            'demotion_enabled': read_file(
                 '/sys/kernel/mm/numa/demotion_enabled')}
 
 
 def settled_state():
     """What a test may not change for good: settings, links, /tmp."""
-    return {'settings': {path: (_read(path) or '').strip()
+    return {'settings': {path: (read_file(path) or '').strip()
                          for path in SETTINGS},
             'links': sorted(os.listdir('/sys/class/net')),
             'tmp': sorted(_own_tmp_entries())}
@@ -220,7 +221,7 @@ def _test_processes():
     """'pid: command line' of every test process still running."""
     found = []
     for path in glob.glob('/proc/[0-9]*/cmdline'):
-        line = (_read(path) or '').replace('\0', ' ').strip()
+        line = (read_file(path) or '').replace('\0', ' ').strip()
         if any(word in line for word in TEST_PROCESSES):
             found.append(f'{path.split("/")[2]}: {line[:120]}')
     return sorted(found)
@@ -307,7 +308,7 @@ def run_agent(config_files, periods=1, pause=0.0):
                          action.reason] for loop, action in
                         agent.last_loop_actions])
     return {'reports': reports, 'loop_actions': actions,
-            'log': _read(log_file) or ''}
+            'log': read_file(log_file) or ''}
 
 
 def _stop_libvirtd():
@@ -393,7 +394,7 @@ def plan_with_fault(config_files, uuid, actions, fault, periods_after=1):
         agent.daemon_loop(once=True)
         after.append(agent.endings.get(uuid))
     return {'ending': ending, 'pending': pending, 'after': after,
-            'calls': len(calls), 'log': _read(log_file) or ''}
+            'calls': len(calls), 'log': read_file(log_file) or ''}
 
 
 # The privsep context of each module's entry points.
@@ -446,9 +447,10 @@ def _privsep_daemons(context='pages'):
     """The status text of each running daemon of an agent's context."""
     found = []
     for cmdline in glob.glob('/proc/[0-9]*/cmdline'):
-        text = _read(cmdline) or ''
+        text = read_file(cmdline) or ''
         if f'privsep_context\0agent.privsep.{context}' in text:
-            status = _read(os.path.join(os.path.dirname(cmdline), 'status'))
+            status = read_file(os.path.join(os.path.dirname(cmdline),
+                                            'status'))
             if status:
                 found.append(status)
     return found
@@ -621,12 +623,12 @@ def prepare_sriov(vfs):
     device = os.path.join(PCI_DEVICES, pf_address)
     (pf,) = os.listdir(os.path.join(device, 'net'))
     _sh('ip', 'link', 'set', pf, 'up')
-    if int(_read(os.path.join(device, 'sriov_numvfs'))) != vfs:
+    if int(read_file(os.path.join(device, 'sriov_numvfs'))) != vfs:
         with open(os.path.join(device, 'sriov_numvfs'), 'w') as f:
             f.write('0')
         with open(os.path.join(device, 'sriov_numvfs'), 'w') as f:
             f.write(str(vfs))
-    if NO_NAMESPACES not in (_read(QEMU_CONF) or ''):
+    if NO_NAMESPACES not in (read_file(QEMU_CONF) or ''):
         with open(QEMU_CONF, 'a') as f:
             f.write(NO_NAMESPACES + '\n')
         _restart_libvirtd()
@@ -710,15 +712,15 @@ def nic_interrupts(nic):
     function = device if os.path.isdir(f'{device}/msi_irqs') \
         else os.path.dirname(device)
     lines = {line.split(':', 1)[0].strip(): line
-             for line in _read('/proc/interrupts').splitlines()[1:]}
+             for line in read_file('/proc/interrupts').splitlines()[1:]}
     irqs = {}
     for irq in sorted(os.listdir(f'{function}/msi_irqs'), key=int):
         irqs[irq] = {
-            'affinity': _read(f'/proc/irq/{irq}/smp_affinity_list') or '',
-            'effective': _read(
+            'affinity': read_file(f'/proc/irq/{irq}/smp_affinity_list') or '',
+            'effective': read_file(
                 f'/proc/irq/{irq}/effective_affinity_list') or '',
             'line': lines.get(irq, '')}
-    return {'cpus': _read('/proc/interrupts').splitlines()[0],
+    return {'cpus': read_file('/proc/interrupts').splitlines()[0],
             'irqs': irqs}
 
 

@@ -23,6 +23,7 @@ agent's CPUs are given back at the end.
 
 import contextlib
 import ctypes
+import datetime
 import glob
 import os
 import queue
@@ -42,14 +43,6 @@ LIBVIRT_UP = os.path.join(os.path.dirname(inside.__file__), 'libvirt-up.sh')
 IN_MODIFY = 0x2
 # Above every task the lab host runs, below the kernel's own threads.
 WATCHER_PRIORITY = 50
-
-
-def _read(path):
-    try:
-        with open(path) as f:
-            return f.read()
-    except (FileNotFoundError, ProcessLookupError):
-        return None
 
 
 def _pids(pattern):
@@ -99,8 +92,8 @@ def cpusets(pid):
     """
     threads = {}
     for tid in os.listdir(f'/proc/{pid}/task'):
-        cgroup = _read(f'/proc/{pid}/task/{tid}/cgroup') or ''
-        comm = (_read(f'/proc/{pid}/task/{tid}/comm') or '').strip()
+        cgroup = inside.read_file(f'/proc/{pid}/task/{tid}/cgroup') or ''
+        comm = (inside.read_file(f'/proc/{pid}/task/{tid}/comm') or '').strip()
         threads[tid] = f'{comm}: {cgroup.strip()}'
     group = inside.cgroup_dir(pid)
     groups = {}
@@ -108,7 +101,7 @@ def cpusets(pid):
         base = inside.CGROUP_ROOT + group
         for directory in [base] + sorted(glob.glob(f'{base}/*/')):
             groups[os.path.relpath(directory, base)] = ' / '.join(
-                (_read(os.path.join(directory, name)) or '').strip()
+                (inside.read_file(os.path.join(directory, name)) or '').strip()
                 for name in ('cpuset.cpus', 'cpuset.cpus.effective'))
     return {'threads': threads, 'cgroups': groups}
 
@@ -156,6 +149,14 @@ class PlanReader:
             elif self.to_undo is None and self.done >= self.steps:
                 self.ending = 'applied'
         return True
+
+
+def logged_seconds(lines):
+    """Seconds from the first to the last of oslo.log's lines given."""
+    def at(line):
+        return datetime.datetime.strptime(line[:23], '%Y-%m-%d %H:%M:%S.%f')
+
+    return (at(lines[-1]) - at(lines[0])).total_seconds()
 
 
 def _lines(log):

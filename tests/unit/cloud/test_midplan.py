@@ -65,6 +65,15 @@ class PlanReaderTest(test_base.TestCase):
         self.assertEqual([], reader.lines)
 
 
+class LoggedSecondsTest(test_base.TestCase):
+
+    def test_from_the_first_line_to_the_last(self):
+        self.assertEqual(11.5, midplan.logged_seconds([
+            '2026-11-29 10:57:45.331 412 WARNING x [-] failed',
+            '2026-11-29 10:57:50.000 412 INFO x [-] between',
+            '2026-11-29 10:57:56.831 412 INFO x [-] rolled back']))
+
+
 class LinesTest(test_base.TestCase):
 
     def test_a_line_is_given_once_whole(self):
