@@ -47,3 +47,29 @@ class MemoryTiersTest(base.LabTestCase):
             row = seen['nodes'][str(node)]['distance'].split()
             self.assertEqual(self.TOPOLOGY.slow_distance, int(row[slow]))
         self.assertIn(seen['demotion_enabled'].strip(), ('true', 'false'))
+
+    def test_the_agent_reports_the_memory_only_node_without_cpus(self):
+        (report,), _, log = self.run_agent(dry_run=True)
+        self.assertNotIn('Traceback', log)
+        nodes = {n.id: n for n in report.numa_nodes}
+        slow = self.TOPOLOGY.slow_node
+        self.assertEqual(set(range(self.TOPOLOGY.nodes)) | {slow},
+                         set(nodes))
+        self.assertEqual([], list(nodes[slow].cpus))
+        self.assertGreaterEqual(nodes[slow].memory_total_mb, 256)
+        self.assertEqual(
+            [self.TOPOLOGY.slow_distance] * self.TOPOLOGY.nodes
+            + [topology_mod.LOCAL_DISTANCE], list(nodes[slow].distances))
+
+    def test_home_never_chooses_the_memory_only_node(self):
+        # Today's rule, tier-blind otherwise: a home is where a guest's
+        # vCPUs can run, so never a node without CPUs.
+        guest = self.start_guest({'hw:numa_policy': 'home'}, vcpus=2,
+                                 memory_mb=128)
+        (report,), _, log = self.run_agent()
+        self.assertNotIn('Traceback', log)
+        self.assertNotIn(self.TOPOLOGY.slow_node, guest.plan.tune.nodes)
+        view = self.view(guest)
+        self.assert_kernel_follows(view, guest.plan.tune)
+        self.assertEqual(0, view.ram.pages.get(self.TOPOLOGY.slow_node, 0))
+        self.assertEqual('home', self.reported(report, guest).applied_policy)

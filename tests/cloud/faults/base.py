@@ -108,6 +108,15 @@ class FaultTestBase(test_base.TestCase):
                 'vcpu_cpus': [sorted(c) for c in view.vcpu_cpus()],
                 'tune': repr(test_servers.domain_tune(domain['xml']))}
 
+    def agent_back(self, host):
+        """``host``'s agent running (started if it is not) and heeded.
+
+        A cleanup, whatever the test did: for the tests after it.
+        """
+        if not self.CLOUD.agent_running(host):
+            self.CLOUD.start_agent(host)
+        self.wait_freshness(host, True, BACK_TIMEOUT)
+
     def wait_compute_up(self, host):
         """Wait until nova has ``host``'s nova-compute enabled and up."""
         def service():

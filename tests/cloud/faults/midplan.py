@@ -305,5 +305,5 @@ def restart_libvirtd_mid_plan(name, uuid, cpus, agent_log, agent_pattern,
     libvirtd_back = restarts.finish()
     return {'steps': plan.steps, 'struck_after': struck_after,
             'ending': plan.ending, 'lines': plan.lines, 'before': before,
-            'view': view, 'cpusets': cgroups,
+            'view': view, 'cpusets': cgroups, 'agents': len(agents),
             'libvirtd_back': restarted and libvirtd_back}

@@ -37,7 +37,7 @@ class AgentKilledTest(base.FaultTestBase):
         acted = self.actions(uuid)
         self.addDetail('actions-before', content.text_content(
             repr(acted)))
-        self.addCleanup(self._agent_running, host)
+        self.addCleanup(self.agent_back, host)
 
         self.CLOUD.stop_agent(host, 'KILL')
         stale_after = self.wait_freshness(host, False, base.STALE_TIMEOUT)
@@ -64,12 +64,6 @@ class AgentKilledTest(base.FaultTestBase):
         self.assertEqual(acted, self.actions(uuid),
                          'the agent acted again after its return')
 
-    def _agent_running(self, host):
-        """Cleanup: the agent back, whatever happened, for later tests."""
-        if not self.CLOUD.agent_running(host):
-            self.CLOUD.start_agent(host)
-        self.wait_freshness(host, True, base.BACK_TIMEOUT)
-
 
 class EveryAgentDownTest(base.FaultTestBase):
     """Every agent killed; the scheduler strict, then permissive."""
@@ -85,10 +79,10 @@ class EveryAgentDownTest(base.FaultTestBase):
 
     def _all_back(self):
         self.CLOUD.control.restart_service('nova-scheduler')
+        # One agent a host: the test started the permissive server's
+        # own again already (two would both act on every guest).
         for host in self.hosts:
-            self.CLOUD.start_agent(host)
-        for host in self.hosts:
-            self.wait_freshness(host, True, base.BACK_TIMEOUT)
+            self.agent_back(host)
 
     def scheduler_log(self):
         with open(self.CLOUD.control.layout.log('nova-scheduler'),

@@ -71,6 +71,9 @@ class LibvirtdRestartedTest(base.FaultTestBase):
                             if k not in ('view', 'before', 'cpusets')},
                            indent=1)))
             self.assertTrue(plan['libvirtd_back'], 'libvirtd not restarted')
+            # Two would both act on the guest (a scenario before this one
+            # that started an agent twice, say).
+            self.assertEqual(1, plan['agents'], 'agents on the host')
             if plan['struck_after'] is not None:
                 break
             self.assertEqual('applied', plan['ending'], plan['lines'])
