@@ -50,6 +50,7 @@ from agent.backend import samples
 from agent.backend import settings
 from agent.sensors import discovery
 from agent.sensors import ovs
+from agent.service import hostlock
 from agent.service import manager
 from agent.service import notifier
 from agent.service import rebalance
@@ -283,6 +284,14 @@ def main(argv=None):
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stopped.set())
     print_report = CONF.once and CONF.dry_run
+    try:
+        # Held until the process ends; a dry run acts on nothing.
+        lock = (None if CONF.dry_run else
+                hostlock.acquire(CONF.numa_policy_agent.state_dir))
+    except hostlock.HeldElsewhere as exc:
+        LOG.error('%s; this one exits rather than act twice on every '
+                  'guest', exc)
+        return 1
     sender = None
     if not print_report:
         sender = notifier.ReportSender(
@@ -319,6 +328,8 @@ def main(argv=None):
         print(report_wire.report_to_json(
             report, CONF.numa_policy_reports.report_version))
     LOG.info('numa-policy-agent stopped')
+    if lock is not None:
+        lock.close()
     return 0
 
 

@@ -386,7 +386,9 @@ Directory where the agent keeps what must outlive it: the affinity of
 each NIC interrupt it steered, as it found it (``irq-affinity.json``),
 so that a restarted agent can still give it back, and the live-migrated
 guests whose arrival it has handled (``arrivals.json``), so that it
-re-homes each arrival once.
+re-homes each arrival once. An acting agent also holds a lock there
+(``agent.lock``, with its pid): a second agent started on the same host
+exits with an error instead of carrying out every plan twice.
 
 Not taken under ``sysfs_root``: it is the agent's own state, written by
 the agent's user.

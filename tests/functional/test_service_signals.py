@@ -103,6 +103,23 @@ class AgentProcessTest(test_base.TestCase):
         self.assertIn('numa-policy-agent stopped', agent.log())
         self.assertNotIn('Traceback', agent.log())
 
+    def test_a_second_agent_on_the_host_exits_saying_why(self):
+        first = ServiceProcess(self, 'agent.service.cmd', AGENT_CONFIG)
+        first.wait_for_log('numa-policy-agent starting on cn-signals')
+        # The first's state directory: the same host.
+        state = os.path.join(os.path.dirname(first.log_path), 'state')
+        second = ServiceProcess(
+            self, 'agent.service.cmd',
+            AGENT_CONFIG.replace('{folder}/state', state))
+        self.assertEqual(1, second.process.wait(START_TIMEOUT),
+                         second.log())
+        self.assertIn(f'another numa-policy-agent (pid {first.process.pid})'
+                      f' runs on this host', second.log())
+        self.assertNotIn('Traceback', second.log())
+        # The first acts on, and stops as ever.
+        self.assertIsNone(first.process.poll())
+        self.assertEqual(0, first.terminate()[0], first.log())
+
 
 class CollectorProcessTest(test_base.TestCase):
 
