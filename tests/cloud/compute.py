@@ -68,10 +68,9 @@ SSH_CONTROL_PATH = '/tmp/ssh-nova-%C'
 # How long a shared connection outlives its last user, in seconds.
 SSH_CONTROL_PERSIST = 600
 START_TIMEOUT = 600.0
-# nova-compute's pgrep/pkill pattern, with a bracket: the shell running
-# the command, whose own command line holds the pattern, does not match.
+# nova-compute's pgrep pattern, with a bracket: the shell running the
+# command, whose own command line holds the pattern, does not match.
 NOVA_COMPUTE_PATTERN = "'[b]in/nova-compute'"
-KILL_TIMEOUT = 60
 # The stand-in's service account, as devstack names it.
 SERVICE_PASSWORD = 'numa-cloud-service'
 
@@ -508,16 +507,6 @@ class ComputeHost:
         """Whether a nova-compute process runs in the lab host."""
         return self.lab.run(f'pgrep -f {NOVA_COMPUTE_PATTERN}',
                             check=False).ok
-
-    def kill(self):
-        """SIGKILL nova-compute in the lab host; return once it is gone."""
-        self.lab.run(f'pkill -KILL -f {NOVA_COMPUTE_PATTERN}', check=False)
-        deadline = time.monotonic() + KILL_TIMEOUT
-        while self.running():
-            if time.monotonic() > deadline:
-                raise ComputeError(f'nova-compute in {self.name} still '
-                                   f'runs {KILL_TIMEOUT} s after SIGKILL')
-            time.sleep(0.5)
 
     def shutdown(self):
         if self.lab is not None:

@@ -24,9 +24,10 @@ from tests.cloud import test_servers
 from tests.labhost import kernel
 
 HOME = {'hw:numa_policy': 'home'}
-# Tries at freezing libvirtd between the plan's first and last step:
-# the steps are a few milliseconds apart, and the log is read a line at
-# a time; a try that comes too late still restarts libvirtd.
+# Tries at freezing libvirtd between the plan's first and last step. The
+# reader runs before the agent's next step (midplan.py), so one has been
+# enough in every run; a try whose reader found the whole plan already
+# logged still restarts libvirtd, and is not counted as mid-plan.
 ATTEMPTS = 3
 WATCH_TIMEOUT = 180
 
