@@ -3,16 +3,18 @@
 Loaded by nova-api through the ``nova.api.extra_spec_validators`` entry
 point: at microversion 2.86 and later nova rejects every ``hw:`` key it has
 no validator for, and rejects a value outside ``enum`` with a 400 that lists
-the allowed values.
+the allowed values, or an integer outside ``min`` and ``max``.
 
 Nova validates one key at a time, so combinations (a policy with
-``hw:numa_nodes``, say) cannot be refused here; :func:`policy.resolve`
-refuses them wherever the whole flavor is seen.
+``hw:numa_nodes``, or ``hw:numa_top_tier_percent`` without
+``hw:numa_memory_tiers=tiered``, say) cannot be refused here;
+:func:`policy.resolve` refuses them wherever the whole flavor is seen.
 """
 
 from nova.api.validation.extra_specs import base
 
 from nova_numa_policy.contracts import policy
+from nova_numa_policy.contracts import tiers
 
 
 def _policy_description():
@@ -29,6 +31,13 @@ def _one_of(key, values, description):
         value={'type': str, 'enum': list(values)})
 
 
+def _percent(key, minimum, maximum, description):
+    """A validator nova runs on ``key``: an integer in a closed range."""
+    return base.ExtraSpecValidator(
+        name=key, description=description,
+        value={'type': int, 'min': minimum, 'max': maximum})
+
+
 VALIDATORS = [
     _one_of(policy.POLICY_KEY, policy.POLICY_VALUES, _policy_description()),
     _one_of(policy.NIC_LOCALITY_KEY, policy.NIC_LOCALITY_VALUES,
@@ -39,6 +48,24 @@ VALIDATORS = [
             'Whether the instance is network-bound: high or low, or auto '
             '(the default) to let the agent classify it from its measured '
             'I/O rate.'),
+    _one_of(tiers.MEMORY_TIERS_KEY, tiers.TIER_MODE_VALUES,
+            "Which memory tiers may hold the instance's memory, on hosts "
+            'with lower (slower, CPU-less) memory tiers. One of: any: the '
+            'default, any node the NUMA policy allows, and the kernel may '
+            'move pages to a lower tier; top: the top tier only, even under '
+            'memory pressure; tiered: the top tier first, and cold pages '
+            'may live on a lower tier, keeping at least '
+            f'{tiers.TOP_TIER_PERCENT_KEY} (default '
+            f'{tiers.DEFAULT_TOP_TIER_PERCENT}) percent of the memory on '
+            'the top tier.'),
+    _percent(tiers.TOP_TIER_PERCENT_KEY, tiers.MIN_TOP_TIER_PERCENT,
+             tiers.MAX_TOP_TIER_PERCENT,
+             f'With {tiers.MEMORY_TIERS_KEY}=tiered only: the minimum '
+             "share, in percent, of the instance's memory kept on the top "
+             'memory tier. Defaults to '
+             f'{tiers.DEFAULT_TOP_TIER_PERCENT}. Set without '
+             f'{tiers.MEMORY_TIERS_KEY}=tiered, the flavor is refused when '
+             'a server is scheduled.'),
 ]
 
 

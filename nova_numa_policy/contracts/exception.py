@@ -23,7 +23,11 @@ class InvalidNumaPolicy(NumaPolicyError):
 
 
 class NumaPolicyConflict(NumaPolicyError):
-    """A policy contradicts a NUMA topology that nova already owns."""
+    """A policy or tier choice contradicts a NUMA topology nova owns."""
+
+
+class ConflictingNumaSpecs(NumaPolicyError):
+    """Two of our own extra specs contradict each other on one flavor."""
 
 
 class UnsupportedImageProperty(NumaPolicyError):

@@ -11,17 +11,20 @@ import dataclasses
 import enum
 
 from nova_numa_policy.contracts import exception
+from nova_numa_policy.contracts import tiers
 
 POLICY_KEY = 'hw:numa_policy'
 NIC_LOCALITY_KEY = 'hw:numa_nic_locality'
 IO_INTENSITY_KEY = 'hw:numa_io_intensity'
-OUR_KEYS = (POLICY_KEY, NIC_LOCALITY_KEY, IO_INTENSITY_KEY)
+OUR_KEYS = (POLICY_KEY, NIC_LOCALITY_KEY, IO_INTENSITY_KEY,
+            *tiers.TIER_KEYS)
 
 # Nova only copies image properties that are ImageMetaProps fields into the
 # request spec the scheduler sees; these would be invisible to our filters
 # and weighers, so they are refused rather than half honoured.
 UNSUPPORTED_IMAGE_PROPERTIES = (
-    'hw_numa_policy', 'hw_numa_nic_locality', 'hw_numa_io_intensity')
+    'hw_numa_policy', 'hw_numa_nic_locality', 'hw_numa_io_intensity',
+    'hw_numa_memory_tiers', 'hw_numa_top_tier_percent')
 
 
 # nova's own image properties that can make it own a guest's NUMA topology
@@ -113,6 +116,8 @@ class NumaPolicy:
     # True when nova owns the instance's NUMA topology; the policy then only
     # applies inside the host nodes nova chose (see doc/source/policy.rst).
     within_nova_topology: bool = False
+    # Which memory tiers may hold the guest's memory (contracts/tiers.py).
+    memory_tiers: tiers.MemoryTiers = tiers.ANY
 
     @property
     def spec(self):
@@ -139,6 +144,21 @@ class NumaPolicy:
 # The only value compatible with a NUMA topology nova owns: nova's strict
 # per-cell binding already allocates every page on the guest cell's node.
 VALUES_COMPATIBLE_WITH_NOVA_TOPOLOGY = ('first-touch',)
+
+# The tier modes compatible with a NUMA topology nova owns. ``any`` is
+# nova's own behaviour. ``top`` asks nothing nova's binding does not
+# already give: nova/virt/hardware.py, _numa_fit_instance_cell (nova 34),
+# refuses a host cell with fewer CPUs than the guest cell has vCPUs
+# (len(instance_cell.cpuset) > len(host_cell.cpuset), and the same with
+# pcpuset for pinned cells), and the libvirt driver reports a CPU-less
+# node with an empty cpuset and pcpuset (_get_host_numa_topology), so a
+# lower-tier node never holds a guest cell that has a vCPU. nova does fit
+# a cell without vCPUs (hw:numa_cpus.N=^0) on a CPU-less node, but its
+# libvirt driver writes that cell as <cell cpus=''>, which libvirt (9.0)
+# refuses when the guest is defined, so no such guest runs. ``tiered``
+# is refused: the strict per-cell binding keeps every page on one node.
+TIER_MODES_COMPATIBLE_WITH_NOVA_TOPOLOGY = (tiers.TierMode.ANY,
+                                            tiers.TierMode.TOP)
 
 
 def _choice(specs, key, allowed, default):
@@ -199,7 +219,9 @@ def resolve(extra_specs, image_props=None, default=None):
         names none, or None for "no policy" (nova's own behaviour).
     :returns: a :class:`NumaPolicy`, or None when the instance has none.
     :raises InvalidNumaPolicy: a value outside the documented set.
-    :raises NumaPolicyConflict: a policy nova's own topology would contradict.
+    :raises NumaPolicyConflict: a policy or tier mode nova's own topology
+        would contradict.
+    :raises ConflictingNumaSpecs: our own keys contradict each other.
     :raises UnsupportedImageProperty: the image asks for a policy.
     """
     extra_specs = extra_specs or {}
@@ -207,15 +229,20 @@ def resolve(extra_specs, image_props=None, default=None):
     value = _choice(extra_specs, POLICY_KEY, POLICY_VALUES, None)
     nic = _choice(extra_specs, NIC_LOCALITY_KEY, NIC_LOCALITY_VALUES, None)
     io = _choice(extra_specs, IO_INTENSITY_KEY, IO_INTENSITY_VALUES, None)
+    # Before the early return below: a percent alone is an error, not
+    # "no policy".
+    memory_tiers = tiers.resolve_tiers(extra_specs)
+    names_tiers = extra_specs.get(tiers.MEMORY_TIERS_KEY) is not None
     reasons = nova_topology_reasons(extra_specs, image_props)
-    if value is None and nic is None and io is None:
+    if value is None and nic is None and io is None and not names_tiers:
         # The operator's default never overrides a topology nova owns.
         if default is None or reasons:
             return None
         value = _choice({POLICY_KEY: default}, POLICY_KEY, POLICY_VALUES,
                         None)
     # A companion key alone asks for the kernel's own default placement,
-    # which is first-touch, plus the scheduling preference it names.
+    # which is first-touch, plus the scheduling preference (or the memory
+    # tiers) it names.
     value = value or Placement.FIRST_TOUCH.value
 
     if reasons and value not in VALUES_COMPATIBLE_WITH_NOVA_TOPOLOGY:
@@ -226,9 +253,19 @@ def resolve(extra_specs, image_props=None, default=None):
             f"{', '.join(reasons)}: nova then binds each guest NUMA node to "
             f"one host node. Use {POLICY_KEY}=first-touch, or remove "
             f"{', '.join(r.split('=')[0] for r in reasons)}.")
+    if (reasons and memory_tiers.mode
+            not in TIER_MODES_COMPATIBLE_WITH_NOVA_TOPOLOGY):
+        # Short, for the same reason as above.
+        raise exception.NumaPolicyConflict(
+            f"{tiers.MEMORY_TIERS_KEY}={memory_tiers.mode.value} cannot be "
+            f"combined with {', '.join(reasons)}: nova then keeps each "
+            f"guest NUMA node's memory on one host node. Use "
+            f"{tiers.MEMORY_TIERS_KEY}=top, or remove "
+            f"{', '.join(r.split('=')[0] for r in reasons)}.")
     return NumaPolicy(
         value=value,
         nic_locality=NicLocality(nic or NicLocality.NONE.value),
         io_intensity=IoIntensity(io or IoIntensity.AUTO.value),
         within_nova_topology=bool(reasons),
+        memory_tiers=memory_tiers,
     )

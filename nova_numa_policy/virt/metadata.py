@@ -13,6 +13,7 @@ import dataclasses
 from xml.etree import ElementTree
 
 from nova_numa_policy.contracts import policy
+from nova_numa_policy.contracts import tiers
 
 NAMESPACE = 'http://openstack.org/xmlns/nova-numa-policy/1.0'
 PREFIX = 'numapolicy'
@@ -66,6 +67,13 @@ def render(record):
         'io-intensity': pol.io_intensity.value,
         'within-nova-topology': str(pol.within_nova_topology).lower(),
     })
+    # Only when asked for, so that the element of a guest that names no
+    # tier is what it was before tiers existed.
+    if pol.memory_tiers != tiers.ANY:
+        element.set('memory-tiers', pol.memory_tiers.mode.value)
+    if pol.memory_tiers.top_tier_percent is not None:
+        element.set('top-tier-percent',
+                    str(pol.memory_tiers.top_tier_percent))
     if record.mode:
         element.set('mode', record.mode)
         element.set('nodeset', format_ids(record.nodes))
@@ -81,7 +89,9 @@ def parse_element(element):
     """Read our element; raise NumaPolicyError if its values are invalid."""
     specs = {policy.POLICY_KEY: element.get('value'),
              policy.NIC_LOCALITY_KEY: element.get('nic-locality'),
-             policy.IO_INTENSITY_KEY: element.get('io-intensity')}
+             policy.IO_INTENSITY_KEY: element.get('io-intensity'),
+             tiers.MEMORY_TIERS_KEY: element.get('memory-tiers'),
+             tiers.TOP_TIER_PERCENT_KEY: element.get('top-tier-percent')}
     resolved = policy.resolve({k: v for k, v in specs.items() if v})
     if resolved is None:
         return None
