@@ -33,7 +33,9 @@ def make_node(node_id=0, node_count=2, cpus=None, **fields):
                   memory_total_mb=16384, memory_free_mb=8192,
                   cpu_load=0.25, distances=distances,
                   floating_cpus=cpus[:1],
-                  floating_load=0.5 if cpus else None)
+                  floating_load=0.5 if cpus else None,
+                  # DRAM: the host's top memory tier.
+                  memory_tier=0)
     return report_obj.NumaNodeReport(**_said(values, fields))
 
 
@@ -68,5 +70,6 @@ def make_report(node_count=2, **fields):
                          f'I/O-intensive guest(s) there')],
         instances=[make_instance()],
         enforceable_policies=['first-touch', 'interleave', 'home'],
-        locality_signal=None, measurements=['interface-traffic'])
+        locality_signal=None, measurements=['interface-traffic'],
+        memory_demotion=False)
     return report_obj.NumaHostReport(**_said(values, fields))

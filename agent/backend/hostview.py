@@ -2,8 +2,9 @@
 
 What does not belong to any one guest: the NUMA topology libvirt and
 sysfs describe (read again when the connection is new), the CPUs no I/O
-may be steered to, each node's load over the rate window, and the
-uplinks' interrupt vectors (through :class:`agent.backend.iopath.IoPath`).
+may be steered to, each node's load over the rate window, the kernel's
+memory tiers, and the uplinks' interrupt vectors (through
+:class:`agent.backend.iopath.IoPath`).
 """
 
 import dataclasses
@@ -15,6 +16,7 @@ from agent.backend import calls
 from agent.sensors import discovery
 from agent.sensors import guestio
 from agent.sensors import irqs
+from agent.sensors import memtiers
 from agent.sensors import sysfs
 
 LOG = logging.getLogger(__name__)
@@ -53,6 +55,7 @@ class HostObserver:
         self._cpu_window = None
         # Why the uplinks' interrupts are not ours, as last observed.
         self.irq_hands_off = None
+        self._tiers = memtiers.TierSensor(root)
 
     def _call(self, what, func, *args):
         return calls.call(self._connection, what, func, *args)
@@ -134,6 +137,15 @@ class HostObserver:
         return discovery.usage(topology.nodes, node_loads,
                                sysfs.node_free_memory_mb(self._root),
                                floating, loads_of_floating)
+
+    def memory_tiers(self):
+        """The kernel's memory tiers and demotion, read afresh.
+
+        Read each period, not with the topology: memory a driver brings
+        online (dax/kmem) joins a tier, and demotion is a switch an
+        operator turns, while libvirt's connection stays the same.
+        """
+        return self._tiers.read()
 
     def interrupts(self, topology):
         """(the uplinks' IrqStates, why they are not ours) or ((), None).

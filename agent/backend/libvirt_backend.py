@@ -6,7 +6,7 @@ into one of :mod:`nova_numa_policy.contracts.errors`
 the settings it uses (:mod:`agent.backend.settings`):
 
 * observing the host (:class:`agent.backend.hostview.HostObserver`): its
-  topology, each node's load, the uplinks' interrupts;
+  topology, each node's load, its memory tiers, the uplinks' interrupts;
 * observing the guests (:class:`agent.backend.guestview.GuestObserver`):
   each guest's domain, qemu process, memory per node within the
   numa_maps budget, vCPU threads, locality signal, traffic and I/O path;
@@ -140,7 +140,7 @@ class LibvirtBackend(backend.Backend):
             topology=topology, usage=self.host.usage(topology),
             instances=instances, taken_at=self._timing.clock(),
             locality_signal=signal, irqs=irq_states,
-            irq_hands_off=hands_off)
+            irq_hands_off=hands_off, memory_tiers=self.host.memory_tiers())
 
     # -- acting ----------------------------------------------------------
 

@@ -252,6 +252,34 @@ def read_nics(root, physnet_interfaces, bridge_interfaces, found=()):
     return tuple(nics)
 
 
+# The kernel's memory tiers (Linux 6.1 and later): a directory per tier,
+# memory_tier<N>, each with the list of its nodes; and whether reclaim
+# demotes pages to a lower tier.
+MEMORY_TIERING_DIR = 'sys/devices/virtual/memory_tiering'
+MEMORY_TIER_PREFIX = 'memory_tier'
+DEMOTION_FILE = 'sys/kernel/mm/numa/demotion_enabled'
+
+
+def memory_tier_nodelists(root):
+    """{tier directory name: its nodelist text, None if unreadable}.
+
+    None when the kernel has no memory tiers (before 6.1, or built
+    without them): the directory is not there.
+    """
+    base = os.path.join(root, MEMORY_TIERING_DIR)
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return None
+    return {name: _read(base, name, 'nodelist') for name in sorted(names)
+            if name.startswith(MEMORY_TIER_PREFIX)}
+
+
+def demotion_enabled(root):
+    """The kernel's demotion_enabled text, None where there is none."""
+    return _read(root, DEMOTION_FILE)
+
+
 MEMORY_DIR = 'sys/devices/system/memory'
 
 

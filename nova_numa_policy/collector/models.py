@@ -55,6 +55,9 @@ class Host(Base):
     nics = sa.Column(_json_list(), nullable=False)
     enforceable_policies = sa.Column(_json_list(), nullable=False)
     instance_count = sa.Column(sa.Integer, nullable=False)
+    # Whether the host's kernel demotes pages to a lower memory tier
+    # (None before report 1.8, or where the kernel does not say).
+    memory_demotion = sa.Column(sa.Boolean, nullable=True)
 
 
 class Report(Base):

@@ -66,7 +66,17 @@ def _node_row(node):
             'memory_total_mb': node.memory_total_mb,
             'memory_free_mb': node.memory_free_mb,
             'cpu_load': node.cpu_load, 'distances': list(node.distances),
-            **_floating_row(node)}
+            **_floating_row(node), 'memory_tier': _said(node, 'memory_tier')}
+
+
+def _said(obj, name):
+    """A nullable field of a checked object; None where it was not sent.
+
+    An agent of an older report version does not send the fields a later
+    version added: None, which each such field's readers take as "not
+    said".
+    """
+    return getattr(obj, name) if obj.obj_attr_is_set(name) else None
 
 
 def _floating_row(node):
@@ -115,6 +125,8 @@ def host_row(report, received_at):
         'nics': [_nic_row(nic) for nic in report.nics],
         'enforceable_policies': list(report.enforceable_policies),
         'instance_count': len(report.instances),
+        # None before report 1.8, or from a kernel that does not say.
+        'memory_demotion': _said(report, 'memory_demotion'),
     }
 
 

@@ -200,6 +200,30 @@ class IrqState:
 
 
 @dataclasses.dataclass(frozen=True)
+class MemoryTiers:
+    """What the kernel says of its memory tiers (Linux 6.1 and later).
+
+    ``ranks``: {node id: the rank of the tier holding the node's memory},
+    0 the fastest tier present, 1 the next, and so on; a node in no tier
+    (one without memory) is absent. None when the host does not say (a
+    kernel before tiers, tiers that list no node, or what it says cannot
+    be read): every node is then in the top tier (:meth:`rank`).
+    ``demotion``: whether the
+    kernel demotes pages to a lower tier during reclaim, None when it
+    does not say.
+    """
+
+    ranks: dict | None = None
+    demotion: bool | None = None
+
+    def rank(self, node_id):
+        """The node's tier rank; 0, the top tier, where nothing is said."""
+        if self.ranks is None:
+            return 0
+        return self.ranks.get(node_id, 0)
+
+
+@dataclasses.dataclass(frozen=True)
 class HostSnapshot:
     """Everything one period's decisions may look at."""
 
@@ -216,6 +240,10 @@ class HostSnapshot:
     # interrupt balancer steers them and cannot be told to stop).
     irqs: tuple[IrqState, ...] = ()
     irq_hands_off: str | None = None
+    # The kernel's memory tiers and whether it demotes between them, as
+    # observed: both change at run time (a device's memory onlined by
+    # dax/kmem joins a lower tier; an operator turns demotion on).
+    memory_tiers: MemoryTiers = MemoryTiers()
 
 
 @dataclasses.dataclass(frozen=True)

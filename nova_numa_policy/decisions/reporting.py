@@ -54,7 +54,22 @@ def _floating(node, usage):
     return cpus, cpu_load if load is None else min(max(load, 0.0), 1.0)
 
 
-def _node(node, usage):
+def memory_tier(node_id, tiers):
+    """The rank of the node's memory tier to report, or None: pure.
+
+    None where the host does not say (``tiers.ranks`` None) or puts the
+    node in no tier: a consumer reads both as the top tier. A rank past
+    the report's bound is not said either, though no host has one.
+    """
+    if tiers.ranks is None:
+        return None
+    rank = tiers.ranks.get(node_id)
+    if rank is None or not 0 <= rank <= report_obj.MAX_MEMORY_TIER:
+        return None
+    return rank
+
+
+def _node(node, usage, tiers):
     floating_cpus, floating_load = _floating(node, usage)
     return report_obj.NumaNodeReport(
         id=node.id, cpus=list(node.cpus),
@@ -62,7 +77,8 @@ def _node(node, usage):
         memory_free_mb=usage.memory_free_mb if usage else 0,
         cpu_load=usage.cpu_load if usage else 0.0,
         distances=list(node.distances),
-        floating_cpus=floating_cpus, floating_load=floating_load)
+        floating_cpus=floating_cpus, floating_load=floating_load,
+        memory_tier=memory_tier(node.id, tiers))
 
 
 def applied_policy(instance, topology, active_loops=(), auto_choice=None):
@@ -179,7 +195,9 @@ def build_report(snapshot, host, hypervisor_hostname, seq, period,
     is I/O intensive): ``nova_numa_policy.loops.runner.judges``; without
     them those fields say nothing was judged. Those of them acting this
     period also say why each NIC's vectors are where they are
-    (:func:`nic_verdicts`).
+    (:func:`nic_verdicts`). The snapshot's memory tiers give each node's
+    ``memory_tier`` (:func:`memory_tier`) and the host's
+    ``memory_demotion``.
     """
     auto_choices = auto_choices or {}
     endings = endings or {}
@@ -191,7 +209,8 @@ def build_report(snapshot, host, hypervisor_hostname, seq, period,
         host=host, hypervisor_hostname=hypervisor_hostname,
         agent_version=agent_version(), seq=seq, boot_id=boot_id,
         generated_at=now or report_obj.utcnow(), period=float(period),
-        numa_nodes=[_node(n, usage.get(n.id)) for n in topology.nodes],
+        numa_nodes=[_node(n, usage.get(n.id), snapshot.memory_tiers)
+                    for n in topology.nodes],
         nics=[_nic(n, snapshot, verdicts)
               for n in topology.nics[:report_obj.MAX_NICS]],
         instances=[_instance(i, topology, active_loops, auto_choices,
@@ -201,7 +220,8 @@ def build_report(snapshot, host, hypervisor_hostname, seq, period,
         locality_signal=locality_signal,
         measurements=sorted(
             measurements if measurements is not None
-            else {locality_signal} - {None}))
+            else {locality_signal} - {None}),
+        memory_demotion=snapshot.memory_tiers.demotion)
 
 
 def summary(report):

@@ -37,6 +37,10 @@ MAX_DISTANCE = 255
 # Bounds of plausible values: far beyond any host, far below what breaks
 # a consumer (a 64-bit database column, a float that is not finite).
 MAX_NODE_ID = 1023
+# A node's memory tier is its tier's rank among the host's tiers (0 the
+# fastest). Each tier ranked holds at least one node, so there are no
+# more ranks than node ids.
+MAX_MEMORY_TIER = MAX_NODE_ID
 MAX_CPU_ID = (1 << 16) - 1
 MAX_MEMORY_MB = 1 << 32  # 4 PiB on one node
 MAX_SPEED_MBPS = 10 ** 7
@@ -77,7 +81,8 @@ class NumaNodeReport(base.NumaPolicyObject):
 
     # Version 1.0: initial version
     # Version 1.1: floating_cpus, floating_load
-    VERSION = '1.1'
+    # Version 1.2: memory_tier
+    VERSION = '1.2'
 
     fields = {
         'id': fields.IntegerField(),
@@ -97,10 +102,18 @@ class NumaNodeReport(base.NumaPolicyObject):
         # Busy fraction of those CPUs over the last period, 0.0 to 1.0;
         # None where there are none, or floating_cpus is None.
         'floating_load': fields.FloatField(nullable=True),
+        # The rank of the kernel's memory tier holding the node's memory
+        # among the host's tiers: 0 the fastest, 1 the next, and so on.
+        # None: not said (a sender before 1.2, a kernel without memory
+        # tiers, a node in no tier), which means the top tier, 0
+        # (memory_tier()).
+        'memory_tier': fields.IntegerField(nullable=True),
     }
 
-    DEFAULTS = {'floating_cpus': None, 'floating_load': None}
-    ADDED_IN = {'floating_cpus': '1.1', 'floating_load': '1.1'}
+    DEFAULTS = {'floating_cpus': None, 'floating_load': None,
+                'memory_tier': None}
+    ADDED_IN = {'floating_cpus': '1.1', 'floating_load': '1.1',
+                'memory_tier': '1.2'}
 
 
 @base.NumaPolicyObjectRegistry.register
@@ -186,7 +199,8 @@ class NumaHostReport(base.NumaPolicyObject):
     #              hardware-samples
     # Version 1.6: NumaNodeReport 1.1 (floating_cpus, floating_load)
     # Version 1.7: NumaNicReport 1.1 (irqs, irq_cpus, irq_steering)
-    VERSION = '1.7'
+    # Version 1.8: NumaNodeReport 1.2 (memory_tier); memory_demotion
+    VERSION = '1.8'
 
     fields = {
         'host': fields.StringField(),
@@ -211,11 +225,16 @@ class NumaHostReport(base.NumaPolicyObject):
         # Everything the host measures of its guests (MEASUREMENTS
         # values): its locality signal, run-queue delay, traffic.
         'measurements': fields.ListOfStringsField(),
+        # Whether the kernel demotes pages from a node's memory tier to a
+        # lower one during reclaim (/sys/kernel/mm/numa/demotion_enabled);
+        # None when it does not say (before Linux 6.1, a sender before
+        # 1.8).
+        'memory_demotion': fields.BooleanField(nullable=True),
     }
 
     # The version of each child class that a given report version carries.
     obj_relationships = {
-        'numa_nodes': [('1.0', '1.0'), ('1.6', '1.1')],
+        'numa_nodes': [('1.0', '1.0'), ('1.6', '1.1'), ('1.8', '1.2')],
         'nics': [('1.0', '1.0'), ('1.7', '1.1')],
         'instances': [('1.0', '1.0'), ('1.1', '1.1'), ('1.3', '1.2')],
     }
@@ -231,9 +250,9 @@ class NumaHostReport(base.NumaPolicyObject):
 
     DEFAULTS = {'nics': [], 'instances': [], 'enforceable_policies': [],
                 'boot_id': None, 'locality_signal': None,
-                'measurements': []}
+                'measurements': [], 'memory_demotion': None}
     ADDED_IN = {'boot_id': '1.1', 'locality_signal': '1.2',
-                'measurements': '1.3'}
+                'measurements': '1.3', 'memory_demotion': '1.8'}
 
     CHILDREN = {'numa_nodes': NumaNodeReport, 'nics': NumaNicReport,
                 'instances': NumaInstanceReport}
@@ -273,6 +292,19 @@ def floating_capacity(node):
     if cpus is None:
         return node['cpus'], node['cpu_load']
     return cpus, node.get('floating_load')
+
+
+def memory_tier(node):
+    """The rank of a node's memory tier, 0 the fastest.
+
+    ``node`` is a checked node's data (a dict, as
+    :func:`.wire.load_report_data` gives it, or a row stored from one).
+    A node that does not say (a sender before node report 1.2, a kernel
+    without memory tiers) is in the top tier: every node was, to every
+    consumer, before tiers were reported.
+    """
+    tier = node.get('memory_tier')
+    return 0 if tier is None else tier
 
 
 def supersedes(new, old):

@@ -366,6 +366,11 @@ def _check_node(node, node_count):
              'node %s: cpu_load must be between 0.0 and 1.0', node_id)
     _check_floating(node_id, cpu_set, node.get('floating_cpus'),
                     node.get('floating_load'))
+    # Absent from a sender before node report 1.2: not said.
+    tier = node.get('memory_tier')
+    _require(tier is None or 0 <= tier <= schema.MAX_MEMORY_TIER,
+             'node %s: memory_tier must be 0 to %d', node_id,
+             schema.MAX_MEMORY_TIER)
     distances = node['distances']
     _require(len(distances) == node_count,
              'node %s: the distance row must have one entry per node (%s)',

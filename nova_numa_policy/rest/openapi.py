@@ -78,6 +78,13 @@ SCHEMAS = {
             'when floating_cpus is empty.'},
         'memory_total_mb': {'type': 'integer'},
         'memory_free_mb': {'type': 'integer'},
+        'memory_tier': {
+            'type': 'integer', 'minimum': 0, 'nullable': True,
+            'description': "The rank of the kernel's memory tier that "
+            "holds the node's memory among the host's tiers: 0 the "
+            'fastest, 1 the next. Null when its agent does not say '
+            '(before report 1.8, a kernel without memory tiers, a node '
+            'in no tier), which means the top tier.'},
         'instance_memory_mb': {'type': 'integer',
                                'description': 'Resident memory of the '
                                "host's instances on this node."},
@@ -170,11 +177,17 @@ SCHEMAS['Explanation'] = _object({
     'hosts': {'type': 'array', 'items': _ref('HostExplanation')}})
 SCHEMAS['HostDetail'] = {'allOf': [_ref('HostSummary'), {
     'type': 'object',
-    'required': ['numa_nodes', 'nics', 'instances'],
+    'required': ['numa_nodes', 'nics', 'instances', 'memory_demotion'],
     'properties': {
         'numa_nodes': {'type': 'array', 'items': _ref('NumaNode')},
         'nics': {'type': 'array', 'items': _ref('Nic')},
-        'instances': {'type': 'array', 'items': _ref('Instance')}}}]}
+        'instances': {'type': 'array', 'items': _ref('Instance')},
+        'memory_demotion': {
+            'type': 'boolean', 'nullable': True,
+            'description': "Whether the host's kernel demotes pages to a "
+            'lower memory tier during reclaim (its demotion_enabled); '
+            'null when its agent does not say (before report 1.8, or a '
+            'kernel before Linux 6.1).'}}}]}
 SCHEMAS['HostList'] = _listing('hosts', 'HostSummary')
 SCHEMAS['InstanceList'] = _listing('instances', 'Instance')
 SCHEMAS['ActionList'] = _listing('actions', 'Action')

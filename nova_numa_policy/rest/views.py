@@ -75,6 +75,10 @@ def _node(node, nics, instance_mb):
         'floating_load': floating_load,
         'memory_total_mb': node['memory_total_mb'],
         'memory_free_mb': node['memory_free_mb'],
+        # As the agent said it: null where it does not (rows stored
+        # before report 1.8 included), which consumers read as the top
+        # tier; the API does not make a 0 of it that the host never said.
+        'memory_tier': node.get('memory_tier'),
         'instance_memory_mb': instance_mb.get(node['id'], 0),
         'distances': node['distances'],
         'nics': [nic['name'] for nic in nics
@@ -98,6 +102,7 @@ def host_detail(row, now, ttl):
                           for node in row['numa_nodes']]
     body['nics'] = [_nic(nic) for nic in row['nics']]
     body['instances'] = [instance(i) for i in row['instances']]
+    body['memory_demotion'] = row.get('memory_demotion')
     return body
 
 

@@ -60,6 +60,12 @@ class MemoryTiersTest(base.LabTestCase):
         self.assertEqual(
             [self.TOPOLOGY.slow_distance] * self.TOPOLOGY.nodes
             + [topology_mod.LOCAL_DISTANCE], list(nodes[slow].distances))
+        # The kernel's tiers as ranks: memory_tier4's CPU nodes on top,
+        # memory_tier22's node 2 the next; demotion as the kernel says.
+        self.assertEqual(
+            dict.fromkeys(range(self.TOPOLOGY.nodes), 0) | {slow: 1},
+            {node_id: node.memory_tier for node_id, node in nodes.items()})
+        self.assertIn(report.memory_demotion, (True, False))
 
     def test_home_never_chooses_the_memory_only_node(self):
         # Today's rule, tier-blind otherwise: a home is where a guest's

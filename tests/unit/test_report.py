@@ -21,17 +21,17 @@ VERSION = 'nova_numa_policy_object.version'
 # The fingerprint of every object: a change to an object's fields without
 # a version bump fails here, so no report silently changes on the wire.
 OBJECT_FINGERPRINTS = {
-    'NumaHostReport': '1.7-3f190539753441ce04f4fe7d705e2f61',
-    'NumaNodeReport': '1.1-de243c73ddd816fcd7ef564ae094c3df',
+    'NumaHostReport': '1.8-c8cfe002c71ceb970b403c2cf106fa4b',
+    'NumaNodeReport': '1.2-6aa2dfbe110c54a2724187eeaa706307',
     'NumaNicReport': '1.1-fb9b711042464b6b4ba8880dead9278d',
     'NumaInstanceReport': '1.2-66b3be3b5de3561cd7d79820bee79994',
 }
 
 
 class FutureHostReport(report_obj.NumaHostReport):
-    """What a newer agent would send: version 1.8 with one more field."""
+    """What a newer agent would send: version 1.9 with one more field."""
 
-    VERSION = '1.8'
+    VERSION = '1.9'
     fields = dict(report_obj.NumaHostReport.fields,
                   power_watts=fields.IntegerField())
     DEFAULTS = dict(report_obj.NumaHostReport.DEFAULTS, power_watts=0)
@@ -43,7 +43,7 @@ class FutureHostReport(report_obj.NumaHostReport):
     def obj_make_compatible(self, primitive, target_version):
         super().obj_make_compatible(primitive, target_version)
         if target_version in ('1.0', '1.1', '1.2', '1.3', '1.4', '1.5',
-                              '1.6', '1.7'):
+                              '1.6', '1.7', '1.8'):
             primitive.pop('power_watts', None)
 
 
@@ -103,10 +103,47 @@ class OldNicsHostReport(report_obj.NumaHostReport):
         return 'NumaHostReport'
 
 
+class UntieredNodeReport(base.NumaPolicyObject):
+    """What a consumer of report 1.7 knows of a node: version 1.1."""
+
+    VERSION = '1.1'
+    fields = {name: field
+              for name, field in report_obj.NumaNodeReport.fields.items()
+              if name != 'memory_tier'}
+    DEFAULTS = {'floating_cpus': None, 'floating_load': None}
+
+    @classmethod
+    def obj_name(cls):
+        return 'NumaNodeReport'
+
+
+class UntieredHostReport(base.NumaPolicyObject):
+    """What a consumer of report 1.7 reads: no tier, no demotion.
+
+    Not a subclass of today's report either, for the same reason.
+    """
+
+    VERSION = '1.7'
+    fields = {name: field
+              for name, field in report_obj.NumaHostReport.fields.items()
+              if name != 'memory_demotion'}
+    DEFAULTS = {name: value
+                for name, value in report_obj.NumaHostReport.DEFAULTS.items()
+                if name != 'memory_demotion'}
+    CHILDREN = dict(report_obj.NumaHostReport.CHILDREN,
+                    numa_nodes=UntieredNodeReport)
+
+    @classmethod
+    def obj_name(cls):
+        return 'NumaHostReport'
+
+
 base.NumaPolicyObjectRegistry.register_if(False)(OldNodeReport)
 base.NumaPolicyObjectRegistry.register_if(False)(OldHostReport)
 base.NumaPolicyObjectRegistry.register_if(False)(OldNicReport)
 base.NumaPolicyObjectRegistry.register_if(False)(OldNicsHostReport)
+base.NumaPolicyObjectRegistry.register_if(False)(UntieredNodeReport)
+base.NumaPolicyObjectRegistry.register_if(False)(UntieredHostReport)
 
 
 def _future_report(**fields):
@@ -164,7 +201,7 @@ class VersionCompatibilityTest(test_base.TestCase):
 
     def test_current_consumer_reads_a_newer_minor_report(self):
         primitive = report_wire.dump_report(_future_report())
-        self.assertEqual('1.8', primitive[VERSION])
+        self.assertEqual('1.9', primitive[VERSION])
         back = report_wire.load_report(primitive)
         self.assertIsInstance(back, report_obj.NumaHostReport)
         self.assertNotIn('power_watts', back.fields)
@@ -236,7 +273,7 @@ class VersionCompatibilityTest(test_base.TestCase):
             self.assertEqual('access-counters', report_wire.load_report(
                 primitive).locality_signal)
             current = report_wire.dump_report(report)
-            self.assertEqual('1.7', current[VERSION])
+            self.assertEqual('1.8', current[VERSION])
             self.assertEqual(signal, report_wire.load_report(
                 current).locality_signal)
 
@@ -304,12 +341,13 @@ class VersionCompatibilityTest(test_base.TestCase):
     def test_a_1_6_report_read_by_a_1_5_consumer_keeps_its_nodes(self):
         # A 1.5 consumer's node class is 1.0: a 1.1 node's new fields go.
         primitive = report_wire.dump_report(report_factory.make_report())
-        self.assertEqual('1.1', primitive[DATA]['numa_nodes'][0][VERSION])
+        self.assertEqual('1.2', primitive[DATA]['numa_nodes'][0][VERSION])
         back = report_wire.load_report(primitive, cls=OldHostReport)
         node = back.numa_nodes[0]
         self.assertEqual(([0, 1], 0.25), (node.cpus, node.cpu_load))
         self.assertFalse(node.obj_attr_is_set('floating_cpus'))
         self.assertFalse(node.obj_attr_is_set('floating_load'))
+        self.assertFalse(node.obj_attr_is_set('memory_tier'))
 
     def test_a_wholly_dedicated_node_has_no_floating_load(self):
         report = report_factory.make_report()
@@ -353,6 +391,70 @@ class VersionCompatibilityTest(test_base.TestCase):
         self.assertEqual(('ens1f0', 1), (nic.name, nic.numa_node))
         self.assertFalse(nic.obj_attr_is_set('irqs'))
         self.assertFalse(nic.obj_attr_is_set('irq_steering'))
+
+    def _tiered_report(self):
+        # The lab host's kernel: DRAM node 0 on top, node 1 a tier below.
+        report = report_factory.make_report(memory_demotion=True)
+        report.numa_nodes[1].memory_tier = 1
+        return report
+
+    def test_nodes_say_their_memory_tier_and_the_host_its_demotion(self):
+        primitive = report_wire.dump_report(self._tiered_report())
+        self.assertEqual('1.8', primitive[VERSION])
+        self.assertEqual(['1.2', '1.2'], [
+            node[VERSION] for node in primitive[DATA]['numa_nodes']])
+        back = report_wire.load_report(primitive)
+        self.assertEqual([0, 1], [n.memory_tier for n in back.numa_nodes])
+        self.assertIs(True, back.memory_demotion)
+        data = report_wire.load_report_data(primitive)
+        self.assertEqual([0, 1], [report_obj.memory_tier(node)
+                                  for node in data['numa_nodes']])
+        self.assertIs(True, data['memory_demotion'])
+
+    def test_a_host_that_does_not_say_reads_as_the_top_tier(self):
+        report = report_factory.make_report(memory_demotion=None)
+        for node in report.numa_nodes:
+            node.memory_tier = None
+        data = report_wire.load_report_data(report_wire.dump_report(report))
+        self.assertEqual([None, None], [node['memory_tier']
+                                        for node in data['numa_nodes']])
+        self.assertEqual([0, 0], [report_obj.memory_tier(node)
+                                  for node in data['numa_nodes']])
+        self.assertIsNone(data['memory_demotion'])
+
+    def test_pinned_to_1_7_or_1_6_the_report_says_nothing_of_tiers(self):
+        for version, nics in (('1.7', '1.1'), ('1.6', '1.0')):
+            with self.subTest(version):
+                primitive = report_wire.dump_report(self._tiered_report(),
+                                                    target_version=version)
+                self.assertEqual(version, primitive[VERSION])
+                self.assertNotIn('memory_demotion', primitive[DATA])
+                node = primitive[DATA]['numa_nodes'][1]
+                self.assertEqual('1.1', node[VERSION])
+                self.assertNotIn('memory_tier', node[DATA])
+                # What 1.6 added to nodes stays.
+                self.assertEqual([2], node[DATA]['floating_cpus'])
+                self.assertEqual(nics, primitive[DATA]['nics'][0][VERSION])
+                # The current consumer reads it: nothing said, top tier.
+                back = report_wire.load_report(primitive)
+                self.assertIsNone(back.numa_nodes[1].memory_tier)
+                self.assertIsNone(back.memory_demotion)
+                data = report_wire.load_report_data(primitive)
+                self.assertIsNone(data['numa_nodes'][1]['memory_tier'])
+                self.assertEqual(0, report_obj.memory_tier(
+                    data['numa_nodes'][1]))
+                self.assertIsNone(data['memory_demotion'])
+
+    def test_a_1_8_report_read_by_a_1_7_consumer_keeps_its_nodes(self):
+        primitive = report_wire.dump_report(self._tiered_report())
+        back = report_wire.load_report(primitive, cls=UntieredHostReport)
+        node = back.numa_nodes[1]
+        self.assertEqual(([2, 3], [2], 0.5),
+                         (node.cpus, node.floating_cpus, node.floating_load))
+        # Its node class is 1.1: the tier the node said is gone.
+        self.assertFalse(node.obj_attr_is_set('memory_tier'))
+        self.assertNotIn('memory_demotion', back.fields)
+        self.assertEqual('compute1', back.host)
 
     def test_newer_nested_object_drops_its_new_fields(self):
         primitive = report_wire.dump_report(report_factory.make_report())
@@ -483,6 +585,15 @@ class MalformedReportTest(test_base.TestCase):
         ('irq_steering_too_long', _mutate(
             NIC0 + ('irq_steering',), 'x' * (report_obj.MAX_VERDICT_LENGTH
                                              + 1))),
+        ('negative_memory_tier', _mutate(NODE0 + ('memory_tier',), -1)),
+        ('memory_tier_beyond_any_host', _mutate(
+            NODE0 + ('memory_tier',), report_obj.MAX_MEMORY_TIER + 1)),
+        ('memory_tier_not_an_integer',
+         _mutate(NODE0 + ('memory_tier',), 'fast')),
+        ('memory_tier_a_boolean', _mutate(NODE0 + ('memory_tier',), True)),
+        ('memory_demotion_not_a_boolean',
+         _mutate((DATA, 'memory_demotion'), 'true')),
+        ('memory_demotion_a_number', _mutate((DATA, 'memory_demotion'), 1)),
         ('too_many_nics', _mutate(
             (DATA, 'nics'),
             [report_wire.dump_report(report_factory.make_report())

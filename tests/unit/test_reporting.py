@@ -15,9 +15,10 @@ NOW = datetime.datetime(2026, 11, 22, 8, 0, tzinfo=datetime.timezone.utc)
 TOPOLOGY = topology_factory.host_topology(memory_mb=16384)
 
 
-def _report(*usage):
+def _report(*usage, tiers=backend.MemoryTiers()):
     snapshot = backend.HostSnapshot(topology=TOPOLOGY, usage=usage,
-                                    instances=(), taken_at=0.0)
+                                    instances=(), taken_at=0.0,
+                                    memory_tiers=tiers)
     report = reporting.build_report(snapshot, 'compute1', 'compute1', seq=1,
                                     period=60.0, capabilities=(), now=NOW)
     # What a consumer reads back.
@@ -55,6 +56,38 @@ class FloatingNodeTest(test_base.TestCase):
             backend.NodeUsage(0, 0.5, 8192, frozenset({3, 4}), 0.5),
             backend.NodeUsage(1, 0.5, 8192, frozenset({3, 4}), 0.5))
         self.assertEqual([([3], 0.5), ([4], 0.5)], _floating(data))
+
+
+class MemoryTierTest(test_base.TestCase):
+
+    def _tiers(self, data):
+        return ([n['memory_tier'] for n in data['numa_nodes']],
+                data['memory_demotion'])
+
+    def test_each_node_says_its_tiers_rank_and_the_host_its_demotion(self):
+        data = _report(tiers=backend.MemoryTiers({0: 0, 1: 1}, True))
+        self.assertEqual(([0, 1], True), self._tiers(data))
+        data = _report(tiers=backend.MemoryTiers({0: 0, 1: 0}, False))
+        self.assertEqual(([0, 0], False), self._tiers(data))
+
+    def test_a_host_that_does_not_say_leaves_every_node_unsaid(self):
+        self.assertEqual(([None, None], None), self._tiers(_report()))
+        # Demotion is said without tiers, and tiers without it.
+        data = _report(tiers=backend.MemoryTiers(None, False))
+        self.assertEqual(([None, None], False), self._tiers(data))
+        data = _report(tiers=backend.MemoryTiers({0: 0, 1: 1}, None))
+        self.assertEqual(([0, 1], None), self._tiers(data))
+
+    def test_a_node_in_no_tier_is_unsaid(self):
+        # A node without memory is in no tier; node 7 is not the host's.
+        data = _report(tiers=backend.MemoryTiers({1: 1, 7: 0}, True))
+        self.assertEqual(([None, 1], True), self._tiers(data))
+
+    def test_a_rank_beyond_the_reports_bound_is_unsaid(self):
+        tiers = backend.MemoryTiers({0: 0, 1: 5000}, None)
+        self.assertEqual(0, reporting.memory_tier(0, tiers))
+        self.assertIsNone(reporting.memory_tier(1, tiers))
+        self.assertEqual([0, None], self._tiers(_report(tiers=tiers))[0])
 
 
 class SignificantChangeTest(test_base.TestCase):

@@ -26,13 +26,25 @@ def describe_node(node):
     """One line per node: load, free memory, instance memory, NICs.
 
     Where nova dedicates some of the node's CPUs to pinned guests, the
-    load is followed by what the scheduler judges unpinned guests by.
+    load is followed by what the scheduler judges unpinned guests by;
+    where the host says, the free memory by its memory tier.
     """
     nics = ', '.join(node['nics']) or 'no NIC'
     return (f"node {node['id']}: load {_percent(node['cpu_load'])}"
             f"{_unpinned(node)}, "
-            f"{node['memory_free_mb']}/{node['memory_total_mb']} MiB free, "
+            f"{node['memory_free_mb']}/{node['memory_total_mb']} MiB free"
+            f"{_tier(node)}, "
             f"instances {node['instance_memory_mb']} MiB, {nics}")
+
+
+def _tier(node):
+    """The rank of the node's memory tier, when the host says one.
+
+    Nothing where it does not (a kernel without memory tiers, an agent
+    or API older than the field): the line reads as it always did.
+    """
+    tier = node.get('memory_tier')
+    return '' if tier is None else f' (memory tier {tier})'
 
 
 def _unpinned(node):

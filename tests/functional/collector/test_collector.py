@@ -79,11 +79,14 @@ class EndToEndTest(CollectorTestBase):
         counters = collector.endpoint.counters
         notifier = self.notifier()
         notifier.info(REPORT, fakes.make_payload(host='compute-1', seq=1))
+        # compute-2's node 1 is a lower memory tier; compute-1's agent
+        # does not say.
         notifier.info(REPORT, fakes.make_payload(
             host='compute-2', seq=1, instances=[
                 fakes.make_instance(fakes.UUID_B, requested='auto',
                                     applied='first-touch',
-                                    memory={'1': 2048})]))
+                                    memory={'1': 2048})],
+            tiers={0: 0, 1: 1}, demotion=False))
         # A redelivery and a malformed report: stored once, dropped.
         notifier.info(REPORT, fakes.make_payload(host='compute-1', seq=1))
         notifier.info(REPORT, {'nova_numa_policy_object.name': 'Nope'})
@@ -110,6 +113,13 @@ class EndToEndTest(CollectorTestBase):
         host = get('/v1/hosts/compute-2').json['host']
         self.assertEqual([0, 2048], [n['instance_memory_mb']
                                      for n in host['numa_nodes']])
+        self.assertEqual(([0, 1], False), (
+            [n['memory_tier'] for n in host['numa_nodes']],
+            host['memory_demotion']))
+        host = get('/v1/hosts/compute-1').json['host']
+        self.assertEqual(([None, None], None), (
+            [n['memory_tier'] for n in host['numa_nodes']],
+            host['memory_demotion']))
         instance = get(f'/v1/instances/{fakes.UUID_B}').json['instance']
         self.assertEqual(('auto', 'first-touch', True, {'1': 2048}),
                          (instance['requested_policy'],

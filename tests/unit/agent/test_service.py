@@ -19,6 +19,7 @@ from agent.service import cmd
 from agent.service import manager
 from agent.service import notifier
 from tests import base as test_base
+from tests import fixtures as host_fixtures
 from tests.unit.agent import base
 
 
@@ -38,6 +39,15 @@ class RecordingNotifier:
     def of(self, event_type):
         return [payload for event, payload in self.sent
                 if event == event_type]
+
+
+DATA = 'nova_numa_policy_object.data'
+VERSION = 'nova_numa_policy_object.version'
+
+
+def _tiers(report):
+    return ([node.memory_tier for node in report.numa_nodes],
+            report.memory_demotion)
 
 
 class AgentPeriodTest(base.TestDriverHostTest):
@@ -90,6 +100,44 @@ class AgentPeriodTest(base.TestDriverHostTest):
                           ('other',))
         self.assertEqual(agent.seq, report_wire.read_payload(
             payload, 1 << 20, ('s3cret',)).seq)
+
+    def test_reports_say_the_kernels_memory_tiers_as_they_change(self):
+        agent = self.agent(dry_run=True)
+        agent.run_once()
+        # The fixture's kernel has no tiers: nothing said.
+        self.assertEqual(([None, None], None), _tiers(agent.last_report))
+        # Node 1 brought online as a lower tier, demotion off, then on:
+        # each read at the next period.
+        host_fixtures.write_memory_tiers(self.root, {4: '0', 22: '1'},
+                                         'false')
+        agent.run_once()
+        self.assertEqual(([0, 1], False), _tiers(agent.last_report))
+        host_fixtures.write_memory_tiers(self.root, {4: '0', 22: '1'},
+                                         'true')
+        agent.run_once()
+        self.assertEqual(([0, 1], True), _tiers(agent.last_report))
+        report_wire.check_report(agent.last_report)
+
+    def test_pinned_to_1_7_the_agent_sends_no_tiers(self):
+        host_fixtures.write_memory_tiers(self.root, {4: '0', 22: '1'},
+                                         'true')
+        broker = RecordingNotifier()
+        sender = notifier.ReportSender(broker)
+        agent = manager.Agent(self.backend, host='cn1', period=5.0,
+                              sender=sender, dry_run=True,
+                              report_version='1.7')
+        agent.run_once()
+        sender.send_pending()
+        (payload,) = broker.of(notifier.EVENT_TYPE)
+        self.assertEqual('1.7', payload[VERSION])
+        self.assertNotIn('memory_demotion', payload[DATA])
+        self.assertEqual([False, False], [
+            'memory_tier' in node[DATA]
+            for node in payload[DATA]['numa_nodes']])
+        self.assertEqual(([None, None], None),
+                         _tiers(report_wire.load_report(payload)))
+        # The agent's own report still says them.
+        self.assertEqual(([0, 1], True), _tiers(agent.last_report))
 
     def test_a_second_period_changes_nothing(self):
         agent = self.agent()

@@ -31,14 +31,19 @@ def make_instance(uuid=UUID_A, requested='interleave', applied='interleave',
 def make_report(host='compute-1', seq=1, generated_at=None, instances=None,
                 free_mb=(30000, 31000),
                 enforceable=('first-touch', 'interleave'),
-                locality_signal=None, floating=None):
+                locality_signal=None, floating=None, tiers=None,
+                demotion=NOT_SAID):
     """A report of nodes of eight CPUs, one a ``free_mb``, at ``at(seq)``.
 
     ``floating``: {node: (CPUs, load)} nova gives guests without
     dedicated CPUs; None: the agent does not say (before report 1.6).
+    ``tiers``: {node: the rank of its memory tier}, ``demotion``: the
+    host's memory_demotion; by default the agent does not say (before
+    report 1.8).
     """
     unsaid = (NOT_SAID,) * 2
     floating = floating or {}
+    tiers = tiers or {}
     nodes = []
     for node, free in enumerate(free_mb):
         cpus, load = floating.get(node, unsaid)
@@ -46,7 +51,7 @@ def make_report(host='compute-1', seq=1, generated_at=None, instances=None,
             node, len(free_mb), cpus=list(range(node * 8, node * 8 + 8)),
             memory_total_mb=32768, memory_free_mb=free,
             cpu_load=0.25 * (node + 1), floating_cpus=cpus,
-            floating_load=load))
+            floating_load=load, memory_tier=tiers.get(node, NOT_SAID)))
     return report_factory.make_report(
         host=host, hypervisor_hostname=f'{host}.example.org', seq=seq,
         boot_id=NOT_SAID, generated_at=generated_at or at(seq),
@@ -54,7 +59,8 @@ def make_report(host='compute-1', seq=1, generated_at=None, instances=None,
         numa_nodes=nodes, nics=[report_factory.make_nic('eth0', 1)],
         instances=[make_instance()] if instances is None else instances,
         enforceable_policies=list(enforceable),
-        locality_signal=locality_signal, measurements=NOT_SAID)
+        locality_signal=locality_signal, measurements=NOT_SAID,
+        memory_demotion=demotion)
 
 
 def make_payload(**kwargs):

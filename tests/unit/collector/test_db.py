@@ -38,6 +38,24 @@ class StoreReportTest(test_base.TestCase):
         self.assertEqual([1], [r['seq'] for r in
                                self.storage.list_reports('compute-1', 10)])
 
+    def test_the_host_keeps_its_tiers_as_its_newest_report_says(self):
+        self.assertTrue(self._store(seq=1, tiers={0: 0, 1: 1},
+                                    demotion=True))
+        host = self.storage.get_host('compute-1')
+        self.assertEqual(([0, 1], True), (
+            [n['memory_tier'] for n in host['numa_nodes']],
+            host['memory_demotion']))
+        self.assertTrue(self._store(seq=2, tiers={0: 0, 1: 1},
+                                    demotion=False))
+        self.assertIs(False,
+                      self.storage.get_host('compute-1')['memory_demotion'])
+        # An agent pinned below 1.8 says neither.
+        self.assertTrue(self._store(seq=3))
+        host = self.storage.get_host('compute-1')
+        self.assertEqual(([None, None], None), (
+            [n['memory_tier'] for n in host['numa_nodes']],
+            host['memory_demotion']))
+
     def test_redelivery_is_stored_once(self):
         self.assertTrue(self._store(seq=1))
         self.assertFalse(self._store(seq=1))

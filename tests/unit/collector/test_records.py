@@ -74,6 +74,28 @@ class RowsTest(test_base.TestCase):
                          [(n['floating_cpus'], n['floating_load'])
                           for n in row['numa_nodes']])
 
+    def test_host_row_keeps_each_nodes_tier_and_the_hosts_demotion(self):
+        report = fakes.make_report(tiers={0: 0, 1: 1}, demotion=True)
+        row = records.host_row(report, fakes.at(6))
+        self.assertEqual([0, 1], [n['memory_tier']
+                                  for n in row['numa_nodes']])
+        self.assertIs(True, row['memory_demotion'])
+        row = records.host_row(fakes.make_report(demotion=False),
+                               fakes.at(6))
+        self.assertIs(False, row['memory_demotion'])
+
+    def test_an_agent_that_does_not_say_its_tiers_keeps_none(self):
+        # Before report 1.8, or a kernel without memory tiers.
+        row = records.host_row(fakes.make_report(), fakes.at(6))
+        self.assertEqual([None, None], [n['memory_tier']
+                                        for n in row['numa_nodes']])
+        self.assertIsNone(row['memory_demotion'])
+        report = fakes.make_report(tiers={1: 1}, demotion=None)
+        row = records.host_row(report, fakes.at(6))
+        self.assertEqual([None, 1], [n['memory_tier']
+                                     for n in row['numa_nodes']])
+        self.assertIsNone(row['memory_demotion'])
+
     def test_host_row_keeps_each_nics_vectors_and_verdict(self):
         report = fakes.make_report()
         nic = report.nics[0]

@@ -16,10 +16,12 @@ def fill(storage):
         fakes.at(100))
     # nova shares half of node 0's CPUs and dedicates the rest; the
     # iopath loop steered its NIC's two vectors.
+    # Its node 1 is a lower memory tier, and its kernel demotes to it.
     third = fakes.make_report('compute-3', instances=[
         fakes.make_instance(UUID_C, requested=None, applied='none',
                             memory={'0': 2048})],
-        floating={0: ([0, 1, 2, 3], 0.6), 1: ([], None)})
+        floating={0: ([0, 1, 2, 3], 0.6), 1: ([], None)},
+        tiers={0: 0, 1: 1}, demotion=True)
     third.nics[0].irqs, third.nics[0].irq_cpus = [40, 41], [8, 9]
     third.nics[0].irq_steering = 'steered to node 1 (CPUs 8,9)'
     storage.store_report(third, fakes.at(100))
@@ -81,6 +83,24 @@ class HostCommandsTest(base.CliTestCase):
         self.assertEqual([([0, 1, 2, 3], 0.6), ([], None)],
                          [(n['floating_cpus'], n['floating_load'])
                           for n in host['numa_nodes']])
+
+    def test_host_show_says_each_nodes_memory_tier_where_said(self):
+        out = self.table_cli('numa', 'host', 'show', 'compute-3', '-c',
+                             'numa_nodes', '--max-width', '200')
+        self.assertIn('30000/32768 MiB free (memory tier 0), instances',
+                      out)
+        self.assertIn('31000/32768 MiB free (memory tier 1), instances',
+                      out)
+        host = self.json_cli('numa', 'host', 'show', 'compute-3')
+        self.assertEqual([0, 1], [n['memory_tier']
+                                  for n in host['numa_nodes']])
+        self.assertIs(True, host['memory_demotion'])
+        # An agent that does not say: the line as before, nothing said.
+        out = self.table_cli('numa', 'host', 'show', 'compute-1', '-c',
+                             'numa_nodes')
+        self.assertNotIn('tier', out)
+        host = self.json_cli('numa', 'host', 'show', 'compute-1')
+        self.assertIsNone(host['memory_demotion'])
 
     def test_host_show_says_where_a_nics_vectors_go_and_why(self):
         out = self.table_cli('numa', 'host', 'show', 'compute-3', '-c',

@@ -68,6 +68,20 @@ class ApiTest(test_base.TestCase):
         self.assertEqual([fakes.UUID_A],
                          [i['uuid'] for i in host['instances']])
 
+    def test_host_detail_says_memory_tiers_where_the_agent_does(self):
+        self.api.storage.store_report(
+            fakes.make_report('compute-2', tiers={0: 0, 1: 1},
+                              demotion=True), fakes.at(100))
+        host = self._json('/v1/hosts/compute-2')['host']
+        self.assertEqual(([0, 1], True), (
+            [n['memory_tier'] for n in host['numa_nodes']],
+            host['memory_demotion']))
+        # compute-1's agent does not say: null, not a guess.
+        host = self._json('/v1/hosts/compute-1')['host']
+        self.assertEqual(([None, None], None), (
+            [n['memory_tier'] for n in host['numa_nodes']],
+            host['memory_demotion']))
+
     def test_instance_shows_requested_and_applied_policy(self):
         instance = self._json(f'/v1/instances/{fakes.UUID_A}')['instance']
         self.assertEqual(('interleave', 'interleave', True),

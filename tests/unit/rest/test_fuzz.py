@@ -33,9 +33,13 @@ class FuzzTest(test_base.TestCase):
     def setUp(self):
         super().setUp()
         self.api = self.useFixture(base.ApiFixture())
-        for seq, host in enumerate(('compute-1', 'compute-2'), start=1):
+        # compute-2's agent says its memory tiers, compute-1's does not.
+        for seq, host, tiers in ((1, 'compute-1', {}),
+                                 (2, 'compute-2', dict(tiers={0: 0, 1: 1},
+                                                       demotion=False))):
             self.api.storage.store_report(
-                fakes.make_report(host=host, seq=seq), fakes.at(100))
+                fakes.make_report(host=host, seq=seq, **tiers),
+                fakes.at(100))
         self.api.storage.store_action(
             actions.load_action(fakes.make_action_payload()), fakes.at(100))
         self.schema = schemathesis.openapi.from_wsgi('/v1/openapi.json',

@@ -80,6 +80,10 @@ class HostDetailTest(test_base.TestCase):
         self.assertEqual([([0], 0.5)] * 2,
                          [(n['floating_cpus'], n['floating_load'])
                           for n in body['numa_nodes']])
+        # Stored before report 1.8: no tier said, no demotion.
+        self.assertEqual([None, None], [n['memory_tier']
+                                        for n in body['numa_nodes']])
+        self.assertIsNone(body['memory_demotion'])
 
     def test_nodes_say_what_guests_without_dedicated_cpus_may_use(self):
         moment = datetime.datetime(2025, 1, 31, 12, 0)
@@ -100,6 +104,29 @@ class HostDetailTest(test_base.TestCase):
         self.assertEqual([([1], 0.9), ([], None)],
                          [(n['floating_cpus'], n['floating_load'])
                           for n in body['numa_nodes']])
+
+    def test_nodes_say_their_memory_tier_and_the_host_its_demotion(self):
+        moment = datetime.datetime(2025, 1, 31, 12, 0)
+        node = {'id': 0, 'cpus': [0, 1], 'cpu_load': 0.5,
+                'memory_total_mb': 100, 'memory_free_mb': 10,
+                'distances': [10, 30], 'memory_tier': 0}
+        row = {
+            'host': 'h', 'hypervisor_hostname': 'h', 'agent_version': '1',
+            'seq': 1, 'generated_at': moment, 'received_at': moment,
+            'period': 60.0, 'instance_count': 0,
+            'enforceable_policies': [], 'nics': [], 'instances': [],
+            'memory_demotion': False,
+            # A memory-only node a tier below.
+            'numa_nodes': [node, dict(node, id=1, cpus=[],
+                                      distances=[30, 10], memory_tier=1)],
+        }
+        body = views.host_detail(row, _epoch(moment), 180)
+        self.assertEqual([0, 1], [n['memory_tier']
+                                  for n in body['numa_nodes']])
+        self.assertIs(False, body['memory_demotion'])
+        # The list says neither: it shows no node.
+        summary = views.host_summary(row, _epoch(moment), 180)
+        self.assertNotIn('memory_demotion', summary)
 
 
 class PageTest(test_base.TestCase):
