@@ -64,6 +64,9 @@ COMPUTES = (('lab-compute-1', topology_mod.TWO_NODES),
             ('lab-compute-2', topology_mod.FOUR_NODES_NIC_ON_0))
 COMPUTE_MICROVERSION = '2.86'
 GET_RETRIES = 3
+# A server's fields that say where a delete (or any action) stands.
+SERVER_STATE = ('status', 'OS-EXT-STS:task_state', 'OS-EXT-STS:vm_state',
+                'OS-EXT-SRV-ATTR:host', 'fault')
 REGISTER_TIMEOUT = 900
 # nova's state and instances directory in each lab host: a tmpfs this
 # large, so that flavors of a 1 GB disk fit (three on a host, and one
@@ -198,11 +201,16 @@ class Nova:
                 raise_exc=False, connect_retries=GET_RETRIES)
             if got.status_code == 404:
                 return True
-            if or_error and got.json()['server']['status'] == 'ERROR':
+            server = got.json().get('server', {})
+            if or_error and server.get('status') == 'ERROR':
                 return False
-            return None
+            # What a delete that never ends left: the last seen of a
+            # timeout, in CI's short log.
+            state = {key: server.get(key) for key in SERVER_STATE}
+            state['fault'] = (state['fault'] or {}).get('message')
+            return state
 
-        return resources.wait_for(answer, lambda gone: gone is not None,
+        return resources.wait_for(answer, lambda gone: isinstance(gone, bool),
                                   f'server {server_id} deleted', timeout,
                                   interval=3)
 
@@ -504,12 +512,35 @@ class Cloud:
         details = (fault.get('details') or '').strip().splitlines()
         if details:
             found.append(f'fault: {details[-1].strip()[:300]}')
+        found.extend(self.compute_errors(server['id'], lines_per_compute))
+        return '\n'.join(found)
+
+    def compute_errors(self, uuid, lines_per_compute=3):
+        """Each compute's last ERROR lines about instance ``uuid``."""
+        found = []
         for host in self.computes.values():
             errors = [line for line in host.log().splitlines()
-                      if server['id'] in line and ' ERROR ' in line]
+                      if uuid in line and ' ERROR ' in line]
             found.extend(f'{host.name}: {line[-300:]}'
                          for line in errors[-lines_per_compute:])
-        return '\n'.join(found)
+        return found
+
+    def wait_all_deleted(self, nova, server_ids, timeout=300):
+        """Wait for each of ``server_ids`` to be gone; say why one is not.
+
+        Every one is waited for (one stuck delete does not leave the
+        others unseen), then one error names each that stayed, its state
+        and its computes' last ERROR lines: short, for CI's log tail.
+        """
+        stuck = []
+        for server_id in server_ids:
+            try:
+                nova.wait_deleted(server_id, timeout)
+            except resources.ResourceError as exc:
+                stuck.append(str(exc))
+                stuck.extend(self.compute_errors(server_id))
+        if stuck:
+            raise resources.ResourceError('\n'.join(stuck))
 
     def stage_summary(self):
         return '\n'.join(f'{name}: {seconds:.1f} s'

@@ -221,8 +221,8 @@ class ServersTest(test_base.TestCase):
         if CLOUD is not None and CLOUD.computes:
             for server in cls.servers.values():
                 cls.nova.delete_server(server['id'])
-            for server in cls.servers.values():
-                cls.nova.wait_deleted(server['id'])
+            CLOUD.wait_all_deleted(
+                cls.nova, [server['id'] for server in cls.servers.values()])
         super().tearDownClass()
 
     # -- reading -----------------------------------------------------------
