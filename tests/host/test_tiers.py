@@ -8,10 +8,12 @@ This proves the mechanism the tiers build on, not a speed: the
 emulated NVDIMM is as fast as the emulated DRAM.
 """
 
+import os
 import re
 
 from tests.host import base
 from tests.labhost import kernel
+from tests.labhost import machine
 from tests.labhost import topology as topology_mod
 
 
@@ -79,3 +81,93 @@ class MemoryTiersTest(base.LabTestCase):
         self.assert_kernel_follows(view, guest.plan.tune)
         self.assertEqual(0, view.ram.pages.get(self.TOPOLOGY.slow_node, 0))
         self.assertEqual('home', self.reported(report, guest).applied_policy)
+
+
+HOG = os.path.join(machine.PROJECT, 'tests', 'labhost', 'hog.py')
+STOP_HOG = "pkill -f '[l]ab-hog' || true"
+DEMOTION = '/sys/kernel/mm/numa/demotion_enabled'
+# Beyond the bound node's free memory, what the hog asks for: the kernel
+# must reclaim about this much on the node to make room.
+PRESSURE_MB = 200
+HOG_TIMEOUT = 300
+
+
+class DemotionTest(base.LabTestCase):
+    """What the kernel's demotion does to a guest bound to a CPU node."""
+
+    TOPOLOGY = topology_mod.TIERED_NODES
+
+    def demotion_on(self):
+        was = self.lab.call('tests.labhost.inside:read_file', DEMOTION)
+        self.lab.run(f'echo true > {DEMOTION}')
+        self.addCleanup(self.lab.run, f'echo {was.strip()} > {DEMOTION}')
+
+    def vmstat(self):
+        text = self.lab.call('tests.labhost.inside:read_file', '/proc/vmstat')
+        return {name: int(value) for name, value in
+                (line.split() for line in text.splitlines())
+                if name.startswith('pgdemote')}
+
+    def node_free_mb(self, node):
+        seen = self.lab.call('tests.labhost.inside:memory_tiers')
+        return int(re.search(r'MemFree:\s+(\d+) kB',
+                             seen['nodes'][str(node)]['meminfo'])[1]) // 1024
+
+    def press(self, node, megabytes):
+        """A hog bound to ``node`` touching ``megabytes``, until the end."""
+        out = f'/tmp/lab-hog-{node}.out'
+        self.lab.run(f'python3 -S {HOG} lab-hog {node} {megabytes} '
+                     f'> {out} 2>&1 &')
+        self.addCleanup(self.lab.run, STOP_HOG)
+        self.eventually(
+            lambda: self.lab.run(f'cat {out}', check=False).stdout,
+            lambda text: 'filled' in text or 'Error' in text,
+            f'the hog filled {megabytes} MB on node {node}', HOG_TIMEOUT)
+
+    def pressed(self, guest):
+        """The guest's view once its home node was pressed; demotions.
+
+        A hog bound to the node asks for all its free memory and
+        ``PRESSURE_MB`` more; returns the guest's view before and after,
+        and the kernel's demotion counters' rise meanwhile.
+        """
+        (home,) = guest.plan.tune.nodes
+        before = self.settled_view(guest)
+        counted = self.vmstat()
+        self.press(home, self.node_free_mb(home) + PRESSURE_MB)
+        after = self.view(guest)
+        demoted = {k: v - counted.get(k, 0)
+                   for k, v in self.vmstat().items()}
+        self.addDetail('pressed', base.text(repr({
+            'home': home, 'tune': guest.plan.tune,
+            'pages_before': before.ram.pages, 'pages_after': after.ram.pages,
+            'policy': after.ram.policy, 'cpuset_mems': after.cpuset_mems,
+            'pgdemote': demoted})))
+        return before, after, demoted
+
+    def test_the_kernel_demotes_a_guest_bound_to_a_cpu_node(self):
+        """Neither the guest's mbind nor its cgroup's cpuset.mems hold.
+
+        Linux 6.1's reclaim demotes a page to the next tier's node
+        whatever the process's memory policy and cpuset say (seen: 86 %
+        of a 256 MB guest bound to node 0 moved to node 2 by kswapd).
+        A guest that must stay on the top tier is held there by the
+        agent, not by its binding.
+        """
+        self.demotion_on()
+        guest = self.start_guest({'hw:numa_policy': 'home'}, vcpus=1,
+                                 memory_mb=256)
+        (home,) = guest.plan.tune.nodes
+        slow = self.TOPOLOGY.slow_node
+        before, after, demoted = self.pressed(guest)
+        self.assertEqual({home}, {n for n, p in before.ram.pages.items()
+                                  if p})
+        # Bound as the driver wrote it, by the memory policy and by the
+        # cpuset of the guest's vCPU and emulator cgroups.
+        self.assertEqual(('bind', {home}),
+                         kernel.memory_policy(after.ram.policy))
+        self.assertEqual({home}, {node for path, mems in
+                                  after.cpuset_mems.items() if mems
+                                  for node in kernel.cpulist(mems)})
+        self.assertGreater(after.ram.pages.get(slow, 0), 0, after.ram.pages)
+        self.assertGreater(sum(demoted.values()), 0, demoted)

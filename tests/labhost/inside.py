@@ -174,7 +174,8 @@ AGENT_LOGS = '/tmp/lab-agent-*.log'
 # Directories the agent makes for its state.
 AGENT_DIRS = ('/tmp/numa-policy-state',)
 # Kernel settings tests change and must put back.
-SETTINGS = ('/proc/sys/kernel/numa_balancing',)
+SETTINGS = ('/proc/sys/kernel/numa_balancing',
+            '/sys/kernel/mm/numa/demotion_enabled')
 # /tmp entries that come and go on their own: the request server's work
 # directory and the privsep daemons' socket directories (tmp*).
 SCRATCH_ENTRIES = ('lab-requests', 'root')
