@@ -28,7 +28,7 @@ from nova_numa_policy.decisions import enforcement
 # all of its memory across the interconnect; a smaller difference is
 # within what one period's load sample swings by.
 CLEAR_MARGIN = 0.10
-PAGES_PER_MB = 256
+PAGES_PER_MB = enforcement.PAGES_PER_MB
 
 
 def movable_on_arrival(plan):
@@ -54,12 +54,15 @@ class Arrival:
     """What to do with an arrived guest, and why.
 
     ``decided`` False: nothing can be said yet (its own load is not
-    measured): ask again next period.
+    measured): ask again next period. ``by_load``: it stays for what the
+    nodes' load measured this period, which may change, not for what the
+    host or the guest cannot do.
     """
 
     actions: tuple = ()
     reason: str = ''
     decided: bool = True
+    by_load: bool = False
 
 
 def needs_rehoming(instance):
@@ -197,8 +200,10 @@ def rehome(instance, topology, usage, others=(), busy=None,
     if busy is None:
         return Arrival(reason='its own load is measured first',
                        decided=False)
-    spec = policy.NumaPolicy(instance.requested_policy, policy.NicLocality(
-        instance.nic_locality or policy.NicLocality.NONE.value))
+    spec = policy.NumaPolicy(
+        instance.requested_policy, policy.NicLocality(
+            instance.nic_locality or policy.NicLocality.NONE.value),
+        memory_tiers=instance.requested_tiers)
     unloaded = without_guest(topology, usage, instance, busy)
     plan = enforcement.boot_plan(
         spec, topology, unloaded, memory_mb=instance.memory_mb,
@@ -209,11 +214,12 @@ def rehome(instance, topology, usage, others=(), busy=None,
     there = plan.tune.nodes if plan.tune else frozenset()
     if not there or there == here:
         return Arrival(reason=f'stays: nodes {sorted(here)} are where home '
-                              f'would put it here ({plan.reason})')
+                              f'would put it here ({plan.reason})',
+                       by_load=True)
     why = why_move(topology, unloaded, here, there, instance)
     if why is None:
         return Arrival(reason=f'stays: nodes {sorted(there)} are not clearly '
-                              f'better than {sorted(here)}')
+                              f'better than {sorted(here)}', by_load=True)
     reason = f'arrival: home moves to nodes {sorted(there)}: {why}'
     cpus = enforcement.home_cpus(topology, there, instance.allowed_cpus)
     actions = [backend.SetNodeset(instance.uuid, reason, nodes=there)]

@@ -203,6 +203,49 @@ class RunnerArrivalTest(test_base.TestCase):
         self.assertIn('stays: guard:', r.arrivals[UUID].reason)
         self.assertEqual((), r.arrivals[UUID].actions)
 
+    def periods(self, usages, **kwargs):
+        """A runner's periods on the arrived guest, one per usage.
+
+        Its vCPUs 10 % busy throughout; returns the runner and each
+        period's admitted decisions.
+        """
+        r = runner.Runner(_Host(), runner.strategies([]), **kwargs)
+        admitted = []
+        for period, node_usage in enumerate(usages):
+            inst = dataclasses.replace(
+                arrived(0), vcpu_time_ns=(period * 5 * 10 ** 8,) * 2)
+            admitted.append(r.admitted(snapshot([inst], node_usage,
+                                                taken_at=5.0 * period)))
+        return r, admitted
+
+    def test_kept_by_a_busy_moment_it_moves_once_the_load_clears(self):
+        # The migration's own work keeps node 1 busy for two periods.
+        busy, clear = usage(0.9, 0.85), usage(0.9, 0.0)
+        r, admitted = self.periods([busy, busy, busy, clear])
+        self.assertEqual([[], [], []], admitted[:3])
+        self.assertEqual(frozenset({1}), admitted[3][0][1].nodes)
+        self.assertIn('home moves to nodes [1]', r.arrivals[UUID].reason)
+
+    def test_while_judged_again_it_is_not_handled(self):
+        r, _ = self.periods([usage(0.9, 0.85)] * 2)
+        # Nothing to keep as handled, nothing said at INFO yet.
+        self.assertEqual({}, r.arrivals)
+
+    def test_kept_by_load_through_every_period_it_stays_for_good(self):
+        settle = enforce.SETTLE_PERIODS
+        r, admitted = self.periods([usage(0.9, 0.85)] * (settle + 1))
+        self.assertEqual([[]] * (settle + 1), admitted)
+        self.assertTrue(r.arrivals[UUID].reason.startswith(
+            'stays: nodes [0] are where home would put it'),
+            r.arrivals[UUID].reason)
+
+    def test_what_the_host_cannot_do_is_decided_at_once(self):
+        r = runner.Runner(_Host(caps=(backend.CAP_VCPU_PINNING,)),
+                          runner.strategies([]))
+        r.admitted(snapshot([arrived(0)], usage(0.9, 0.0)))
+        self.assertIn("cannot change a running guest's nodeset",
+                      r.arrivals[UUID].reason)
+
     def test_without_the_mark_it_is_kept_where_it_is_as_today(self):
         r, first, second = two_periods(arrived(0, blind=False),
                                        usage(0.9, 0.0))
