@@ -18,6 +18,7 @@ from oslo_log import log as logging
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import errors
 from nova_numa_policy.contracts import scope
+from nova_numa_policy.contracts import tiers
 
 from agent.backend import arrivals
 from agent.backend import calls
@@ -181,6 +182,8 @@ class GuestObserver:
             io_thread_cpus=io_threads,
             nic_locality=(facts.requested.nic_locality.value
                           if facts.requested else None),
+            requested_tiers=(facts.requested.memory_tiers
+                             if facts.requested else tiers.ANY),
             blind_arrival=(facts.chosen_by_source
                            and not self.arrivals.handled(facts.uuid,
                                                          dom.ID())))

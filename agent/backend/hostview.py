@@ -12,6 +12,8 @@ import dataclasses
 import libvirt
 from oslo_log import log as logging
 
+from nova_numa_policy.contracts import memtiers as tier_files
+
 from agent.backend import calls
 from agent.sensors import discovery
 from agent.sensors import guestio
@@ -56,6 +58,8 @@ class HostObserver:
         # Why the uplinks' interrupts are not ours, as last observed.
         self.irq_hands_off = None
         self._tiers = memtiers.TierSensor(root)
+        # (topology, ranks, that topology ranked) of the last ranking.
+        self._ranked = None
 
     def _call(self, what, func, *args):
         return calls.call(self._connection, what, func, *args)
@@ -146,6 +150,21 @@ class HostObserver:
         operator turns, while libvirt's connection stays the same.
         """
         return self._tiers.read()
+
+    def ranked(self, topology, memory_tiers):
+        """``topology`` with each node's tier rank from ``memory_tiers``.
+
+        The same object while neither changes: what the loops build once
+        per topology object (``contracts.topology.per_topology``) stays
+        built from one period to the next.
+        """
+        last = self._ranked
+        if (last is None or last[0] is not topology
+                or last[1] != memory_tiers.ranks):
+            last = (topology, memory_tiers.ranks,
+                    tier_files.ranked(topology, memory_tiers))
+            self._ranked = last
+        return last[2]
 
     def interrupts(self, topology):
         """(the uplinks' IrqStates, why they are not ours) or ((), None).

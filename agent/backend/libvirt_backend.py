@@ -128,7 +128,10 @@ class LibvirtBackend(backend.Backend):
         self._timing.sleep(self._timing.rate_window)
 
     def observe(self):
-        topology = self.topology()
+        # Read first: the guests are observed on the topology their
+        # decisions see, each node with its tier rank of this period.
+        memory_tiers = self.host.memory_tiers()
+        topology = self.host.ranked(self.topology(), memory_tiers)
         domains = self.host.active_domains()
         if not self.host.load_measured:
             self._start_rate_windows(domains)
@@ -140,7 +143,7 @@ class LibvirtBackend(backend.Backend):
             topology=topology, usage=self.host.usage(topology),
             instances=instances, taken_at=self._timing.clock(),
             locality_signal=signal, irqs=irq_states,
-            irq_hands_off=hands_off, memory_tiers=self.host.memory_tiers())
+            irq_hands_off=hands_off, memory_tiers=memory_tiers)
 
     # -- acting ----------------------------------------------------------
 

@@ -10,6 +10,7 @@ import os
 import re
 
 from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import memtiers
 from nova_numa_policy.contracts import topology
 
 NODE_DIR = 'sys/devices/system/node'
@@ -254,10 +255,11 @@ def read_nics(root, physnet_interfaces, bridge_interfaces, found=()):
 
 # The kernel's memory tiers (Linux 6.1 and later): a directory per tier,
 # memory_tier<N>, each with the list of its nodes; and whether reclaim
-# demotes pages to a lower tier.
-MEMORY_TIERING_DIR = 'sys/devices/virtual/memory_tiering'
-MEMORY_TIER_PREFIX = 'memory_tier'
-DEMOTION_FILE = 'sys/kernel/mm/numa/demotion_enabled'
+# demotes pages to a lower tier. Named where the driver extension, which
+# reads them too, finds them.
+MEMORY_TIERING_DIR = memtiers.MEMORY_TIERING_DIR
+MEMORY_TIER_PREFIX = memtiers.MEMORY_TIER_PREFIX
+DEMOTION_FILE = memtiers.DEMOTION_FILE
 
 
 def memory_tier_nodelists(root):

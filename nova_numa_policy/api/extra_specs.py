@@ -52,8 +52,9 @@ VALIDATORS = [
             "Which memory tiers may hold the instance's memory, on hosts "
             'with lower (slower, CPU-less) memory tiers. One of: any: the '
             'default, any node the NUMA policy allows, and the kernel may '
-            'move pages to a lower tier; top: the top tier only, even under '
-            'memory pressure; tiered: the top tier first, and cold pages '
+            'move pages to a lower tier; top: the top tier only, pages the '
+            'kernel demotes under memory pressure moved back by the agent; '
+            'tiered: the top tier first, and cold pages '
             'may live on a lower tier, keeping at least '
             f'{tiers.TOP_TIER_PERCENT_KEY} (default '
             f'{tiers.DEFAULT_TOP_TIER_PERCENT}) percent of the memory on '

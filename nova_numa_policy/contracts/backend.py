@@ -10,6 +10,8 @@ same loops run unchanged on both.
 import abc
 import dataclasses
 
+from nova_numa_policy.contracts import tiers
+
 # What a backend may be able to do; a loop whose action needs a capability
 # the backend lacks is not started.
 # A guest's memory mode (libvirt's <numatune><memory mode=...>), as
@@ -44,13 +46,18 @@ MEASURE_INTERFACE_TRAFFIC = 'interface-traffic'
 
 @dataclasses.dataclass(frozen=True)
 class NodeInfo:
-    """A host NUMA node as discovered; does not change while running."""
+    """A host NUMA node as discovered; only its tier changes while running."""
 
     id: int
     cpus: tuple[int, ...]
     memory_total_mb: int
     # This node's row of the distance matrix, in HostTopology.nodes order.
     distances: tuple[int, ...]
+    # The rank of the memory tier holding the node's memory
+    # (MemoryTiers.rank): 0 the top tier, which every node is in where
+    # the kernel says nothing of tiers. Unlike the rest, it may change
+    # while the host runs (memory onlined by dax/kmem joins a tier).
+    memory_tier: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -180,6 +187,10 @@ class InstanceState:
     # source chose for this host blind to its load (the record's
     # chosen-by) and its arrival here has not been handled yet.
     blind_arrival: bool = False
+    # Which memory tiers the guest asked to hold its memory
+    # (hw:numa_memory_tiers, a contracts.tiers.MemoryTiers): ANY, the
+    # kernel's own behaviour, also when it asked for no policy.
+    requested_tiers: tiers.MemoryTiers = tiers.ANY
 
 
 @dataclasses.dataclass(frozen=True)

@@ -43,7 +43,7 @@ class TierMode(str, enum.Enum):
     # Today's behaviour: any node the NUMA policy allows, and the kernel
     # may demote pages to a lower tier under memory pressure.
     ANY = 'any'
-    # Top tier only, even under memory pressure.
+    # Top tier only: what the kernel demotes under pressure goes back.
     TOP = 'top'
     # Top tier first; cold pages may live on a lower tier, above a floor.
     TIERED = 'tiered'

@@ -15,6 +15,7 @@ import dataclasses
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import policy
 from nova_numa_policy.contracts import scope
+from nova_numa_policy.contracts import tiers
 
 # libvirt's qemu driver changes a running guest's nodeset (by rewriting
 # the cpuset.mems of its cgroups) only when the memory mode is one of
@@ -27,6 +28,14 @@ LOAD_THRESHOLD = 0.80
 # three share the host, and which ones do decides what each gets
 # ([numa_policy] large_guest_share; 1.0 keeps no guest to a half).
 LARGE_GUEST_SHARE = 0.25
+# Of a top-tier node's memory, the share that moving a ``top`` guest's
+# pages back onto it leaves free: filling the node to its last page would
+# have the kernel reclaim, and demote, again at once (its reclaim
+# watermarks are, by default, well under 1 % of a node). A choice, not a
+# measured value.
+TOP_TIER_RESERVE = 0.02
+# Pages of 4 KiB, what page moves count.
+PAGES_PER_MB = 256
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,14 +97,17 @@ def select_home_nodes(topology, usage, memory_mb, near=frozenset(),
 
     Nodes in ``near`` (those of the guest's NIC) come first, then the least
     loaded, then the one with most free memory; node ids break ties so the
-    choice is stable between periods. Falls back to every node when even
-    all of them together lack the memory: a strict binding that cannot hold
-    the guest would have the kernel kill it.
+    choice is stable between periods. A node without CPUs (a memory
+    expander's) comes after every node with CPUs: it reads as idle, having
+    no CPU to be busy, yet its memory is far from every vCPU. Falls back to
+    every node when even all of them together lack the memory: a strict
+    binding that cannot hold the guest would have the kernel kill it.
     """
     usage_by_node = {u.node_id: u for u in usage}
     ranked = sorted(
         topology.nodes,
-        key=lambda n: (n.id not in near, round(_load(n, usage_by_node), 2),
+        key=lambda n: (n.id not in near, not n.cpus,
+                       round(_load(n, usage_by_node), 2),
                        -_free_mb(n, usage_by_node), n.id))
     chosen = []
     free = cpus = 0
@@ -120,6 +132,46 @@ def allowed_nodes(topology, allowed_cpus):
     if not allowed_cpus or not kept:
         return topology
     return dataclasses.replace(topology, nodes=kept)
+
+
+# The tier modes whose first placement keeps to the top tier: ``top``
+# for good; ``tiered`` until its cold pages are moved down (a later loop).
+TOP_FIRST_MODES = (tiers.TierMode.TOP, tiers.TierMode.TIERED)
+
+
+def top_tier_nodes(topology):
+    """The ids of the nodes in the top memory tier (rank 0)."""
+    return frozenset(n.id for n in topology.nodes if n.memory_tier == 0)
+
+
+def has_lower_tier(topology):
+    """Whether the host has top-tier nodes and nodes of a lower tier."""
+    ranks = {n.memory_tier for n in topology.nodes}
+    return 0 in ranks and len(ranks) > 1
+
+
+def keeps_to_top_tier(memory_tiers, topology):
+    """Whether a guest asking ``memory_tiers`` is placed on the top tier.
+
+    ``memory_tiers``: a :class:`~nova_numa_policy.contracts.tiers.MemoryTiers`.
+    Never on a host without a lower tier: its top tier is every node, and
+    the guest is placed as if it had asked nothing of tiers.
+    """
+    return memory_tiers.mode in TOP_FIRST_MODES and has_lower_tier(topology)
+
+
+def only_nodes(topology, node_ids):
+    """``topology`` with the nodes ``node_ids`` alone, distances kept.
+
+    Each kept node's distance row loses the columns of the nodes left
+    out, so that rows stay in the order of ``nodes``
+    (:meth:`~backend.HostTopology.distance`).
+    """
+    kept = [k for k, node in enumerate(topology.nodes) if node.id in node_ids]
+    return dataclasses.replace(topology, nodes=tuple(
+        dataclasses.replace(topology.nodes[k], distances=tuple(
+            topology.nodes[k].distances[j] for j in kept))
+        for k in kept))
 
 
 def cpus_of(topology, nodes):
@@ -222,14 +274,15 @@ def deal_vcpus(topology, nodes, vcpus, usage=(), placed=None,
     """
     usage_by_node = {u.node_id: u for u in usage}
     placed = placed or {}
-    pins = {node.id: _restrict(cpus_of(topology, {node.id}), allowed_cpus)
-            for node in topology.nodes if node.id in nodes}
     # A node may hold no CPU at all where nova records only the CPUs it
-    # gives guests (a live migration's view of its destination).
+    # gives guests (a live migration's view of its destination), or has
+    # none (memory only: a CXL expander).
     candidates = [node for node in topology.nodes if node.id in nodes
                   and scope.allowed(node.cpus, allowed_cpus)]
     if not candidates:
         return ()
+    pins = {node.id: _restrict(cpus_of(topology, {node.id}), allowed_cpus)
+            for node in candidates}
     demand = {node.id: _demand(node, usage_by_node, placed)
               for node in candidates}
     dealt = []
@@ -316,6 +369,30 @@ def _spread_pins(topology, nodes, vcpus, usage, placed, allowed_cpus):
     return deal_vcpus(topology, nodes, vcpus, usage, placed, allowed_cpus)
 
 
+@dataclasses.dataclass(frozen=True)
+class _NewGuest:
+    """What a boot decision weighs of the guest it places, and the host."""
+
+    usage: tuple
+    memory_mb: int
+    allowed_cpus: frozenset | None
+    vcpus: int
+    # {node id: vCPUs of the guests already there} (node_vcpus).
+    placed: dict
+    large_share: float
+
+    def half(self, topology):
+        return half_of_host(topology, self.usage, self.memory_mb,
+                            self.vcpus, self.placed, self.large_share)
+
+    def pins(self, topology, nodes):
+        return _spread_pins(topology, nodes, self.vcpus, self.usage,
+                            self.placed, self.allowed_cpus)
+
+    def cpus(self, topology, nodes):
+        return _restrict(cpus_of(topology, nodes), self.allowed_cpus)
+
+
 def boot_plan(numa_policy, topology, usage=(), memory_mb=0,
               allowed_cpus=None, vcpus=1, instances=(),
               threshold=LOAD_THRESHOLD, large_share=LARGE_GUEST_SHARE):
@@ -329,63 +406,126 @@ def boot_plan(numa_policy, topology, usage=(), memory_mb=0,
     than one node's CPUs has its vCPUs dealt over its nodes
     (:func:`deal_vcpus`). A None tune leaves the guest to the kernel's
     default, which is first-touch; so does a host with a single node,
-    where no choice exists.
+    where no choice exists. A guest kept to the top memory tier on a
+    host that has a lower one (:func:`keeps_to_top_tier`) is placed
+    among the top-tier nodes only (:func:`_top_tier_plan`).
     """
     if (numa_policy is None or numa_policy.within_nova_topology
             or len(topology.nodes) < 2):
         return BootPlan(None, 'no choice to make')
+    guest = _NewGuest(usage, memory_mb, allowed_cpus, vcpus,
+                      node_vcpus(topology, instances), large_share)
+    near, why = nic_placement(numa_policy, topology, usage, vcpus,
+                              guest.placed, threshold)
     placement = numa_policy.placement
-    placed = node_vcpus(topology, instances)
-    near, why = nic_placement(numa_policy, topology, usage, vcpus, placed,
-                              threshold)
-    all_nodes = frozenset(n.id for n in topology.nodes)
+    if keeps_to_top_tier(numa_policy.memory_tiers, topology):
+        return _top_tier_plan(placement, topology, guest, near, why)
     if placement == policy.Placement.INTERLEAVE:
-        half, kept = half_of_host(topology, usage, memory_mb, vcpus, placed,
-                                  large_share)
-        nodes = half or all_nodes
-        pins = _spread_pins(topology, nodes, vcpus, usage, placed,
-                            allowed_cpus)
-        cpus = (_restrict(cpus_of(topology, half), allowed_cpus) if half
-                else frozenset())
-        return _plan(MemoryTune(backend.MODE_INTERLEAVE, nodes, cpus, pins),
-                     f'interleave over {sorted(nodes)}: {kept}'
-                     + _dealt_words(pins))
+        return _plan(*_interleave(topology, guest))
     if placement == policy.Placement.HOME:
-        nodes = select_home_nodes(allowed_nodes(topology, allowed_cpus),
-                                  usage, memory_mb, near, vcpus)
-        return _plan(MemoryTune(
-            backend.MODE_STRICT, nodes,
-            _restrict(cpus_of(topology, nodes), allowed_cpus)),
+        return _plan(*_home(topology, guest, near, why))
+    return _kernel_first_touch(placement, topology, guest, near, why)
+
+
+def _interleave(topology, guest):
+    """(tune, reason): interleave over an idle half, else every node."""
+    half, kept = guest.half(topology)
+    nodes = half or frozenset(n.id for n in topology.nodes)
+    pins = guest.pins(topology, nodes)
+    cpus = guest.cpus(topology, half) if half else frozenset()
+    return (MemoryTune(backend.MODE_INTERLEAVE, nodes, cpus, pins),
+            f'interleave over {sorted(nodes)}: {kept}' + _dealt_words(pins))
+
+
+def _home(topology, guest, near, why):
+    """(tune, reason): strict on the home nodes, vCPUs on their CPUs."""
+    nodes = select_home_nodes(allowed_nodes(topology, guest.allowed_cpus),
+                              guest.usage, guest.memory_mb, near,
+                              guest.vcpus)
+    return (MemoryTune(backend.MODE_STRICT, nodes,
+                       guest.cpus(topology, nodes)),
             why or 'home on the least loaded nodes that hold it')
+
+
+def _first_touch_within(topology, guest, nodes, why):
+    """(tune, reason): restrictive, the kernel's first-touch within."""
+    pins = guest.pins(topology, nodes)
+    return (MemoryTune(backend.MODE_RESTRICTIVE, nodes,
+                       guest.cpus(topology, nodes), pins),
+            f'first-touch within {sorted(nodes)}: {why}'
+            + _dealt_words(pins))
+
+
+def _kernel_first_touch(placement, topology, guest, near, why):
+    """first-touch and ``auto`` (first-touch until it chooses): a plan."""
     if placement == policy.Placement.FIRST_TOUCH and len(near) == 1:
         # First-touch near the NIC (or, NUMA-prior, on the node chosen
         # instead): prefer its node and let the kernel spill elsewhere
         # rather than fail an allocation.
         return _plan(MemoryTune(backend.MODE_PREFERRED, near,
-                                _restrict(cpus_of(topology, near),
-                                          allowed_cpus)), why)
+                                guest.cpus(topology, near)), why)
     if placement != policy.Placement.FIRST_TOUCH or why:
         # auto decides at run time; a NIC locality the host cannot honour
         # leaves the guest to the kernel, saying why.
         return BootPlan(None, why or "first-touch is the kernel's default")
-    half, kept = half_of_host(topology, usage, memory_mb, vcpus, placed,
-                              large_share)
+    half, kept = guest.half(topology)
     if half:
-        # restrictive: the kernel's own first-touch, within the half.
-        pins = _spread_pins(topology, half, vcpus, usage, placed,
-                            allowed_cpus)
-        return _plan(MemoryTune(
-            backend.MODE_RESTRICTIVE, half,
-            _restrict(cpus_of(topology, half), allowed_cpus), pins),
-            f'first-touch within {sorted(half)}: {kept}'
-            + _dealt_words(pins))
-    pins = _spread_pins(topology, all_nodes, vcpus, usage, placed,
-                        allowed_cpus)
+        return _plan(*_first_touch_within(topology, guest, half, kept))
+    pins = guest.pins(topology, frozenset(n.id for n in topology.nodes))
     default = f"first-touch is the kernel's default ({kept})"
     if pins:
         return _plan(MemoryTune(None, frozenset(), frozenset(), pins),
                      default + _dealt_words(pins))
     return BootPlan(None, default)
+
+
+def _top_tier_plan(placement, topology, guest, near, why):
+    """The plan of a guest kept to the top tier of a host with a lower one.
+
+    Every choice of the plan without tiers is made again among the
+    top-tier nodes alone; the NIC's node counts only when it is one.
+    """
+    tops = top_tier_nodes(topology)
+    top = only_nodes(topology, tops)
+    if near and not near & tops:
+        why = f'NIC node(s) {sorted(near)} are not in the top tier'
+    near = near & tops
+    if placement == policy.Placement.INTERLEAVE:
+        tune, reason = _interleave(top, guest)
+    elif placement == policy.Placement.HOME:
+        tune, reason = _home(top, guest, near, why)
+    else:
+        tune, reason = _first_touch_on_top_tier(placement, top, guest, near,
+                                                why)
+    return _plan(tune, f'{reason}; top tier only: nodes {sorted(tops)}')
+
+
+def _first_touch_on_top_tier(placement, topology, guest, near, why):
+    """(tune, reason) of first-touch and ``auto`` within the top tier.
+
+    ``topology`` holds the top-tier nodes only. Always a restrictive
+    nodeset, where the plan without tiers may have none: the kernel's
+    own first-touch, kept off the lower tier, where it would otherwise
+    place pages once the nodes near the vCPUs are full.
+    """
+    tops = frozenset(n.id for n in topology.nodes)
+    if placement == policy.Placement.FIRST_TOUCH and len(near) == 1:
+        # Near the NIC as without tiers, but not libvirt's preferred: it
+        # names one node, and when that node is full the kernel spills
+        # onto any node, a lower tier's included. Restrictive over the
+        # top tier lets first-touch fill the node of the vCPUs (kept on
+        # the NIC's node) and spill onto other top-tier nodes only.
+        return (MemoryTune(backend.MODE_RESTRICTIVE, tops,
+                           guest.cpus(topology, near)), why)
+    if placement != policy.Placement.FIRST_TOUCH or why:
+        return (MemoryTune(backend.MODE_RESTRICTIVE, tops),
+                why or f'first-touch within {sorted(tops)}')
+    half, kept = guest.half(topology)
+    if half:
+        return _first_touch_within(topology, guest, half, kept)
+    pins = guest.pins(topology, tops)
+    return (MemoryTune(backend.MODE_RESTRICTIVE, tops, frozenset(), pins),
+            f'first-touch within {sorted(tops)}: {kept}' + _dealt_words(pins))
 
 
 def _dealt_words(pins):
@@ -418,8 +558,16 @@ def live_nodeset_allowed(memory_mode):
 
 
 def observed_placement(instance, topology):
-    """The policy a running guest's memory binding actually realizes."""
+    """The policy a running guest's memory binding actually realizes.
+
+    A guest kept to the top tier (:func:`keeps_to_top_tier`) has the
+    top tier for its whole host: bound to every top-tier node, it is
+    first-touch within them, as another guest bound to every node is.
+    """
     all_nodes = frozenset(n.id for n in topology.nodes)
+    everywhere = (top_tier_nodes(topology)
+                  if keeps_to_top_tier(instance.requested_tiers, topology)
+                  else all_nodes)
     mode = instance.memory_mode
     nodes = instance.memory_nodes
     if mode == backend.MODE_INTERLEAVE and len(nodes) > 1:
@@ -429,7 +577,7 @@ def observed_placement(instance, topology):
     if (mode == backend.MODE_RESTRICTIVE and len(nodes) > 1) or not nodes:
         return policy.Placement.FIRST_TOUCH.value
     if (mode in (backend.MODE_STRICT, backend.MODE_RESTRICTIVE)
-            and nodes < all_nodes):
+            and nodes < all_nodes and nodes != everywhere):
         return policy.Placement.HOME.value
     return policy.Placement.FIRST_TOUCH.value
 
@@ -461,6 +609,13 @@ def home_cpus(topology, nodes, allowed_cpus):
     return _restrict(cpus_of(topology, nodes), allowed_cpus)
 
 
+def _home_candidates(instance, topology):
+    """The nodes a running guest's home is chosen among, as a topology."""
+    if keeps_to_top_tier(instance.requested_tiers, topology):
+        return only_nodes(topology, top_tier_nodes(topology))
+    return topology
+
+
 def _enforce_home(instance, topology, usage, can_set_nodeset):
     all_nodes = frozenset(n.id for n in topology.nodes)
     actions = []
@@ -477,10 +632,9 @@ def _enforce_home(instance, topology, usage, can_set_nodeset):
         return Enforcement(blocked='this host cannot change a running '
                                    "guest's nodeset")
     else:
-        home = select_home_nodes(allowed_nodes(topology,
-                                               instance.allowed_cpus),
-                                 usage, instance.memory_mb,
-                                 vcpus=len(instance.vcpu_affinity))
+        home = select_home_nodes(allowed_nodes(_home_candidates(
+            instance, topology), instance.allowed_cpus),
+            usage, instance.memory_mb, vcpus=len(instance.vcpu_affinity))
         actions.append(backend.SetNodeset(
             instance.uuid, f'home: bind memory to nodes {sorted(home)}',
             nodes=home))
@@ -490,12 +644,32 @@ def _enforce_home(instance, topology, usage, can_set_nodeset):
     return Enforcement(actions=tuple(actions))
 
 
-def enforce(instance, topology, usage, can_set_nodeset=True):
-    """What to do now so a running guest gets its requested policy."""
+def enforce(instance, topology, usage, can_set_nodeset=True,
+            can_move_pages=False):
+    """What to do now so a running guest gets its requested policy.
+
+    ``can_set_nodeset``: whether the host changes a running guest's
+    nodeset (``CAP_LIVE_NODESET``); ``can_move_pages``: whether it moves
+    pages (``CAP_PAGE_MIGRATION``), which only the memory of a ``top``
+    guest found on a lower tier needs here (:func:`enforce_top_tier`).
+    """
     if instance.requested_policy is None or instance.hands_off_reason:
         return Enforcement()
     if len(topology.nodes) < 2:
         return Enforcement()
+    placed = _enforce_placement(instance, topology, usage, can_set_nodeset)
+    if not kept_off_lower_tiers(instance, topology):
+        return placed
+    kept = enforce_top_tier(instance, topology, usage, can_set_nodeset,
+                            can_move_pages, placed.actions)
+    return Enforcement(
+        actions=placed.actions + kept.actions,
+        blocked='; '.join(why for why in (placed.blocked, kept.blocked)
+                          if why) or None)
+
+
+def _enforce_placement(instance, topology, usage, can_set_nodeset):
+    """The ``hw:numa_policy`` part of :func:`enforce`."""
     spec = policy.POLICIES[instance.requested_policy]
     if spec.placement == policy.Placement.HOME:
         return _enforce_home(instance, topology, usage, can_set_nodeset)
@@ -507,6 +681,118 @@ def enforce(instance, topology, usage, can_set_nodeset=True):
     # first-touch is the kernel's default; keeping vCPUs near their memory
     # and auto's choice belong to the rebalancing loops.
     return Enforcement()
+
+
+def kept_off_lower_tiers(instance, topology):
+    """Whether a running guest's memory must be kept off a lower tier here.
+
+    ``top`` only: a ``tiered`` guest's pages may live on a lower tier
+    (what moves them is another loop's), an ``any`` guest's anywhere.
+    """
+    return (instance.requested_tiers.mode == tiers.TierMode.TOP
+            and has_lower_tier(topology))
+
+
+def enforce_top_tier(instance, topology, usage, can_set_nodeset=True,
+                     can_move_pages=False, planned=()):
+    """Keep a ``top`` guest's memory off the lower tiers, now.
+
+    Two corrections, after ``planned`` (the actions already decided for
+    the guest): a nodeset that lets the kernel allocate on a lower-tier
+    node loses it, where libvirt can change it live; memory resident on
+    a lower-tier node moves back to the top-tier nodes of its nodeset,
+    where the host moves pages. The second is needed whatever the
+    nodeset: the working hypothesis is that reclaim in Linux 6.1 demotes
+    a guest's pages without checking its cgroup's cpuset.mems. Were it
+    to check, a guest kept to the top tier has no page down there and
+    nothing is moved.
+    """
+    tops = top_tier_nodes(topology)
+    nodeset, nodeset_blocked = _top_tier_nodeset(
+        instance, topology, tops, can_set_nodeset, planned)
+    reach = nodeset.nodes if nodeset else _reach(instance, topology, planned)
+    moves, moves_blocked = _moves_to_top_tier(
+        instance, topology, usage, (reach & tops) or tops, can_move_pages)
+    return Enforcement(
+        actions=((nodeset,) if nodeset else ()) + tuple(moves),
+        blocked='; '.join(why for why in (nodeset_blocked, moves_blocked)
+                          if why) or None)
+
+
+def _reach(instance, topology, planned=()):
+    """The nodes the kernel may allocate the guest's memory on.
+
+    Those of the last nodeset ``planned``, else of its binding; every
+    node without one, or with ``preferred``, which spills anywhere.
+    """
+    for action in reversed(planned):
+        if isinstance(action, backend.SetNodeset):
+            return action.nodes
+    if (instance.memory_mode == backend.MODE_PREFERRED
+            or not instance.memory_nodes):
+        return frozenset(n.id for n in topology.nodes)
+    return instance.memory_nodes
+
+
+def _top_tier_nodeset(instance, topology, tops, can_set_nodeset, planned):
+    """(a SetNodeset off the lower tier, or None; why not, or None)."""
+    reach = _reach(instance, topology, planned)
+    lower = reach - tops
+    if not lower:
+        return None, None
+    words = f'top tier only: lower-tier node(s) {sorted(lower)}'
+    if not live_nodeset_allowed(instance.memory_mode):
+        return None, (f'{words} stay open to its memory until its next hard '
+                      f'reboot: memory mode {instance.memory_mode} cannot '
+                      f'change while the guest runs')
+    if not can_set_nodeset:
+        return None, (f"{words} stay open to its memory: this host cannot "
+                      f"change a running guest's nodeset")
+    nodes = (reach & tops) or tops
+    return backend.SetNodeset(
+        instance.uuid, f'{words} taken out: memory bound to nodes '
+                       f'{sorted(nodes)}', nodes=nodes), None
+
+
+def _room_mb(topology, usage, node_ids):
+    """{node id: its free MB above :data:`TOP_TIER_RESERVE`, or 0}."""
+    usage_by_node = {u.node_id: u for u in usage}
+    return {n.id: max(0, _free_mb(n, usage_by_node)
+                      - int(TOP_TIER_RESERVE * n.memory_total_mb))
+            for n in topology.nodes if n.id in node_ids}
+
+
+def _moves_to_top_tier(instance, topology, usage, targets, can_move_pages):
+    """(MovePages of lower-tier memory onto ``targets``; why not all).
+
+    Each lower-tier node's share goes to the target with the most room
+    (free memory above :data:`TOP_TIER_RESERVE`), as much as fits; where
+    the guest's vCPUs are is the rebalancing loops' concern afterwards.
+    """
+    lower = frozenset(n.id for n in topology.nodes) - top_tier_nodes(topology)
+    found = {node: mb for node, mb in sorted(
+        instance.memory_mb_per_node.items()) if node in lower and mb > 0}
+    if not found:
+        return [], None
+    if not can_move_pages:
+        return [], (f'top tier only: {sum(found.values())} MB on lower-tier '
+                    f'node(s) {sorted(found)} stay there: this host cannot '
+                    f'move pages')
+    room = _room_mb(topology, usage, targets)
+    moves, left = [], 0
+    for node, mb in found.items():
+        target = max(room, key=lambda n: (room[n], -n))
+        fits = min(mb, room[target])
+        if fits > 0:
+            room[target] -= fits
+            moves.append(backend.MovePages(
+                instance.uuid, f'top tier only: {fits} MB on lower-tier '
+                f'node {node} moved back to node {target}', source_node=node,
+                target_node=target, pages=fits * PAGES_PER_MB))
+        left += mb - fits
+    return moves, (f'top tier only: {left} MB stay on lower-tier node(s): '
+                   f'no top-tier node of its nodeset has room' if left
+                   else None)
 
 
 def undo(action, instance, topology):

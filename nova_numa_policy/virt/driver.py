@@ -29,10 +29,12 @@ from oslo_log import log as logging
 from nova_numa_policy.conf import policy as policy_conf
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import exception
+from nova_numa_policy.contracts import memtiers as tier_files
 from nova_numa_policy.contracts import policy
 from nova_numa_policy.contracts import topology
 from nova_numa_policy.decisions import arrival
 from nova_numa_policy.decisions import enforcement
+from nova_numa_policy.virt import memtiers
 from nova_numa_policy.virt import metadata
 from nova_numa_policy.virt import migration
 
@@ -69,14 +71,17 @@ class NumaPolicyMetadata(vconfig.LibvirtConfigObject):
         return etree.fromstring(metadata.render(self.record))
 
 
-def host_topology(caps_xml, nics=()):
+def host_topology(caps_xml, nics=(), memory_tiers=None):
     """libvirt's host capabilities XML, and ``nics``, as our HostTopology.
 
     The raw XML, as the agent reads it: nova's parsed capabilities drop
-    the firmware's distances.
+    the firmware's distances. libvirt says nothing of memory tiers: each
+    node's rank is the kernel's, ``memory_tiers`` (a
+    :class:`~backend.MemoryTiers`; None: every node in the top tier).
     """
-    return backend.HostTopology(
+    host = backend.HostTopology(
         nodes=topology.nodes_from_capabilities(caps_xml), nics=tuple(nics))
+    return tier_files.ranked(host, memory_tiers or backend.MemoryTiers())
 
 
 def recorded_topology(numa_topology):
@@ -313,6 +318,7 @@ class NumaPolicyLibvirtDriver(libvirt_driver.LibvirtDriver):
         super().__init__(virtapi, read_only)
         major = nova_major()
         self._numa_policy_enabled = supported(major)
+        self._memory_tiers = memtiers.TierReader()
         if not self._numa_policy_enabled:
             LOG.warning(
                 'nova %s is outside the versions %s-%s this driver '
@@ -352,7 +358,8 @@ class NumaPolicyLibvirtDriver(libvirt_driver.LibvirtDriver):
         why = "nova's own NUMA topology or <numatune> is kept"
         if guest.numatune is None and instance.numa_topology is None:
             conn = self._host.get_connection()
-            host = host_topology(conn.getCapabilities(), uplinks(CONF))
+            host = host_topology(conn.getCapabilities(), uplinks(CONF),
+                                 self._memory_tiers.read())
             plan = enforcement.boot_plan(
                 resolved, host, usage=free_memory(conn, host),
                 memory_mb=instance.flavor.memory_mb,

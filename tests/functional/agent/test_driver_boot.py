@@ -58,6 +58,12 @@ def use_driver_extension(test):
     sys.modules[SHIM_MODULE] = numa_driver
     test.addCleanup(sys.modules.pop, SHIM_MODULE, None)
     test.flags(compute_driver=shim.COMPUTE_DRIVER)
+    # The kernel's files the extension reads at boot (its memory tiers):
+    # a tree of the test's own, empty unless the test writes into it,
+    # rather than this machine's /sys, which nova's fixtures forbid.
+    test.sysfs_root = test.useFixture(fixtures.TempDir()).path
+    test.useFixture(fixtures.MonkeyPatch(
+        'nova_numa_policy.virt.memtiers.SYSFS_ROOT', test.sysfs_root))
 
 
 def record_defined_xml(test):
@@ -224,6 +230,42 @@ class DriverExtensionBootTest(DriverBootTestBase):
         record = metadata.find_record(root)
         self.assertEqual(('first-touch', None),
                          (record.policy.value, record.mode))
+
+
+class TopTierBootTest(DriverBootTestBase):
+    """The driver reads the kernel's memory tiers at boot.
+
+    fakelibvirt cannot make a node without CPUs, so the fixture's kernel
+    puts its node 1, CPUs and all, one tier below node 0: what the
+    extension reads and does with it is the same.
+    """
+
+    def setUp(self):
+        super().setUp()
+        # Read at each boot: written after the compute service started.
+        host_fixtures.write_memory_tiers(self.sysfs_root, {4: '0', 22: '1'},
+                                         'true')
+
+    def boot(self, extra_spec):
+        flavor = self._create_flavor(vcpu=1, memory_mb=512,
+                                     extra_spec=extra_spec)
+        self._create_server(flavor_id=flavor, networks='none')
+        return ElementTree.fromstring(self.defined[-1])
+
+    def test_top_keeps_interleave_to_the_top_tier(self):
+        root = self.boot({'hw:numa_policy': 'interleave',
+                          'hw:numa_memory_tiers': 'top'})
+        memory = root.find('./numatune/memory')
+        self.assertEqual(('interleave', '0'),
+                         (memory.get('mode'), memory.get('nodeset')))
+        record = metadata.find_record(root)
+        self.assertEqual('top', record.policy.memory_tiers.mode.value)
+
+    def test_any_interleaves_over_every_node_as_before(self):
+        memory = self.boot({'hw:numa_policy': 'interleave'}).find(
+            './numatune/memory')
+        self.assertEqual(('interleave', '0-1'),
+                         (memory.get('mode'), memory.get('nodeset')))
 
 
 def vcpu_pins(root):

@@ -9,7 +9,9 @@ import libvirt
 
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import errors
+from nova_numa_policy.contracts import policy
 from nova_numa_policy.contracts import scope
+from nova_numa_policy.contracts import tiers
 from nova_numa_policy.decisions import execution
 
 from agent.backend import calls
@@ -145,6 +147,39 @@ class ObserveTest(base.TestDriverHostTest):
         self.assertNotIn(backend.CAP_PAGE_MIGRATION, caps)
         self.assertRaises(errors.PageMigrationUnavailable,
                           self.backend.move_pages, base.INTERLEAVED, 0, 1, 10)
+
+
+TOP_GUEST = '66666666-6666-4666-8666-666666666666'
+
+
+class TierObserveTest(base.TestDriverHostTest):
+    """What the snapshot says of memory tiers: the nodes', the guests'."""
+
+    def domains(self):
+        return base.domains() + [host_fixtures.domain_xml(
+            6, TOP_GUEST, nova_specs={policy.POLICY_KEY: 'first-touch',
+                                      tiers.MEMORY_TIERS_KEY: 'top'})]
+
+    def test_each_guest_says_the_tiers_it_asked_for(self):
+        by_uuid = {i.uuid: i.requested_tiers
+                   for i in self.backend.observe().instances}
+        self.assertEqual(tiers.MemoryTiers(tiers.TierMode.TOP),
+                         by_uuid[TOP_GUEST])
+        self.assertEqual(tiers.ANY, by_uuid[base.HOME_FROM_NOVA])
+        self.assertEqual(tiers.ANY, by_uuid[base.NO_POLICY])
+
+    def test_the_topology_ranks_each_node_as_the_kernel_does_now(self):
+        first = self.backend.observe().topology
+        # The fixture's kernel has no tiers: every node in the top one.
+        self.assertEqual([0, 0], [n.memory_tier for n in first.nodes])
+        self.assertIs(first, self.backend.observe().topology)
+        host_fixtures.write_memory_tiers(self.root, {4: '0', 22: '1'})
+        ranked = self.backend.observe().topology
+        self.assertEqual([0, 1], [n.memory_tier for n in ranked.nodes])
+        # The same object while the ranks stay: what the loops build per
+        # topology is kept.
+        self.assertIs(ranked, self.backend.observe().topology)
+        self.assertEqual(first.nodes[0].cpus, ranked.nodes[0].cpus)
 
 
 class ActTest(base.TestDriverHostTest):

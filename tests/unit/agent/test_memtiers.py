@@ -1,10 +1,12 @@
-"""The kernel's memory tiers, read from fixture sysfs trees."""
+"""The kernel's memory tiers: parsed and ranked, and read from fixture sysfs
+trees."""
 
 import os
 
 import fixtures
 
 from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import memtiers as tier_files
 
 from agent.sensors import memtiers
 from agent.sensors import sysfs
@@ -20,28 +22,28 @@ class RankTiersTest(test_base.TestCase):
 
     def test_ranks_follow_the_tier_numbers_without_gaps(self):
         self.assertEqual({0: 0, 1: 0, 2: 1},
-                         memtiers.rank_tiers({22: {2}, 4: {0, 1}}))
+                         tier_files.rank_tiers({22: {2}, 4: {0, 1}}))
 
     def test_three_tiers_rank_0_1_2_whatever_their_numbers(self):
         self.assertEqual({0: 0, 4: 0, 1: 1, 2: 2, 3: 2},
-                         memtiers.rank_tiers({
+                         tier_files.rank_tiers({
                              100: {2, 3}, 4: {0, 4}, 9: {1}}))
 
     def test_a_tier_without_nodes_takes_no_rank(self):
         self.assertEqual({0: 0, 2: 1},
-                         memtiers.rank_tiers({3: set(), 4: {0},
-                                              10: frozenset(), 22: {2}}))
+                         tier_files.rank_tiers({3: set(), 4: {0},
+                                                10: frozenset(), 22: {2}}))
 
     def test_no_tier_ranks_nothing(self):
-        self.assertEqual({}, memtiers.rank_tiers({}))
-        self.assertEqual({}, memtiers.rank_tiers({4: frozenset()}))
+        self.assertEqual({}, tier_files.rank_tiers({}))
+        self.assertEqual({}, tier_files.rank_tiers({4: frozenset()}))
 
 
 class ParseTest(test_base.TestCase):
 
     def test_nodelists_are_read_as_the_kernel_writes_them(self):
         self.assertEqual({4: {0, 1, 4}, 22: {2, 3}, 30: set()},
-                         memtiers.parse_tiers({
+                         tier_files.parse_tiers({
                              'memory_tier4': '0-1,4\n',
                              'memory_tier22': '2-3',
                              'memory_tier30': ''}))
@@ -57,26 +59,26 @@ class ParseTest(test_base.TestCase):
                           {'memory_tierX': '0'},
                           {'memory_tier4': '0-1', 'memory_tier22': '1'}):
             with self.subTest(nodelists):
-                self.assertRaises(ValueError, memtiers.parse_tiers,
+                self.assertRaises(ValueError, tier_files.parse_tiers,
                                   nodelists)
 
     def test_demotion_reads_true_false_1_0_or_nothing(self):
         for text, expected in (('true\n', True), ('false\n', False),
                                ('1', True), ('0', False), (None, None)):
             with self.subTest(text):
-                self.assertIs(expected, memtiers.parse_demotion(text))
+                self.assertIs(expected, tier_files.parse_demotion(text))
         for text in ('yes', '', 'True', '2'):
             with self.subTest(text):
-                self.assertRaises(ValueError, memtiers.parse_demotion, text)
+                self.assertRaises(ValueError, tier_files.parse_demotion, text)
 
     def test_each_unreadable_part_is_left_unsaid_and_said_why(self):
-        found, problems = memtiers.memory_tiers(
+        found, problems = tier_files.memory_tiers(
             {'memory_tier4': 'garbage'}, 'true')
         self.assertEqual(backend.MemoryTiers(ranks=None, demotion=True),
                          found)
         self.assertEqual({'tiers'}, set(problems))
-        found, problems = memtiers.memory_tiers({'memory_tier4': '0'},
-                                                'maybe')
+        found, problems = tier_files.memory_tiers({'memory_tier4': '0'},
+                                                  'maybe')
         self.assertEqual(backend.MemoryTiers(ranks={0: 0}, demotion=None),
                          found)
         self.assertIn('maybe', problems['demotion'])
