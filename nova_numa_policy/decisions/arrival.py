@@ -171,7 +171,9 @@ def _move_pages(instance, here, there, usage):
         sum(u.memory_free_mb for u in usage if u.node_id == n), -n))
     return [backend.MovePages(
         instance.uuid, f'arrival: memory off node {node} to its new home',
-        source_node=node, target_node=target, pages=mb * PAGES_PER_MB)
+        source_node=node, target_node=target,
+        # numa_maps gives MiB in fractions; a move is of whole pages.
+        pages=int(mb * PAGES_PER_MB))
         for node, mb in sorted(instance.memory_mb_per_node.items())
         if node in here and node not in there and mb > 0]
 

@@ -757,7 +757,9 @@ def _top_tier_nodeset(instance, topology, tops, can_set_nodeset, planned):
 def _room_mb(topology, usage, node_ids):
     """{node id: its free MB above :data:`TOP_TIER_RESERVE`, or 0}."""
     usage_by_node = {u.node_id: u for u in usage}
-    return {n.id: max(0, _free_mb(n, usage_by_node)
+    # Whole MB: a move is of whole pages, and measured free memory comes
+    # as a float (the agent reads it from meminfo's kB).
+    return {n.id: max(0, int(_free_mb(n, usage_by_node))
                       - int(TOP_TIER_RESERVE * n.memory_total_mb))
             for n in topology.nodes if n.id in node_ids}
 
@@ -775,9 +777,9 @@ def _moves_to_top_tier(instance, topology, usage, targets, can_move_pages):
     if not found:
         return [], None
     if not can_move_pages:
-        return [], (f'top tier only: {sum(found.values())} MB on lower-tier '
-                    f'node(s) {sorted(found)} stay there: this host cannot '
-                    f'move pages')
+        return [], (f'top tier only: {sum(found.values()):.0f} MB on '
+                    f'lower-tier node(s) {sorted(found)} stay there: this '
+                    f'host cannot move pages')
     room = _room_mb(topology, usage, targets)
     moves, left = [], 0
     for node, mb in found.items():
@@ -785,14 +787,15 @@ def _moves_to_top_tier(instance, topology, usage, targets, can_move_pages):
         fits = min(mb, room[target])
         if fits > 0:
             room[target] -= fits
+            # numa_maps gives MiB in fractions; a move is of whole pages.
             moves.append(backend.MovePages(
-                instance.uuid, f'top tier only: {fits} MB on lower-tier '
+                instance.uuid, f'top tier only: {fits:.0f} MB on lower-tier '
                 f'node {node} moved back to node {target}', source_node=node,
-                target_node=target, pages=fits * PAGES_PER_MB))
+                target_node=target, pages=int(fits * PAGES_PER_MB)))
         left += mb - fits
-    return moves, (f'top tier only: {left} MB stay on lower-tier node(s): '
-                   f'no top-tier node of its nodeset has room' if left
-                   else None)
+    return moves, (f'top tier only: {left:.0f} MB stay on lower-tier '
+                   f'node(s): no top-tier node of its nodeset has room'
+                   if left >= 1 else None)
 
 
 def undo(action, instance, topology):

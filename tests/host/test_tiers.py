@@ -115,10 +115,11 @@ class DemotionTest(base.LabTestCase):
 
     def press(self, node, megabytes):
         """A hog bound to ``node`` touching ``megabytes``, until the end."""
-        out = f'/tmp/lab-hog-{node}.out'
+        # Not named like the hog: STOP_HOG's pattern would match the rm.
+        out = f'/tmp/pressure-{node}.out'
         self.lab.run(f'python3 -S {HOG} lab-hog {node} {megabytes} '
                      f'> {out} 2>&1 &')
-        self.addCleanup(self.lab.run, STOP_HOG)
+        self.addCleanup(self.lab.run, f'{STOP_HOG}; rm -f {out}')
         self.eventually(
             lambda: self.lab.run(f'cat {out}', check=False).stdout,
             lambda text: 'filled' in text or 'Error' in text,
@@ -171,3 +172,34 @@ class DemotionTest(base.LabTestCase):
                                   for node in kernel.cpulist(mems)})
         self.assertGreater(after.ram.pages.get(slow, 0), 0, after.ram.pages)
         self.assertGreater(sum(demoted.values()), 0, demoted)
+
+    def test_the_agent_moves_a_top_guests_demoted_pages_back(self):
+        """``top``: what the kernel demoted goes back to the top tier.
+
+        The same pressure demotes the guest's pages; once it is gone the
+        agent, in one period, finds them on the lower tier's node and
+        moves them back to the guest's node, as the kernel then shows.
+        """
+        self.demotion_on()
+        guest = self.start_guest({'hw:numa_policy': 'home',
+                                  'hw:numa_memory_tiers': 'top'},
+                                 vcpus=1, memory_mb=256)
+        (home,) = guest.plan.tune.nodes
+        slow = self.TOPOLOGY.slow_node
+        _, demoted, _ = self.pressed(guest)
+        self.assertGreater(demoted.ram.pages.get(slow, 0), 0,
+                           demoted.ram.pages)
+        self.lab.run(STOP_HOG)
+        (report,), _, log = self.run_agent(page_migration=True)
+        self.assertNotIn('Traceback', log)
+        self.assertIn(f'on lower-tier node {slow} moved back to node {home}',
+                      log)
+        back = self.eventually(
+            lambda: self.view(guest).ram.pages,
+            lambda pages: pages.get(slow, 0) == 0,
+            f'no page of the guest left on node {slow}', 60)
+        self.addDetail('pages-back', base.text(repr(back)))
+        # Every page it had is on its home node again.
+        self.assertEqual(sum(demoted.ram.pages.values()), back.get(home, 0))
+        self.assertEqual('applied',
+                         self.reported(report, guest).enforcement)

@@ -300,6 +300,15 @@ class EnforceTopTierTest(test_base.TestCase):
                          'stay there: this host cannot move pages',
                          plan.blocked)
 
+    def test_a_fraction_of_a_mb_moves_as_whole_pages(self):
+        # numa_maps' MiB come in fractions (the lab host's agent once
+        # failed on a float page count).
+        plan = enforced(guest(per_node={0: 1800.25, 2: 217.55}))
+        (move,) = plan.actions
+        self.assertEqual((int, int(217.55 * 256)),
+                         (type(move.pages), move.pages))
+        self.assertIn('218 MB on lower-tier node 2', move.reason)
+
     def test_only_what_fits_above_the_reserve_moves(self):
         # 2 % of node 1's 8192 MB stays free: 163 MB.
         plan = enforced(guest(nodes=(1,)), node_usage=usage(free1=400))
