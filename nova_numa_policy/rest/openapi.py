@@ -8,6 +8,7 @@ this very document, so it cannot drift from the code.
 import functools
 
 from nova_numa_policy.contracts import policy
+from nova_numa_policy.contracts import tiers
 from nova_numa_policy.rest import validation
 
 DEFAULT_MAX_LIMIT = 1000
@@ -246,7 +247,11 @@ def _explain_params():
                  policy.NIC_LOCALITY_KEY: {
                      'enum': list(policy.NIC_LOCALITY_VALUES)},
                  policy.IO_INTENSITY_KEY: {
-                     'enum': list(policy.IO_INTENSITY_VALUES)}}}}}},
+                     'enum': list(policy.IO_INTENSITY_VALUES)},
+                 tiers.MEMORY_TIERS_KEY: {
+                     'enum': list(tiers.TIER_MODE_VALUES)},
+                 tiers.TOP_TIER_PERCENT_KEY: {
+                     'type': 'string', 'pattern': '^[0-9]{1,3}$'}}}}}},
         dict(_param('physnet', 'query', {'type': 'array', 'items': _NAME},
                     'A physical network the instance has a port on; '
                     'repeat for several.'),

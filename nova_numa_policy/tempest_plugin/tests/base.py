@@ -17,6 +17,9 @@ POLICIES = ('first-touch', 'interleave', 'home', 'first-touch+carrefour',
             'interleave+carrefour', 'auto')
 NIC_LOCALITIES = ('required', 'preferred', 'none')
 IO_INTENSITIES = ('auto', 'low', 'high')
+MEMORY_TIERS_KEY = 'hw:numa_memory_tiers'
+TOP_TIER_PERCENT_KEY = 'hw:numa_top_tier_percent'
+MEMORY_TIERS = ('any', 'top', 'tiered')
 
 
 def skip_unless_deployed(skip_exception):

@@ -28,6 +28,8 @@ EXPECTED_TESTS = {
         'test_unknown_nic_locality_is_refused_naming_the_allowed_values',
         'test_unknown_io_intensity_is_refused_naming_the_allowed_values',
         'test_misspelt_key_is_refused',
+        'test_every_memory_tier_value_and_a_percent_are_accepted',
+        'test_unknown_memory_tiers_and_a_bad_percent_are_refused',
     },
     f'{TESTS}.scenario.test_boot_numa_policy.BootNumaPolicyTest': {
         'test_agent_reports_the_instance_where_nova_placed_it',

@@ -69,6 +69,19 @@ class FlavorNumaPolicyTest(compute_base.BaseV2ComputeAdminTest):
         self._assert_refused_naming(base.IO_INTENSITY_KEY, 'extreme',
                                     base.IO_INTENSITIES)
 
+    @decorators.idempotent_id('f28c1170-962d-408f-8528-5cfc02964476')
+    def test_every_memory_tier_value_and_a_percent_are_accepted(self):
+        self._assert_round_trip(base.MEMORY_TIERS_KEY, base.MEMORY_TIERS)
+        self._assert_round_trip(base.TOP_TIER_PERCENT_KEY, ('1', '50', '100'))
+
+    @decorators.idempotent_id('b904e377-8761-4e68-a182-d2f368381434')
+    def test_unknown_memory_tiers_and_a_bad_percent_are_refused(self):
+        self._assert_refused_naming(base.MEMORY_TIERS_KEY, 'fast',
+                                    base.MEMORY_TIERS)
+        for percent in ('0', '101', 'half'):
+            self.assertRaises(lib_exc.BadRequest, self._set,
+                              base.TOP_TIER_PERCENT_KEY, percent)
+
     @decorators.idempotent_id('6bf031ae-7c3c-4847-b1b2-8c81f0190ad3')
     def test_misspelt_key_is_refused(self):
         # A typo must not pass as a no-op: hw: is a namespace nova checks.
