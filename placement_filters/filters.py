@@ -64,14 +64,16 @@ class _ReportFilter(filters.BaseHostFilter):
             return host_states
         self._refuse(request)
         get, now = base.cache().get, base.now()
-        assessments = assessors.assess_many(
-            assessor, list(map(get, map(base.HOST_KEY, host_states))), now)
+        summaries = list(map(get, map(base.HOST_KEY, host_states)))
+        assessments = assessors.assess_many(assessor, summaries, now)
         field = self.field
         kept, load_set_aside = assess.kept(assessments, field)
         passed = [host for host, keep in zip(host_states, kept) if keep]
         if whole_list and not passed and host_states:
             _refuse_for_want_of_reports(request, assessor, host_states,
                                         assessments, field)
+            _refuse_for_want_of_top_tier(request, assessor, summaries, now,
+                                         field)
         if whole_list and passed and field != assess.LOAD:
             _say_passed_without_reports(type(self).__name__, request,
                                         assessor, host_states, assessments)
@@ -81,12 +83,11 @@ class _ReportFilter(filters.BaseHostFilter):
         # Reasons cost more than the decision: build them only when seen.
         if len(passed) < len(assessments) and LOG.isEnabledFor(
                 logging.DEBUG):
-            for host, assessment, keep in zip(host_states, assessments,
-                                              kept):
+            for host, summary, assessment, keep in zip(
+                    host_states, summaries, assessments, kept):
                 if not keep:
                     self._log_failure(host, request, assessor.settings,
-                                      get((host.host, host.nodename)), now,
-                                      assessment)
+                                      summary, now, assessment)
         return passed
 
     def host_passes(self, host_state, spec_obj):
@@ -168,6 +169,32 @@ def _refuse_for_want_of_reports(request, assessor, host_states,
         keys, settings.ttl))
 
 
+def _refuse_for_want_of_top_tier(request, assessor, summaries, now,
+                                 field):
+    """Fail the request saying why, when no host's top tier has room.
+
+    A flavor that keeps its memory on the top memory tier
+    (``hw:numa_memory_tiers`` ``top`` or ``tiered``) is the operator's
+    policy: when every host left was refused for it, the server's fault
+    says so instead of nova's bare "No valid host"; each host's numbers
+    are in the DEBUG log and in explain. Only on the failure path: each
+    host's policy verdict is built again for its reason.
+    """
+    if field not in (assess.POLICY, assess.PASSED) or not (
+            request.asks_tiers and assessor.asks_policy):
+        return
+    settings = assessor.settings
+    for summary in summaries:
+        if scoring.policy_verdict(request, summary, settings,
+                                  now).why != 'top-tier-full':
+            return
+    reason = scoring.tier_refusal(request)
+    LOG.info('Refusing the request: no host left has the memory it keeps '
+             'on the top memory tier: %s', reason,
+             instance_uuid=request.instance_uuid)
+    raise nova_exception.NoValidHost(reason=reason)
+
+
 def _say_passed_without_reports(name, request, assessor, host_states,
                                 assessments):
     """Log the hosts passed unheard in permissive mode: a degraded answer.
@@ -214,8 +241,11 @@ def _refuse_a_contradictory_request(request):
 class NumaPolicyFilter(_ReportFilter):
     """Pass hosts whose agent can enforce the flavor's hw:numa_policy.
 
-    A flavor whose policy contradicts nova's own NUMA topology fails the
-    request with the reason: this is where such a flavor is refused.
+    And, for hw:numa_memory_tiers top or tiered, hosts whose top memory
+    tier has the memory the flavor keeps there (a host without a lower
+    tier always has). A flavor whose policy contradicts nova's own NUMA
+    topology fails the request with the reason: this is where such a
+    flavor is refused.
     """
 
     field = assess.POLICY

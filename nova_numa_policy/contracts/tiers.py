@@ -72,6 +72,18 @@ class MemoryTiers:
                 f'{TierMode.TIERED.value}: got {self.mode!r}, '
                 f'{self.top_tier_percent!r}')
 
+    def top_tier_mb(self, memory_mb):
+        """How much of a guest of ``memory_mb`` must be on the top tier.
+
+        All of it with ``top``; with ``tiered`` its share, rounded up to
+        a whole MB (the floor is a minimum); none with ``any``.
+        """
+        if self.mode is TierMode.TOP:
+            return memory_mb
+        if self.mode is TierMode.TIERED:
+            return -(-memory_mb * self.top_tier_percent // 100)
+        return 0
+
 
 # No tier key on the flavor: the kernel's own behaviour.
 ANY = MemoryTiers()

@@ -80,8 +80,11 @@ class Assessor:
         owned = request.nova_topology
         # Which filters have a question for this request; the others pass
         # every host without looking (as their checks say).
-        self.asks_policy = error or (request.policy is not None and
-                                     request.policy_explicit and not owned)
+        # The policy filter asks about hw:numa_policy and about the top
+        # memory tier (scoring.policy_check).
+        self.asks_policy = error or (
+            request.policy is not None and not owned
+            and (request.policy_explicit or request.asks_tiers))
         self.asks_nic = not error and request.nic_required and not owned
         self.asks_load = not error and not owned and (
             not request.plain or settings.filter_plain_flavors)

@@ -26,6 +26,15 @@ between quiet nodes read, never in a refusal: nova's CPU allocation
 ratio, not our filter, decides how many vCPUs a host takes. Load is a
 preference, so :func:`keep` sets it aside when no host has a quiet node
 (doc/source/scheduler.rst, "The load model").
+
+Memory tiers (doc/source/scheduler.rst, "Memory tiers"): a flavor that
+keeps its memory on the top tier (``hw:numa_memory_tiers`` ``top``, or
+``tiered``'s share) is the operator's policy, so :func:`policy_check`
+refuses a host with a lower tier whose top tier has not that much free,
+and the fit rules (:func:`load_fit`, :func:`nic_check`) judge such a
+flavor on the top-tier nodes only (:func:`tier_scope`). Flavors that ask
+nothing of the tiers (``any``), and every flavor on a host without a
+lower tier, are judged exactly as before tiers were reported.
 """
 
 import dataclasses
@@ -36,6 +45,7 @@ import typing
 from nova_numa_policy.contracts import exception
 from nova_numa_policy.contracts import locality
 from nova_numa_policy.contracts import policy as numa_policy
+from nova_numa_policy.contracts import tiers as tier_contract
 from nova_numa_policy.scheduling import summary as summary_mod
 
 # Raw weights are headroom fractions clamped to this range, so one host
@@ -48,6 +58,19 @@ WEIGHT_CEILING = 1.0
 # 1 / nova's initial_cpu_allocation_ratio (4.0), the mean share at which
 # a host filled to nova's default ratio is exactly busy.
 DEFAULT_VCPU_LOAD = 0.25
+
+# What the load weigher adds to the raw weight of a host whose lower
+# memory tier has room for a ``tiered`` guest's lower share (its memory
+# beyond hw:numa_top_tier_percent), so that such a guest goes where its
+# cold memory may leave the top tier, and top-tier memory stays for the
+# guests that need it. Small beside the headroom it is added to (ten
+# points of a node's load): a host with lower-tier room wins among hosts
+# about as quiet, never over one with more than 0.1 more headroom. A
+# term of the load weigher rather than a weigher of its own: no class to
+# enable, no option, no field more per host, and no change for the
+# flavors that are not ``tiered``; its multiplier is
+# node_load_weight_multiplier.
+LOWER_TIER_ROOM_WEIGHT = 0.1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,6 +99,11 @@ class Request:
     # Why the request can never be honoured (a NumaPolicyError message).
     error: str | None = None
     instance_uuid: str | None = None
+    # The MB of the guest's memory that must be on the top memory tier
+    # (all of it with hw:numa_memory_tiers=top, its share with tiered,
+    # 0 with any), and, for tiered, the MB that may be on a lower tier.
+    top_tier_mb: int = 0
+    lower_tier_mb: int = 0
 
     @property
     def plain(self):
@@ -94,6 +122,17 @@ class Request:
         return (self.policy.nic_locality is not numa_policy.NicLocality.NONE
                 or self.policy.io_intensity is numa_policy.IoIntensity.HIGH)
 
+    @property
+    def asks_tiers(self):
+        """Whether the flavor keeps memory on the top tier (top, tiered)."""
+        return (self.policy is not None and self.policy.memory_tiers.mode
+                is not tier_contract.TierMode.ANY)
+
+    @property
+    def tiers(self):
+        """The flavor's hw:numa_memory_tiers value, as the user set it."""
+        return self.policy.memory_tiers.mode.value
+
 
 def make_request(extra_specs, vcpus, memory_mb, image_props=None,
                  physnets=(), nova_topology=False, instance_uuid=None):
@@ -111,11 +150,18 @@ def make_request(extra_specs, vcpus, memory_mb, image_props=None,
     except exception.NumaPolicyError as exc:
         return Request(error=str(exc), nova_topology=nova_topology,
                        **common)
+    top_tier_mb = lower_tier_mb = 0
+    if resolved is not None:
+        memory_tiers = resolved.memory_tiers
+        top_tier_mb = memory_tiers.top_tier_mb(memory_mb)
+        if memory_tiers.mode is tier_contract.TierMode.TIERED:
+            lower_tier_mb = memory_mb - top_tier_mb
     return Request(
         policy=resolved,
         policy_explicit=numa_policy.POLICY_KEY in extra_specs,
         nova_topology=nova_topology or bool(
             resolved and resolved.within_nova_topology),
+        top_tier_mb=top_tier_mb, lower_tier_mb=lower_tier_mb,
         **common)
 
 
@@ -177,7 +223,20 @@ def _fit_numbers(verdict):
         numbers.update(load=round(node.floating_load, 3),
                        cpus=node.floating_cpus, free_mb=node.free_mb,
                        headroom=_finite(verdict.headroom))
+    top = tier_scope(request, verdict.summary)
+    if top is not None:
+        numbers.update(_tier_numbers(request, top))
     return numbers
+
+
+def _tier_numbers(request, top):
+    """The memory tiers' figures a verdict on a tiered host rests on."""
+    return {'memory_tiers': request.tiers,
+            'top_tier_mb': request.top_tier_mb,
+            'top_tier_free_mb': top.free_mb,
+            'lower_tier_free_mb': top.lower_free_mb,
+            'top_tier_nodes': top.ids,
+            'lower_tier_nodes': list(top.lower_ids)}
 
 
 def _finite(headroom):
@@ -194,6 +253,42 @@ def _enforce_numbers(request, summary):
     if request.policy.needs_locality_signal:
         numbers['locality_signal'] = summary.locality_signal
     return numbers
+
+
+def _tier_words(verdict):
+    """Why the flavor's memory fits, or not, on the host's top tier."""
+    request, top = verdict.request, verdict.summary.top_tier
+    tiers = request.policy.memory_tiers
+    if tiers.mode is tier_contract.TierMode.TOP:
+        words = 'top tier only'
+    else:
+        words = f'tiered, {tiers.top_tier_percent} % on the top tier'
+    words += (f': {request.top_tier_mb} MB needed, {top.free_mb} MB free '
+              f'on top-tier nodes {top.ids}')
+    return _enforced(request, words)
+
+
+def _enforced(request, words):
+    """``words`` after what the enforcement check said, if it was asked."""
+    if request.policy_explicit:
+        return f'agent enforces {request.policy.value}; {words}'
+    return words
+
+
+def _on_the_top_tier(words):
+    """A memory reason, which names the top tier where the flavor keeps to it.
+
+    The numbers (:func:`_tier_numbers`) say how much is free on each tier.
+    """
+    def reason(verdict):
+        if tier_scope(verdict.request, verdict.summary) is None:
+            return words
+        if verdict.request.lower_tier_mb:
+            return (f'{words} on the top memory tier, with the lower '
+                    f"tier's free memory for the rest "
+                    f'(hw:numa_memory_tiers=tiered)')
+        return f'{words} on the top memory tier (hw:numa_memory_tiers=top)'
+    return reason
 
 
 def _cannot_enforce(request, summary):
@@ -215,18 +310,23 @@ _REASONS = {
     'enforces': lambda v: f'agent enforces {v.request.policy.value}',
     'cannot-enforce': lambda v: _cannot_enforce(v.request, v.summary),
     'no-nic-node': 'no NUMA node is local to the uplink',
-    'no-nic-memory': 'no NIC-local node has the free memory and CPUs a '
-                     'guest without dedicated CPUs may use',
+    'no-nic-memory': _on_the_top_tier(
+        'no NIC-local node has the free memory and CPUs a guest without '
+        'dedicated CPUs may use'),
     'nic-fits': 'NIC-local node holds the instance',
     'plain-not-filtered': 'the flavor names no hw:numa_* key; plain '
                           'flavors are not filtered on load',
-    'no-memory': 'no node has the free memory',
+    'no-memory': _on_the_top_tier('no node has the free memory'),
     'over': 'every node that holds the instance is measured over the '
             'load threshold',
     'fits': 'a node measured under the load threshold holds the instance',
     'no-quiet-host': 'no host has a node measured under the load '
                      "threshold for the instance; load is set aside and "
                      "nova's own choice stands",
+    'no-lower-tier': lambda v: _enforced(
+        v.request, 'no lower memory tier: every node is in the top tier'),
+    'top-tier-fits': _tier_words,
+    'top-tier-full': _tier_words,
 }
 _NUMBERS = {
     'cannot-enforce': lambda v: _enforce_numbers(v.request, v.summary),
@@ -235,6 +335,8 @@ _NUMBERS = {
     'plain-not-filtered': _fit_numbers, 'no-memory': _fit_numbers,
     'over': _fit_numbers, 'fits': _fit_numbers,
     'no-quiet-host': _fit_numbers,
+    'top-tier-fits': lambda v: _tier_numbers(v.request, v.summary.top_tier),
+    'top-tier-full': lambda v: _tier_numbers(v.request, v.summary.top_tier),
 }
 
 PASS_NOT_ASKED = _verdict(True, 'not-asked')
@@ -259,7 +361,10 @@ def report_questions(request, asks_policy, asks_nic):
     """The flavor keys only a host's report answers, as the user set them."""
     keys = []
     if asks_policy and request.policy is not None:
-        keys.append(f'hw:numa_policy={request.policy.value}')
+        if request.policy_explicit:
+            keys.append(f'hw:numa_policy={request.policy.value}')
+        if request.asks_tiers:
+            keys.append(f'hw:numa_memory_tiers={request.tiers}')
     if asks_nic:
         keys.append('hw:numa_nic_locality=required')
     return keys
@@ -279,6 +384,45 @@ def no_report_refusal(keys, ttl):
             f'enforced (no_report_mode = strict): the agents '
             f'(numa-policy-agent) on the compute hosts are down or cannot '
             f'reach the message queue. Ask the cloud operator.')
+
+
+def tier_refusal(request):
+    """Why a request failed when every host left lacked top-tier room.
+
+    What the user reads in the server's fault, as
+    :func:`no_report_refusal`; short, for nova keeps 255 characters of
+    it, and like nova's own reasons without a count of hosts.
+    """
+    tiers = request.policy.memory_tiers
+    if tiers.mode is tier_contract.TierMode.TOP:
+        keeps = (f'{tier_contract.MEMORY_TIERS_KEY}=top keeps all of the '
+                 f"instance's memory")
+    else:
+        keeps = (f'{tier_contract.MEMORY_TIERS_KEY}=tiered keeps '
+                 f"{tiers.top_tier_percent} % of the instance's memory")
+    return (f'No host has {request.top_tier_mb} MB free on its top memory '
+            f'tier, where {keeps}.')
+
+
+def tier_scope(request, summary):
+    """The top tier a request's memory is held to on a host, or None.
+
+    None (every node, as before tiers) for a flavor that asks nothing of
+    the tiers, and on a host without a lower tier.
+    """
+    if not request.top_tier_mb:
+        return None
+    return summary.top_tier
+
+
+def tier_need(request, top):
+    """The free MB a top-tier node (or the top tier as one) must have.
+
+    ``top``: :func:`tier_scope`'s. A ``top`` guest needs all its memory
+    there; a ``tiered`` one its share, and of the rest what the lower
+    tier has no room for.
+    """
+    return max(request.top_tier_mb, request.memory_mb - top.lower_free_mb)
 
 
 def best_node(nodes, vcpus, memory_mb, settings):
@@ -313,7 +457,17 @@ def load_candidates(summary, request):
     A guest without a NUMA topology bigger than every node (more vCPUs
     than any node has floating CPUs, or more memory) is spread over
     nodes by the kernel, so it is judged against the host as a whole.
+    A flavor held to the top memory tier (:func:`tier_scope`) is judged
+    the same way among the top-tier nodes, on what it needs of each
+    (:func:`tier_need`).
     """
+    # tier_scope(), inlined: this runs for every host of a new shape.
+    top = summary.top_tier if request.top_tier_mb else None
+    if top is not None:
+        if (request.vcpus <= top.largest_node_floating_cpus
+                and tier_need(request, top) <= top.largest_node_mb):
+            return top.nodes
+        return (top.whole,)
     if (request.vcpus <= summary.largest_node_floating_cpus
             and request.memory_mb <= summary.largest_node_mb):
         return summary.nodes
@@ -334,12 +488,13 @@ def nic_local_ids(summary, physnets):
     return summary.nic_nodes
 
 
-def nic_local_nodes(summary, ids):
+def nic_local_nodes(summary, ids, top=None):
     """The nodes of ``ids`` (:func:`nic_local_ids`) that may hold vCPUs.
 
-    A node without floating CPUs holds no floating guest's vCPUs.
+    A node without floating CPUs holds no floating guest's vCPUs. With
+    ``top`` (:func:`tier_scope`), only the top-tier ones.
     """
-    return [node for node in summary.nodes
+    return [node for node in (summary.nodes if top is None else top.nodes)
             if node.id in ids and node.floating_cpus]
 
 
@@ -375,24 +530,55 @@ def nic_fit(local, vcpus, memory_mb, settings):
 
 
 def policy_check(request, summary, settings):
-    """NumaPolicyFilter: can this host's agent enforce the policy?
+    """NumaPolicyFilter: can this host honour the flavor's policy?
 
-    ``summary`` is the host's fresh summary, or None when it has none.
+    Can its agent enforce ``hw:numa_policy``, when the flavor names it;
+    and, when the flavor keeps memory on the top tier
+    (``hw:numa_memory_tiers`` ``top`` or ``tiered``), has its top tier
+    that much free (:func:`tier_check`)? ``summary`` is the host's fresh
+    summary, or None when it has none: either question then follows
+    ``no_report_mode``.
     """
     if request.error is not None:
         return _verdict(False, 'refused', request=request)
-    if request.policy is None or not request.policy_explicit:
+    if request.policy is None:
+        return PASS_NOT_ASKED
+    asks_tiers = request.asks_tiers
+    if not (request.policy_explicit or asks_tiers):
         return PASS_NOT_ASKED
     if request.nova_topology:
         # Nova binds each guest cell strictly to a host node, which is the
         # only policy resolve() lets through; no agent is needed for it.
+        # Nor for top, the only tier mode it lets through: nova never
+        # puts a guest cell on a CPU-less node (contracts/policy.py).
         return PASS_NOVA_OWNS
     if summary is None:
         return _no_report(settings)
-    if request.policy.value in summary.enforceable:
-        return _verdict(True, 'enforces', request=request)
-    return _verdict(False, 'cannot-enforce', request=request,
-                    summary=summary)
+    if (request.policy_explicit
+            and request.policy.value not in summary.enforceable):
+        return _verdict(False, 'cannot-enforce', request=request,
+                        summary=summary)
+    if asks_tiers:
+        return tier_check(request, summary)
+    return _verdict(True, 'enforces', request=request)
+
+
+def tier_check(request, summary):
+    """Has a fresh host's top memory tier the flavor's top-tier memory?
+
+    The sum of the top-tier nodes' free memory against
+    ``Request.top_tier_mb``: all of a ``top`` guest's memory, a
+    ``tiered`` guest's share. A host without a lower tier passes, as it
+    did before tiers were reported. The memory beyond a ``tiered``
+    guest's share is no policy of the flavor, only room, which the fit
+    rules judge (:func:`tier_need`), as they judge every guest's.
+    """
+    top = summary.top_tier
+    if top is None:
+        return _verdict(True, 'no-lower-tier', request=request)
+    passed = top.whole.free_mb >= request.top_tier_mb
+    return _verdict(passed, 'top-tier-fits' if passed else 'top-tier-full',
+                    request=request, summary=summary)
 
 
 def nic_check(request, summary, settings):
@@ -415,9 +601,11 @@ def nic_check(request, summary, settings):
     if summary is None:
         return _no_report(settings) if required else PASS_NOT_ASKED
     ids = nic_local_ids(summary, request.physnets)
-    best, headroom, weight = nic_fit(nic_local_nodes(summary, ids),
-                                     request.vcpus,
-                                     request.memory_mb, settings)
+    top = summary.top_tier if request.top_tier_mb else None  # tier_scope()
+    best, headroom, weight = nic_fit(
+        nic_local_nodes(summary, ids, top), request.vcpus,
+        request.memory_mb if top is None else tier_need(request, top),
+        settings)
     if not required:
         return _new(Verdict, (True, 'not-asked', best, headroom, weight,
                               None, None, None))
@@ -449,16 +637,17 @@ def load_fit(request, summary, settings):
         # Load is a preference nova never had: unknown load is no reason
         # to refuse a host, whatever the mode.
         return PASS_NO_REPORT_NEUTRAL
+    top = summary.top_tier if request.top_tier_mb else None  # tier_scope()
+    need = request.memory_mb if top is None else tier_need(request, top)
     best = None
     if request.nic_required:
         best, headroom = best_node(
             nic_local_nodes(summary, nic_local_ids(summary,
-                                                   request.physnets)),
-            request.vcpus, request.memory_mb, settings)
+                                                   request.physnets), top),
+            request.vcpus, need, settings)
     if best is None:
         best, headroom = best_node(load_candidates(summary, request),
-                                   request.vcpus, request.memory_mb,
-                                   settings)
+                                   request.vcpus, need, settings)
     if best is None:
         why = 'no-memory'
     elif summary_mod.is_quiet(best, settings.threshold):
@@ -526,9 +715,21 @@ def nic_weight_of(verdict):
 
 
 def load_weight_of(verdict):
-    """The raw load weight a fresh host's :func:`load_fit` carries."""
-    return (WEIGHT_FLOOR if verdict.best is None
-            else clamp(verdict.headroom))
+    """The raw load weight a fresh host's :func:`load_fit` carries.
+
+    The clamped headroom; for a ``tiered`` flavor, plus
+    :data:`LOWER_TIER_ROOM_WEIGHT` where the host's lower tier has room
+    for the memory beyond the flavor's top-tier share.
+    """
+    if verdict.best is None:
+        return WEIGHT_FLOOR
+    weight = clamp(verdict.headroom)
+    lower_mb = verdict.request.lower_tier_mb
+    if lower_mb:
+        top = verdict.summary.top_tier
+        if top is not None and top.lower_free_mb >= lower_mb:
+            weight += LOWER_TIER_ROOM_WEIGHT
+    return weight
 
 
 def clamp(value):

@@ -10,6 +10,12 @@ pass them, :mod:`.scoring`). So a node's capacity here is the CPUs a
 floating guest may use and their load, never the CPUs nova dedicates to
 pinned guests, whose idleness is no headroom for a floating guest. The
 all-CPU figures stay in the report, for operators (the REST API).
+
+Each node keeps the rank of its memory tier (NumaNodeReport 1.2; not
+said is the top tier, 0), and a host with a lower tier keeps its top
+tier apart (:class:`TopTier`) for the flavors that keep their memory
+there (``hw:numa_memory_tiers``; :mod:`.scoring`). A host without a
+lower tier has none: every flavor is judged on it as before tiers.
 """
 
 import dataclasses
@@ -31,6 +37,35 @@ class NodeState:
     total_mb: int
     # I/O-intensive instances whose memory is mostly on this node.
     io_neighbours: int = 0
+    # The rank of the node's memory tier: 0 the top (fastest) tier.
+    tier: int = 0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TopTier:
+    """The top memory tier of a host that has a lower one.
+
+    What a flavor that keeps its memory on the top tier may use: the
+    top-tier nodes, as :class:`HostSummary` keeps all of them, and the
+    free memory below them.
+    """
+
+    nodes: tuple  # of NodeState, the top-tier ones, in report order
+    # The top-tier nodes seen as one node (id -1, like HostSummary.whole).
+    whole: NodeState
+    largest_node_floating_cpus: int
+    largest_node_mb: int
+    # The free memory of the nodes in lower tiers, and their ids.
+    lower_free_mb: int
+    lower_ids: tuple
+
+    @property
+    def ids(self):
+        return [node.id for node in self.nodes]
+
+    @property
+    def free_mb(self):
+        return self.whole.free_mb
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -56,6 +91,10 @@ class HostSummary:
     # Everything the host measures of its guests (report 1.3's
     # measurements; empty from older agents).
     measurements: frozenset = frozenset()
+    # The top memory tier when the host has a lower one (report 1.8);
+    # None: every node is in the top tier, as every node of an agent
+    # before 1.8 is.
+    top_tier: TopTier | None = None
     # Derived answers about this summary, filled by the scheduler plugins
     # (placement_filters/assessors.py). Not part of the value: a new
     # report brings a new summary with an empty memo, and
@@ -126,7 +165,25 @@ def _node_state(node, io_neighbours):
         # of 0 already keeps every floating guest off it.
         floating_load=0.0 if load is None else load,
         free_mb=node['memory_free_mb'], total_mb=node['memory_total_mb'],
-        io_neighbours=io_neighbours)
+        io_neighbours=io_neighbours, tier=report_obj.memory_tier(node))
+
+
+def _top_tier(nodes):
+    """The host's :class:`TopTier`, or None when no node is in a lower one."""
+    lower = [node for node in nodes if node.tier]
+    if not lower:
+        return None
+    # A report whose nodes are all in lower tiers (ranks start at 0 for
+    # the fastest tier present, so only a hostile one) has an empty top
+    # tier: nothing fits there.
+    top = tuple(node for node in nodes if not node.tier)
+    return TopTier(
+        nodes=top, whole=_whole_host(top),
+        largest_node_floating_cpus=max(
+            (node.floating_cpus for node in top), default=0),
+        largest_node_mb=max((node.total_mb for node in top), default=0),
+        lower_free_mb=sum(node.free_mb for node in lower),
+        lower_ids=tuple(node.id for node in lower))
 
 
 def summarize(data, io_rate):
@@ -150,7 +207,8 @@ def summarize(data, io_rate):
         largest_node_mb=max(node.total_mb for node in nodes),
         boot_id=data['boot_id'],
         locality_signal=data['locality_signal'],
-        measurements=frozenset(data['measurements']))
+        measurements=frozenset(data['measurements']),
+        top_tier=_top_tier(nodes))
 
 
 def projected_load(node, vcpus, vcpu_load):

@@ -5,7 +5,9 @@ tests/report_factory.py's, a fresh object per call. A node is
 ``(cpus, load, free_mb, floating, floating_load)`` when nova gives
 guests without dedicated CPUs only its first ``floating`` CPUs, whose
 load is ``floating_load`` (the first form: the agent does not say, as
-before report 1.6). A NIC is ``(numa_node, physnet)``.
+before report 1.6), or ``(cpus, load, free_mb, floating, floating_load,
+memory_tier)`` for a node in a lower memory tier (a rank above 0;
+``floating`` None: not said). A NIC is ``(numa_node, physnet)``.
 """
 
 import datetime
@@ -23,7 +25,7 @@ NODE_SAYS_NO_FLOATING = dict(floating_cpus=NOT_SAID, floating_load=NOT_SAID)
 
 
 def _node(node_id, count, first_cpu, cpus, load, free_mb, floating=None,
-          floating_load=None):
+          floating_load=None, memory_tier=0):
     ids = list(range(first_cpu, first_cpu + cpus))
     said = {} if floating is None else dict(
         floating_cpus=ids[:floating],
@@ -31,7 +33,8 @@ def _node(node_id, count, first_cpu, cpus, load, free_mb, floating=None,
     return report_factory.make_node(
         node_id, count, cpus=ids,
         memory_total_mb=max(TOTAL_MB, free_mb), memory_free_mb=free_mb,
-        cpu_load=load, **{**NODE_SAYS_NO_FLOATING, **said})
+        cpu_load=load, memory_tier=memory_tier,
+        **{**NODE_SAYS_NO_FLOATING, **said})
 
 
 def make_report(host='compute1', nodename=None, nodes=((8, 0.1, 32768),) * 2,
