@@ -36,16 +36,43 @@ def used_fraction(node):
     return (total - node['memory_free_mb']) / total if total else 0.0
 
 
-def node_line(node):
-    """One node: CPU load bar, memory use bar, the NICs attached to it."""
+def tiered(nodes):
+    """Whether a host says some node's memory is on a lower tier.
+
+    ``memory_tier`` None (not said: an agent before report 1.8, a kernel
+    without tiers) means the top tier, 0; a host whose nodes are all
+    there shows no tiers at all.
+    """
+    return any(node.get('memory_tier') for node in nodes)
+
+
+def tier_text(node):
+    tier = node.get('memory_tier') or 0
+    return f'tier {tier}' + (' (top)' if tier == 0 else '')
+
+
+DEMOTION_TEXT = {True: 'on', False: 'off', None: 'not said'}
+
+
+def demotion_text(host):
+    """Whether the kernel demotes pages to a lower tier, as said."""
+    return DEMOTION_TEXT[host.get('memory_demotion')]
+
+
+def node_line(node, tier=False):
+    """One node: CPU load bar, memory use bar, the NICs attached to it.
+
+    With ``tier``, a label of the node's memory tier after its name.
+    """
     load = node['cpu_load']
     used = used_fraction(node)
     return html.format_html(
         '<div class="numa-node" data-node="{}"><span class="numa-label">'
-        'node {}</span>{} <span class="numa-value">{}%</span>{} '
+        'node {}</span>{}{} <span class="numa-value">{}%</span>{} '
         '<span class="numa-value">{}% mem</span>'
         '<span class="numa-nics">{}</span></div>',
         node['id'], node['id'],
+        label(tier_text(node), 'default numa-tier') if tier else '',
         bar(load, load_class(load), f'CPU load {_percent(load)} %'),
         _percent(load),
         bar(used, 'numa-mem', f'memory used {_percent(used)} %'),
@@ -53,8 +80,9 @@ def node_line(node):
 
 
 def nodes_cell(host):
+    tier = tiered(host['numa_nodes'])
     return html.format_html_join('', '{}', (
-        (node_line(node),) for node in host['numa_nodes']))
+        (node_line(node, tier),) for node in host['numa_nodes']))
 
 
 def nic_text(nic):

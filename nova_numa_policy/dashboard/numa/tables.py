@@ -86,6 +86,8 @@ class ActionsTable(DictTable):
 
 class NodesTable(DictTable):
     node = tables.Column('id', verbose_name=_('Node'))
+    # Dropped by the view on a host that says no lower tier.
+    tier = tables.Column(bars.tier_text, verbose_name=_('Memory tier'))
     load = tables.Column(bars.node_line,
                          verbose_name=_('CPU load, memory, NICs'))
     cpus = tables.Column(lambda d: ', '.join(map(str, d['cpus'])),

@@ -7,6 +7,7 @@ from horizon import exceptions
 from horizon import tables as horizon_tables
 
 from nova_numa_policy.dashboard import api
+from nova_numa_policy.dashboard.numa import bars
 from nova_numa_policy.dashboard.numa import charts
 from nova_numa_policy.dashboard.numa import tables
 
@@ -88,5 +89,9 @@ class HostDetailView(horizon_tables.MultiTableView):
         context = super().get_context_data(**kwargs)
         host, reports, actions = self._history()
         context['host'] = host
+        if bars.tiered(host['numa_nodes']):
+            context['demotion'] = bars.demotion_text(host)
+        else:
+            del context['nodes_table'].columns['tier']
         context['charts'] = charts.host_charts(reports, actions)
         return context

@@ -16,16 +16,21 @@ UUID_MISSED = '22222222-2222-4222-8222-222222222222'
 UUID_NONE = '33333333-3333-4333-8333-333333333333'
 # compute-1: node 0 quiet (green bar), node 1 hot (red bar).
 LOADS = {'compute-1': (0.2, 0.92), 'compute-2': (0.1, 0.7, 0.5, 0.3)}
+# Memory tier of each node and memory_demotion (report 1.8): compute-2's
+# nodes 2 and 3 are a lower tier; compute-1 says neither, as an agent
+# before 1.8.
+TIERS = {'compute-1': ((None, None), None),
+         'compute-2': ((0, 0, 1, 1), True)}
 HISTORY = 12
 PERIOD = 300.0
 
 
-def _node(node, count, load):
+def _node(node, count, load, tier):
     distances = [10 if other == node else 21 for other in range(count)]
     return report_obj.NumaNodeReport(
         id=node, cpus=list(range(node * 8, node * 8 + 8)),
         memory_total_mb=65536, memory_free_mb=65536 - 16384 * (node + 1),
-        cpu_load=load, distances=distances)
+        cpu_load=load, distances=distances, memory_tier=tier)
 
 
 def _instance(uuid, requested, applied, memory):
@@ -47,12 +52,13 @@ INSTANCES = {
 
 def make_report(host, seq, generated_at):
     loads = LOADS[host]
+    tiers, demotion = TIERS[host]
     return report_obj.NumaHostReport(
         host=host, hypervisor_hostname=f'{host}.example.org',
         agent_version='1.0.0', seq=seq, generated_at=generated_at,
         period=PERIOD,
-        numa_nodes=[_node(i, len(loads), load)
-                    for i, load in enumerate(loads)],
+        numa_nodes=[_node(i, len(loads), load, tier)
+                    for i, (load, tier) in enumerate(zip(loads, tiers))],
         nics=[report_obj.NumaNicReport(name='eth0', numa_node=1,
                                        speed_mbps=25000, physnet='physnet1',
                                        bridge=None),
@@ -60,7 +66,8 @@ def make_report(host, seq, generated_at):
                                        speed_mbps=None, physnet=None,
                                        bridge='br-ex')],
         instances=list(INSTANCES[host]),
-        enforceable_policies=['first-touch', 'interleave', 'home'])
+        enforceable_policies=['first-touch', 'interleave', 'home'],
+        memory_demotion=demotion)
 
 
 def action_payload(host, seq, generated_at, outcome, uuid=UUID_OK):

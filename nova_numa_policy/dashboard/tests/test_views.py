@@ -1,11 +1,13 @@
 """The panel's pages, rendered by Django against the in-process API."""
 
 import json
+import unittest
 
 from django.test import utils as test_utils
 from django.urls import reverse
 from openstack_dashboard.test import helpers
 
+from nova_numa_policy.dashboard.numa import bars
 from nova_numa_policy.dashboard.tests import base
 from nova_numa_policy.dashboard.tests import data
 
@@ -67,6 +69,17 @@ class IndexTest(ApiMixin, helpers.BaseAdminViewTests):
         self.assertEqual(list(range(8, 0, -1)), [a['id'] for a in actions])
         self.assertContains(response, 'node 1 memory controller at 88 %')
 
+    def test_nodes_of_a_tiered_host_are_labelled_with_their_tier(self):
+        response = self.client.get(INDEX)
+        # compute-2's four nodes; compute-1 says no tiers and has none.
+        self.assertContains(response, 'numa-tier', count=4)
+        self.assertContains(
+            response, '<span class="label label-default numa-tier">'
+            'tier 1</span>', count=2, html=True)
+        self.assertContains(
+            response, '<span class="label label-default numa-tier">'
+            'tier 0 (top)</span>', count=2, html=True)
+
     @test_utils.override_settings(API_RESULT_PAGE_SIZE=1)
     def test_each_table_pages_with_its_own_marker(self):
         response = self.client.get(INDEX)
@@ -111,9 +124,56 @@ class DetailTest(ApiMixin, helpers.BaseAdminViewTests):
         self.assertEqual(3, len(json.loads(body)))
         self.assertContains(response, 'numa_policy/numa.js')
 
+    def test_a_tiered_host_shows_node_tiers_and_demotion(self):
+        response = self.client.get(detail('compute-2'))
+        self.assertContains(response, 'Memory tier')
+        self.assertEqual(
+            ['tier 0 (top)', 'tier 0 (top)', 'tier 1', 'tier 1'],
+            [row.cells['tier'].data for row in
+             response.context['nodes_table'].get_rows()])
+        self.assertContains(response, '<dt>Memory demotion</dt><dd>on</dd>',
+                            html=True)
+
+    def test_a_host_without_tiers_shows_no_tier_text(self):
+        response = self.client.get(detail('compute-1'))
+        self.assertEqual(200, response.status_code)
+        self.assertNotIn('tier', response.content.decode().lower())
+        self.assertNotContains(response, 'Memory demotion')
+        self.assertNotIn('tier', response.context['nodes_table'].columns)
+
     def test_unknown_host_goes_back_to_the_index_with_the_api_message(self):
         response = self.client.get(detail('nowhere'))
         self.assertRedirectsNoFollow(response, INDEX)
+
+
+class TierTextTest(unittest.TestCase):
+    """The pure formatting of memory tiers."""
+
+    def _host(self, *tiers, demotion=None):
+        return {'memory_demotion': demotion, 'numa_nodes': [
+            {'id': i, 'memory_tier': tier, 'cpu_load': 0.1,
+             'memory_total_mb': 1024, 'memory_free_mb': 512, 'nics': []}
+            for i, tier in enumerate(tiers)]}
+
+    def test_a_node_that_says_no_tier_is_on_the_top_tier(self):
+        self.assertEqual(['tier 0 (top)', 'tier 0 (top)', 'tier 1'], [
+            bars.tier_text({'memory_tier': t}) for t in (None, 0, 1)])
+
+    def test_only_a_lower_tier_makes_a_host_tiered(self):
+        self.assertFalse(bars.tiered(self._host(None, 0)['numa_nodes']))
+        self.assertFalse(bars.tiered([]))
+        self.assertTrue(bars.tiered(self._host(None, 1)['numa_nodes']))
+
+    def test_demotion_on_off_or_not_said(self):
+        self.assertEqual(['on', 'off', 'not said'], [
+            bars.demotion_text({'memory_demotion': d})
+            for d in (True, False, None)])
+
+    def test_nodes_cell_labels_tiers_only_on_a_tiered_host(self):
+        cell = bars.nodes_cell(self._host(0, 1))
+        self.assertIn('tier 0 (top)</span>', cell)
+        self.assertIn('tier 1</span>', cell)
+        self.assertNotIn('tier', bars.nodes_cell(self._host(0, None)))
 
 
 class RefusedByApiTest(ApiMixin, helpers.BaseAdminViewTests):
