@@ -3,10 +3,13 @@
 ``numa-policy-lab simulate host --scenario NAME --loops LIST --periods N
 --seed S [--json] [--dry-run]`` runs a simulated host with and without the
 loops; ``--list-scenarios`` names the scenarios; ``simulate cluster`` runs
-the cluster study and ``sandbox`` the one-command sandbox.
+the cluster study, ``simulate tiers`` the memory-tier modes on a host
+with a lower tier (``sim/tiers.py``) and ``sandbox`` the one-command
+sandbox.
 """
 
 import argparse
+import dataclasses
 import json
 import sys
 
@@ -15,6 +18,7 @@ from numa_policy_lab.cluster import cli as cluster_cli
 from numa_policy_lab.sandbox import cli as sandbox_cli
 from numa_policy_lab.sim import experiment
 from numa_policy_lab.sim import scenarios
+from numa_policy_lab.sim import tiers
 
 
 def _loops(text):
@@ -71,6 +75,18 @@ def _print_table(report, out):
     out.write(f"{'mean':24} {m['baseline']:9.3f} {m['with_loops']:9.3f}\n")
 
 
+def simulate_tiers(args, out):
+    """Each memory-tier mode over seeds, as doc/source/results.rst shows."""
+    seeds = range(args.seed, args.seed + max(1, args.seeds))
+    rows = tiers.rows(seeds)
+    if args.json:
+        out.write(json.dumps([dataclasses.asdict(r) for r in rows],
+                             indent=2, sort_keys=True) + '\n')
+    else:
+        out.write(tiers.rst_table(rows) + '\n')
+    return 0
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog='numa-policy-lab')
     sub = parser.add_subparsers(dest='command', required=True)
@@ -87,6 +103,13 @@ def build_parser():
                       help='decide and log, apply nothing')
     host.add_argument('--list-scenarios', action='store_true')
     host.set_defaults(func=simulate_host)
+    tier = what.add_parser('tiers', help='memory-tier modes (top, tiered, '
+                           'any) on a host with a CXL expander, simulated')
+    tier.add_argument('--seed', type=int, default=0)
+    tier.add_argument('--seeds', type=int, default=10,
+                      help='run this many seeds from --seed')
+    tier.add_argument('--json', action='store_true')
+    tier.set_defaults(func=simulate_tiers)
     cluster_cli.register(what)
     sandbox_cli.register(sub)
     return parser

@@ -88,6 +88,11 @@ class SimulatedBackend(backend.Backend):
         """
         if signal is not None and signal not in locality.SIGNALS:
             raise ValueError(f'unknown locality signal {signal!r}')
+        if getattr(host, 'lower_tier', None) is not None:
+            # Its signals, kernel balancing and loops know CPU nodes only;
+            # a lower tier is modelled by sim/tiers.py, placements alone.
+            raise ValueError(f'host {host.name} has a lower memory tier, '
+                             f'which the simulated backend does not run')
         self.host = host
         self._hostname = hostname
         self.vms = list(vms)

@@ -89,3 +89,40 @@ LINE_BYTES = 64
 # agree with 600 at damping 0.95 to 1e-7 on every scenario.
 FIXED_POINT_ITERATIONS = 60
 FIXED_POINT_DAMPING = 0.8
+
+# A lower memory tier: a CPU-less node of CXL-attached DRAM (a memory
+# expander), below the CPU nodes' tier (topology.LowerTier). Its figures
+# come from three published works, none of them a seed; where they differ
+# the range is stated, and the value used is inside every range given.
+#
+# LOWER_TIER_ADDED_NS: latency added to an access over the local DRAM of
+# the node whose socket the expander hangs off, in ns (turned into cycles
+# at each host's clock). 80 ns, the middle of:
+#
+# * Pond (Li et al., ASPLOS '23): CXL "will add 70-90ns to access latencies
+#   over same-NUMA-node DRAM" for a pool of 8-16 sockets, more than 180 ns
+#   for rack-scale pooling; its emulation bracketed CXL at 182 % and 222 %
+#   of local latency;
+# * TPP (Maruf et al., ASPLOS '23): "CXL adds around 50-100 nanoseconds of
+#   extra latency over normal DRAM access", similar to a NUMA hop.
+#
+# On the model's latency table (seed 000 Table 3, 156 cycles local) that
+# is 2.1x (amd48, 2.2 GHz) to 2.2x (xeon2, 2.4 GHz) the local latency and
+# 1.2x to 1.3x one hop. Sun et al. (MICRO '23, three real CXL devices on
+# an Intel Sapphire Rapids host) measured their fastest device (an ASIC)
+# about 35 % slower than DDR5 a socket away and the two others about 2x
+# and 3x: the value here is the fast end of real devices. Those three
+# ratios are as summaries of the paper report them, read without its
+# tables: unsure to a few points.
+LOWER_TIER_ADDED_NS = 80.0
+
+# LOWER_TIER_BANDWIDTH_SHARE: the expander's bandwidth as a share of one
+# CPU node's memory controller (SimHost.mc_gbps). Sun et al. (MICRO '23):
+# their fastest device, one DDR5-4800 channel behind the CXL controller,
+# reached 46 % of its 38.4 GB/s on reads, where a DDR5-4800 channel a
+# socket away reached 70 %; one sub-NUMA node of their host has two such
+# channels. One device against one node is then 0.46 / (2 x 0.70) = 0.33.
+# Their two other devices reach 47 % of 19.2 GB/s and 20 % of 25.6 GB/s:
+# 0.16 and 0.09 on the same count. Efficiencies as summaries of the paper
+# report them: unsure to a few points; the share is the fast end.
+LOWER_TIER_BANDWIDTH_SHARE = round(0.46 / (2 * 0.70), 2)

@@ -17,6 +17,12 @@ working sets there (seed 001 Fig. 4(a) and (b)). Slower vCPUs issue fewer
 accesses, so loads and delays are solved as a damped fixed point.
 Throughput is normalized to the same vCPU alone on an idle host with
 everything local: 1.0 is perfect placement.
+
+A host with a lower memory tier (``SimHost.lower_tier``) has one memory
+node more than CPU nodes: memory placements, controller queues and
+accesses have a column for it; CPUs, interconnect ports and caches do
+not. Its latency is the hop latency to its socket plus the CXL figure of
+``constants.py``, its queue that of a controller of its own bandwidth.
 """
 
 import collections
@@ -36,11 +42,13 @@ class Result:
     vcpu_throughput: np.ndarray  # per vCPU, all guests in order
     vcpu_penalty: np.ndarray  # stall time per unit of work, per vCPU
     vcpu_mem_latency: np.ndarray  # cycles per memory access, per vCPU
-    vm_accesses: np.ndarray  # guests x nodes, accesses per cycle
-    vcpu_accesses: np.ndarray  # vCPUs x nodes, accesses per cycle
+    # Accesses per cycle to each memory node (the CPU nodes, then a
+    # lower tier's), per guest and per vCPU.
+    vm_accesses: np.ndarray  # guests x memory nodes
+    vcpu_accesses: np.ndarray  # vCPUs x memory nodes
     vm_io_rate: np.ndarray  # per guest, requests per second
-    mc_util: np.ndarray  # per node
-    port_util: np.ndarray  # per node
+    mc_util: np.ndarray  # per memory node
+    port_util: np.ndarray  # per CPU node
     cpu_load: np.ndarray  # per node, busy fraction of its CPUs
     # Per guest, the share of its vCPUs' time spent waiting for a CPU
     # they share with other vCPUs (what a host reads as run-queue delay).
@@ -94,11 +102,11 @@ class _Arrays:
     """Per-vCPU inputs of every guest, flattened into numpy arrays."""
 
     def __init__(self, host, vms, irq_nodes=None):
-        n = host.n_nodes
+        n, m = host.n_nodes, host.memory_nodes
         rows = []
         handling = []
         for index, vm in enumerate(vms):
-            rows.extend(self._vm_rows(host, index, vm, n))
+            rows.extend(self._vm_rows(host, index, vm))
             handling += [self._handling(host, vm, irq_nodes or {})] * (
                 vm.n_vcpus)
         # Per vCPU, extra packet-path cycles of remote I/O handling.
@@ -106,8 +114,8 @@ class _Arrays:
         self.vm_of = np.array([r[0] for r in rows], int)
         self.cpu = np.array([r[1] for r in rows], int)
         self.node = self.cpu // host.cpus_per_node
-        self.mem = np.array([r[2] for r in rows]).reshape(-1, n)
-        self.dma = np.array([r[3] for r in rows]).reshape(-1, n)
+        self.mem = np.array([r[2] for r in rows]).reshape(-1, m)
+        self.dma = np.array([r[3] for r in rows]).reshape(-1, m)
         self.peers = np.array([r[4] for r in rows]).reshape(-1, n)
         self.nic = np.array([r[5] for r in rows], int)
         prof = np.array([r[6] for r in rows], float).reshape(-1, 6)
@@ -130,7 +138,8 @@ class _Arrays:
             node_shares(host, threads) if threads else None)
 
     @staticmethod
-    def _vm_rows(host, index, vm, n):
+    def _vm_rows(host, index, vm):
+        n = host.n_nodes
         p = vm.profile
         sizes = vm.seg_mb.sum(axis=1, keepdims=True)
         dist = np.divide(vm.seg_mb, sizes, out=np.zeros_like(vm.seg_mb),
@@ -180,7 +189,13 @@ _sum = np.add.reduce
 class _Solver:
     def __init__(self, host, a):
         self.host, self.a, self.n = host, a, host.n_nodes
+        self.m = host.memory_nodes
         self.lat = host.latency_matrix()
+        # Without a lower tier every memory node is its own port's: the
+        # arrays are used as they are, the same operations as before.
+        self.tiered = host.lower_tier is not None
+        self.ports = host.memory_ports()
+        self.mem_gbps = host.memory_gbps()
         self.l0 = self.lat[0, 0]
         self.remote = (host.hop_matrix() > 0).astype(float)
         self.share = _cpu_share(host, a.cpu)
@@ -198,8 +213,8 @@ class _Solver:
         self.rate_dma = self.share * a.io_mlp * a.io_bound / self.l0
         self.rate_coh = self.share * a.sharing_bound / L3_LATENCY
         self.mem_t, self.dma_t = a.mem.T, a.dma.T
-        self.port_mem = _PortTraffic(a.node, a.mem, self.n)
-        self.port_dma = _PortTraffic(a.nic, a.dma, self.n)
+        self.port_mem = _PortTraffic(a.node, self._by_port(a.mem), self.n)
+        self.port_dma = _PortTraffic(a.nic, self._by_port(a.dma), self.n)
         self.port_coh = _PortTraffic(a.node, a.peers, self.n)
         # A term zero for every vCPU adds exactly nothing to the sums it
         # enters (+0.0 to finite, non-negative numbers): guests without
@@ -216,11 +231,20 @@ class _Solver:
         # is local): the packet path is left exactly as it was.
         self.handled = bool(a.handling.any())
 
+    def _by_port(self, dist):
+        """``dist`` over memory nodes folded onto the ports they cross."""
+        if not self.tiered:
+            return dist
+        folded = np.zeros((len(dist), self.n))
+        np.add.at(folded.T, self.ports, dist.T)
+        return folded
+
     def latencies(self, q_mc, q_port):
         a, lat, l0 = self.a, self.lat, self.l0
         link = c.LINK_QUEUE_CYCLES * (np.maximum.outer(q_port, q_port)
                                       * self.remote)
-        mem_lat = lat + c.MC_QUEUE_CYCLES * q_mc[None, :] + link
+        to_memory = link[:, self.ports] if self.tiered else link
+        mem_lat = lat + c.MC_QUEUE_CYCLES * q_mc[None, :] + to_memory
         at_vcpu = mem_lat[a.node]
         lm = _sum(a.mem * at_vcpu, axis=1)
         if self.dma_used:
@@ -237,7 +261,7 @@ class _Solver:
             ln = ln + self.a.handling
         lc = None
         if self.shares_lines:
-            cache_lat = lat + link
+            cache_lat = lat[:, :self.n] + link
             cache_lat[self.diagonal] = L3_LATENCY
             lc = _sum(a.peers * cache_lat[a.node], axis=1)
         return lm, ln, lc
@@ -263,10 +287,10 @@ class _Solver:
             port = port + self.port_coh(self.rate_coh / time)
         mc = mc * self.gbps
         port = port * self.gbps
-        return mc / self.host.mc_gbps, port / self.host.port_gbps, r_mem
+        return mc / self.mem_gbps, port / self.host.port_gbps, r_mem
 
     def solve(self):
-        q_mc = np.zeros(self.n)
+        q_mc = np.zeros(self.m)
         q_port = np.zeros(self.n)
         d = c.FIXED_POINT_DAMPING
         for _ in range(c.FIXED_POINT_ITERATIONS):
@@ -341,12 +365,12 @@ def _size(key, result):
 
 
 def _evaluate(host, vms, irq_nodes=None):
-    n = host.n_nodes
+    n, m = host.n_nodes, host.memory_nodes
     if not vms:
         zeros = np.zeros(n)
         return Result(np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0),
-                      np.zeros((0, n)), np.zeros((0, n)), np.zeros(0), zeros,
-                      zeros, zeros, np.zeros(0))
+                      np.zeros((0, m)), np.zeros((0, m)), np.zeros(0),
+                      np.zeros(m), zeros, zeros, np.zeros(0))
     a = _Arrays(host, vms, irq_nodes)
     s = _Solver(host, a)
     lm, stall, time, mc_u, port_u, r_mem = s.solve()
@@ -357,7 +381,7 @@ def _evaluate(host, vms, irq_nodes=None):
     counts = np.bincount(a.vm_of, minlength=n_vm)
     vm_tp = np.bincount(a.vm_of, weights=vcpu_tp, minlength=n_vm) / counts
     vcpu_accesses = a.mem * r_mem[:, None]
-    accesses = np.zeros((n_vm, n))
+    accesses = np.zeros((n_vm, m))
     np.add.at(accesses, a.vm_of, vcpu_accesses)
     # Every simulated vCPU is busy; a node is loaded by the vCPUs on it.
     on_node = np.bincount(a.node, minlength=n)
