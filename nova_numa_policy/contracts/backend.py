@@ -20,6 +20,10 @@ MODE_STRICT = 'strict'
 MODE_INTERLEAVE = 'interleave'
 MODE_PREFERRED = 'preferred'
 MODE_RESTRICTIVE = 'restrictive'
+# libvirt's qemu driver changes a running guest's nodeset (by rewriting
+# the cpuset.mems of its cgroups) only when the memory mode is one of
+# these, or when the guest has no <numatune> at all (doc/source/agent.rst).
+LIVE_NODESET_MODES = (None, MODE_RESTRICTIVE)
 
 CAP_VCPU_PINNING = 'vcpu-pinning'
 CAP_EMULATOR_PINNING = 'emulator-pinning'

@@ -7,7 +7,9 @@ guest runs. Once it runs, the agent can only change the nodeset of a strict
 and migrate pages. Both moments ask this module, from plain values
 (:mod:`nova_numa_policy.contracts.backend` types and a
 :class:`~nova_numa_policy.contracts.policy.NumaPolicy`), and get plain values
-back.
+back. What ``hw:numa_memory_tiers=top`` adds, the top tier's nodes and
+keeping a running guest's memory off the lower ones, is
+:mod:`nova_numa_policy.decisions.toptier`'s.
 """
 
 import dataclasses
@@ -15,12 +17,8 @@ import dataclasses
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import policy
 from nova_numa_policy.contracts import scope
-from nova_numa_policy.contracts import tiers
+from nova_numa_policy.decisions import toptier
 
-# libvirt's qemu driver changes a running guest's nodeset (by rewriting
-# the cpuset.mems of its cgroups) only when the memory mode is one of
-# these, or when the guest has no <numatune> at all (doc/source/agent.rst).
-LIVE_NODESET_MODES = (None, backend.MODE_RESTRICTIVE)
 # Seed 002 §4.2: above 80 % average CPU load per node performance drops,
 # so a node that busy is "high load" and gets no more NIC-prior guests.
 LOAD_THRESHOLD = 0.80
@@ -28,12 +26,6 @@ LOAD_THRESHOLD = 0.80
 # three share the host, and which ones do decides what each gets
 # ([numa_policy] large_guest_share; 1.0 keeps no guest to a half).
 LARGE_GUEST_SHARE = 0.25
-# Of a top-tier node's memory, the share that moving a ``top`` guest's
-# pages back onto it leaves free: filling the node to its last page would
-# have the kernel reclaim, and demote, again at once (its reclaim
-# watermarks are, by default, well under 1 % of a node). A choice, not a
-# measured value.
-TOP_TIER_RESERVE = 0.02
 # Pages of 4 KiB, what page moves count.
 PAGES_PER_MB = 256
 
@@ -132,32 +124,6 @@ def allowed_nodes(topology, allowed_cpus):
     if not allowed_cpus or not kept:
         return topology
     return dataclasses.replace(topology, nodes=kept)
-
-
-# The tier modes whose first placement keeps to the top tier: ``top``
-# for good; ``tiered`` until its cold pages are moved down (a later loop).
-TOP_FIRST_MODES = (tiers.TierMode.TOP, tiers.TierMode.TIERED)
-
-
-def top_tier_nodes(topology):
-    """The ids of the nodes in the top memory tier (rank 0)."""
-    return frozenset(n.id for n in topology.nodes if n.memory_tier == 0)
-
-
-def has_lower_tier(topology):
-    """Whether the host has top-tier nodes and nodes of a lower tier."""
-    ranks = {n.memory_tier for n in topology.nodes}
-    return 0 in ranks and len(ranks) > 1
-
-
-def keeps_to_top_tier(memory_tiers, topology):
-    """Whether a guest asking ``memory_tiers`` is placed on the top tier.
-
-    ``memory_tiers``: a :class:`~nova_numa_policy.contracts.tiers.MemoryTiers`.
-    Never on a host without a lower tier: its top tier is every node, and
-    the guest is placed as if it had asked nothing of tiers.
-    """
-    return memory_tiers.mode in TOP_FIRST_MODES and has_lower_tier(topology)
 
 
 def only_nodes(topology, node_ids):
@@ -407,7 +373,8 @@ def boot_plan(numa_policy, topology, usage=(), memory_mb=0,
     (:func:`deal_vcpus`). A None tune leaves the guest to the kernel's
     default, which is first-touch; so does a host with a single node,
     where no choice exists. A guest kept to the top memory tier on a
-    host that has a lower one (:func:`keeps_to_top_tier`) is placed
+    host that has a lower one
+    (:func:`~nova_numa_policy.decisions.toptier.keeps_to_top_tier`) is placed
     among the top-tier nodes only (:func:`_top_tier_plan`).
     """
     if (numa_policy is None or numa_policy.within_nova_topology
@@ -418,7 +385,7 @@ def boot_plan(numa_policy, topology, usage=(), memory_mb=0,
     near, why = nic_placement(numa_policy, topology, usage, vcpus,
                               guest.placed, threshold)
     placement = numa_policy.placement
-    if keeps_to_top_tier(numa_policy.memory_tiers, topology):
+    if toptier.keeps_to_top_tier(numa_policy.memory_tiers, topology):
         return _top_tier_plan(placement, topology, guest, near, why)
     if placement == policy.Placement.INTERLEAVE:
         return _plan(*_interleave(topology, guest))
@@ -485,7 +452,7 @@ def _top_tier_plan(placement, topology, guest, near, why):
     Every choice of the plan without tiers is made again among the
     top-tier nodes alone; the NIC's node counts only when it is one.
     """
-    tops = top_tier_nodes(topology)
+    tops = toptier.top_tier_nodes(topology)
     top = only_nodes(topology, tops)
     if near and not near & tops:
         why = f'NIC node(s) {sorted(near)} are not in the top tier'
@@ -554,19 +521,21 @@ def _restrict(cpus, allowed_cpus):
 
 
 def live_nodeset_allowed(memory_mode):
-    return memory_mode in LIVE_NODESET_MODES
+    return memory_mode in backend.LIVE_NODESET_MODES
 
 
 def observed_placement(instance, topology):
     """The policy a running guest's memory binding actually realizes.
 
-    A guest kept to the top tier (:func:`keeps_to_top_tier`) has the
+    A guest kept to the top tier
+    (:func:`~nova_numa_policy.decisions.toptier.keeps_to_top_tier`) has the
     top tier for its whole host: bound to every top-tier node, it is
     first-touch within them, as another guest bound to every node is.
     """
     all_nodes = frozenset(n.id for n in topology.nodes)
-    everywhere = (top_tier_nodes(topology)
-                  if keeps_to_top_tier(instance.requested_tiers, topology)
+    everywhere = (toptier.top_tier_nodes(topology)
+                  if toptier.keeps_to_top_tier(instance.requested_tiers,
+                                               topology)
                   else all_nodes)
     mode = instance.memory_mode
     nodes = instance.memory_nodes
@@ -611,8 +580,8 @@ def home_cpus(topology, nodes, allowed_cpus):
 
 def _home_candidates(instance, topology):
     """The nodes a running guest's home is chosen among, as a topology."""
-    if keeps_to_top_tier(instance.requested_tiers, topology):
-        return only_nodes(topology, top_tier_nodes(topology))
+    if toptier.keeps_to_top_tier(instance.requested_tiers, topology):
+        return only_nodes(topology, toptier.top_tier_nodes(topology))
     return topology
 
 
@@ -651,20 +620,22 @@ def enforce(instance, topology, usage, can_set_nodeset=True,
     ``can_set_nodeset``: whether the host changes a running guest's
     nodeset (``CAP_LIVE_NODESET``); ``can_move_pages``: whether it moves
     pages (``CAP_PAGE_MIGRATION``), which only the memory of a ``top``
-    guest found on a lower tier needs here (:func:`enforce_top_tier`).
+    guest found on a lower tier needs here
+    (:func:`~nova_numa_policy.decisions.toptier.enforce_top_tier`).
     """
     if instance.requested_policy is None or instance.hands_off_reason:
         return Enforcement()
     if len(topology.nodes) < 2:
         return Enforcement()
     placed = _enforce_placement(instance, topology, usage, can_set_nodeset)
-    if not kept_off_lower_tiers(instance, topology):
+    if not toptier.kept_off_lower_tiers(instance, topology):
         return placed
-    kept = enforce_top_tier(instance, topology, usage, can_set_nodeset,
-                            can_move_pages, placed.actions)
+    actions, blocked = toptier.enforce_top_tier(
+        instance, topology, usage, can_set_nodeset, can_move_pages,
+        placed.actions)
     return Enforcement(
-        actions=placed.actions + kept.actions,
-        blocked='; '.join(why for why in (placed.blocked, kept.blocked)
+        actions=placed.actions + actions,
+        blocked='; '.join(why for why in (placed.blocked, blocked)
                           if why) or None)
 
 
@@ -681,121 +652,6 @@ def _enforce_placement(instance, topology, usage, can_set_nodeset):
     # first-touch is the kernel's default; keeping vCPUs near their memory
     # and auto's choice belong to the rebalancing loops.
     return Enforcement()
-
-
-def kept_off_lower_tiers(instance, topology):
-    """Whether a running guest's memory must be kept off a lower tier here.
-
-    ``top`` only: a ``tiered`` guest's pages may live on a lower tier
-    (what moves them is another loop's), an ``any`` guest's anywhere.
-    """
-    return (instance.requested_tiers.mode == tiers.TierMode.TOP
-            and has_lower_tier(topology))
-
-
-def enforce_top_tier(instance, topology, usage, can_set_nodeset=True,
-                     can_move_pages=False, planned=()):
-    """Keep a ``top`` guest's memory off the lower tiers, now.
-
-    Two corrections, after ``planned`` (the actions already decided for
-    the guest): a nodeset that lets the kernel allocate on a lower-tier
-    node loses it, where libvirt can change it live; memory resident on
-    a lower-tier node moves back to the top-tier nodes of its nodeset,
-    where the host moves pages. The second is needed whatever the
-    nodeset: the working hypothesis is that reclaim in Linux 6.1 demotes
-    a guest's pages without checking its cgroup's cpuset.mems. Were it
-    to check, a guest kept to the top tier has no page down there and
-    nothing is moved.
-    """
-    tops = top_tier_nodes(topology)
-    nodeset, nodeset_blocked = _top_tier_nodeset(
-        instance, topology, tops, can_set_nodeset, planned)
-    reach = nodeset.nodes if nodeset else _reach(instance, topology, planned)
-    moves, moves_blocked = _moves_to_top_tier(
-        instance, topology, usage, (reach & tops) or tops, can_move_pages)
-    return Enforcement(
-        actions=((nodeset,) if nodeset else ()) + tuple(moves),
-        blocked='; '.join(why for why in (nodeset_blocked, moves_blocked)
-                          if why) or None)
-
-
-def _reach(instance, topology, planned=()):
-    """The nodes the kernel may allocate the guest's memory on.
-
-    Those of the last nodeset ``planned``, else of its binding; every
-    node without one, or with ``preferred``, which spills anywhere.
-    """
-    for action in reversed(planned):
-        if isinstance(action, backend.SetNodeset):
-            return action.nodes
-    if (instance.memory_mode == backend.MODE_PREFERRED
-            or not instance.memory_nodes):
-        return frozenset(n.id for n in topology.nodes)
-    return instance.memory_nodes
-
-
-def _top_tier_nodeset(instance, topology, tops, can_set_nodeset, planned):
-    """(a SetNodeset off the lower tier, or None; why not, or None)."""
-    reach = _reach(instance, topology, planned)
-    lower = reach - tops
-    if not lower:
-        return None, None
-    words = f'top tier only: lower-tier node(s) {sorted(lower)}'
-    if not live_nodeset_allowed(instance.memory_mode):
-        return None, (f'{words} stay open to its memory until its next hard '
-                      f'reboot: memory mode {instance.memory_mode} cannot '
-                      f'change while the guest runs')
-    if not can_set_nodeset:
-        return None, (f"{words} stay open to its memory: this host cannot "
-                      f"change a running guest's nodeset")
-    nodes = (reach & tops) or tops
-    return backend.SetNodeset(
-        instance.uuid, f'{words} taken out: memory bound to nodes '
-                       f'{sorted(nodes)}', nodes=nodes), None
-
-
-def _room_mb(topology, usage, node_ids):
-    """{node id: its free MB above :data:`TOP_TIER_RESERVE`, or 0}."""
-    usage_by_node = {u.node_id: u for u in usage}
-    # Whole MB: a move is of whole pages, and measured free memory comes
-    # as a float (the agent reads it from meminfo's kB).
-    return {n.id: max(0, int(_free_mb(n, usage_by_node))
-                      - int(TOP_TIER_RESERVE * n.memory_total_mb))
-            for n in topology.nodes if n.id in node_ids}
-
-
-def _moves_to_top_tier(instance, topology, usage, targets, can_move_pages):
-    """(MovePages of lower-tier memory onto ``targets``; why not all).
-
-    Each lower-tier node's share goes to the target with the most room
-    (free memory above :data:`TOP_TIER_RESERVE`), as much as fits; where
-    the guest's vCPUs are is the rebalancing loops' concern afterwards.
-    """
-    lower = frozenset(n.id for n in topology.nodes) - top_tier_nodes(topology)
-    found = {node: mb for node, mb in sorted(
-        instance.memory_mb_per_node.items()) if node in lower and mb > 0}
-    if not found:
-        return [], None
-    if not can_move_pages:
-        return [], (f'top tier only: {sum(found.values()):.0f} MB on '
-                    f'lower-tier node(s) {sorted(found)} stay there: this '
-                    f'host cannot move pages')
-    room = _room_mb(topology, usage, targets)
-    moves, left = [], 0
-    for node, mb in found.items():
-        target = max(room, key=lambda n: (room[n], -n))
-        fits = min(mb, room[target])
-        if fits > 0:
-            room[target] -= fits
-            # numa_maps gives MiB in fractions; a move is of whole pages.
-            moves.append(backend.MovePages(
-                instance.uuid, f'top tier only: {fits:.0f} MB on lower-tier '
-                f'node {node} moved back to node {target}', source_node=node,
-                target_node=target, pages=int(fits * PAGES_PER_MB)))
-        left += mb - fits
-    return moves, (f'top tier only: {left:.0f} MB stay on lower-tier '
-                   f'node(s): no top-tier node of its nodeset has room'
-                   if left >= 1 else None)
 
 
 def undo(action, instance, topology):

@@ -10,7 +10,7 @@ half bound to its home nodes is worse than one not bound yet.
 
 A ``top`` guest (``hw:numa_memory_tiers``) has its memory kept off the
 host's lower memory tiers each period
-(:func:`nova_numa_policy.decisions.enforcement.enforce_top_tier`): its
+(:func:`nova_numa_policy.decisions.toptier.enforce_top_tier`): its
 nodeset loses a lower-tier node, and what the kernel demoted moves back.
 
 A ``home`` guest that arrived by live migration on the node its source

@@ -12,6 +12,7 @@ from nova_numa_policy.contracts import policy
 from nova_numa_policy.contracts import tiers
 from nova_numa_policy.decisions import arrival
 from nova_numa_policy.decisions import enforcement
+from nova_numa_policy.decisions import toptier
 from nova_numa_policy.loops import runner
 from tests import base as test_base
 from tests import topology_factory
@@ -72,9 +73,9 @@ class TierTopologyTest(test_base.TestCase):
 
     def test_the_top_tier_and_whether_there_is_another(self):
         host = tiered_host()
-        self.assertEqual({0, 1}, enforcement.top_tier_nodes(host))
-        self.assertTrue(enforcement.has_lower_tier(host))
-        self.assertFalse(enforcement.has_lower_tier(untiered(host)))
+        self.assertEqual({0, 1}, toptier.top_tier_nodes(host))
+        self.assertTrue(toptier.has_lower_tier(host))
+        self.assertFalse(toptier.has_lower_tier(untiered(host)))
 
     def test_only_nodes_keeps_each_distance_between_the_nodes_kept(self):
         host = tiered_host(ids=(0, 8, 1))
@@ -89,9 +90,9 @@ class TierTopologyTest(test_base.TestCase):
         for mode, kept in (('any', False), ('top', True), ('tiered', True)):
             memory_tiers = resolved('first-touch', mode).memory_tiers
             with self.subTest(mode):
-                self.assertIs(kept, enforcement.keeps_to_top_tier(
+                self.assertIs(kept, toptier.keeps_to_top_tier(
                     memory_tiers, host))
-                self.assertFalse(enforcement.keeps_to_top_tier(
+                self.assertFalse(toptier.keeps_to_top_tier(
                     memory_tiers, untiered(host)))
 
 
