@@ -10,6 +10,7 @@ from testtools import content
 
 from tests import base as test_base
 from tests.cloud import cloud as cloud_mod
+from tests.cloud import endpoints
 from tests.cloud import plugin
 from tests.cloud import resources
 from tests.cloud import test_servers
@@ -29,6 +30,10 @@ DELETE_TIMEOUT = 300
 # A nova-compute started again, or back on a restarted libvirtd, is up
 # in nova's API once it reported its state (every 10 s) after its start.
 COMPUTE_UP_TIMEOUT = 300
+# What nova-compute puts on its resource provider while its service is
+# disabled; nova's scheduler asks placement for providers without it.
+DISABLED_TRAIT = 'COMPUTE_STATUS_DISABLED'
+PLACEMENT_VERSION = '1.39'
 ACTIONS_LIMIT = 1000
 # Reports of a host read back from our API, at most (the API's limit).
 HISTORY = 1000
@@ -118,7 +123,14 @@ class FaultTestBase(test_base.TestCase):
         self.wait_freshness(host, True, BACK_TIMEOUT)
 
     def wait_compute_up(self, host):
-        """Wait until nova has ``host``'s nova-compute enabled and up."""
+        """Wait until nova has ``host``'s nova-compute enabled and up.
+
+        And placement too: nova-compute takes the disabled trait off its
+        resource provider after the service is enabled again, and until
+        it has, nova's scheduler gets no allocation candidate there (seen:
+        "No valid host" for a server asked onto the host a moment after
+        its service showed enabled).
+        """
         def service():
             return next(s for s in self.nova.compute_services()
                         if s['host'] == host)
@@ -127,6 +139,23 @@ class FaultTestBase(test_base.TestCase):
             service, lambda s: s['status'] == 'enabled' and s['state'] == 'up',
             f'nova-compute of {host} enabled and up', COMPUTE_UP_TIMEOUT,
             interval=3)
+        resources.wait_for(
+            lambda: self.provider_traits(host),
+            lambda traits: DISABLED_TRAIT not in traits,
+            f'{DISABLED_TRAIT} off the provider of {host}',
+            COMPUTE_UP_TIMEOUT, interval=3)
+
+    def provider_traits(self, host):
+        """The traits placement holds on ``host``'s resource provider."""
+        session = self.CLOUD.session()
+        version = {'OpenStack-API-Version': f'placement {PLACEMENT_VERSION}'}
+        base_url = endpoints.url('placement')
+        providers = session.get(f'{base_url}/resource_providers?name={host}',
+                                headers=version).json()['resource_providers']
+        (provider,) = providers
+        return session.get(
+            f'{base_url}/resource_providers/{provider["uuid"]}/traits',
+            headers=version).json()['traits']
 
     # -- what our API says ----------------------------------------------
 
