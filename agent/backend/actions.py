@@ -140,6 +140,25 @@ class GuestActions:
                      'touches them again', instance_uuid, result.skipped)
         return result.moved
 
+    def tier_pages(self, instance_uuid, source_node, target_node, pages,
+                   pick):
+        """Move up to ``pages`` pages of temperature ``pick``, by the census.
+
+        :class:`agent.backend.pagetemps.PageTemperature` chooses them from
+        the last period's census of what the guest wrote.
+        """
+        temperature = self._guests.temperature
+        if not self.page_migration_supported() or temperature is None:
+            raise errors.PageMigrationUnavailable(
+                'page migration is not available: no page mover configured '
+                'or no move_pages(2) in this kernel')
+        pid = self._running_pid(instance_uuid, 'move pages between tiers')
+        try:
+            return temperature.move(instance_uuid, pid, source_node,
+                                    target_node, pages, pick)
+        finally:
+            self._guests.memory.moved(pid)
+
     def steer_irq(self, irq, nic, cpus):
         """Route ``irq`` of uplink ``nic`` to ``cpus``; its affinity after.
 

@@ -19,6 +19,7 @@ from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import errors
 from nova_numa_policy.contracts import scope
 from nova_numa_policy.contracts import tiers
+from nova_numa_policy.decisions import toptier
 
 from agent.backend import arrivals
 from agent.backend import calls
@@ -26,6 +27,7 @@ from agent.backend import domxml
 from agent.backend import guestmemory
 from agent.backend import hostview
 from agent.backend import iopath
+from agent.backend import pagetemps
 from agent.backend import signals
 from agent.backend import traffic
 from agent.backend import vcputhreads
@@ -52,6 +54,10 @@ class GuestObserver:
         self._running = frozenset()
         self.memory = guestmemory.GuestMemory(paths.root, helpers.page_mover,
                                               timing)
+        # What tiered guests wrote, with the page mover only.
+        self.temperature = (pagetemps.PageTemperature(helpers.page_mover)
+                            if helpers.page_mover is not None else None)
+        self._temperature_warned = False
         self.threads = vcputhreads.VcpuThreads(paths.root, timing)
         self.traffic = traffic.GuestTraffic(
             paths.root, timing.clock, timing.rate_window, helpers.vf_traffic)
@@ -137,11 +143,34 @@ class GuestObserver:
         self.threads.forget_all_but(live)
         self.traffic.forget_all_but(live)
         self.io_path.forget_all_but(live)
+        if self.temperature is not None:
+            self.temperature.forget_all_but(live)
 
     def _memory(self, pid, uuid):
         # A change of its live definition forces a read.
         definition = self._facts.get(uuid, (None,))[0]
         return self.memory.per_node(pid, uuid, definition)
+
+    def _written(self, facts, pid, topology):
+        """{node: MB} a ``tiered`` guest wrote over the period, or None.
+
+        Measured only where the tiering loop can use it: a tiered guest,
+        a host with a lower tier, a page mover.
+        """
+        requested = facts.requested.memory_tiers if facts.requested else None
+        if (self.temperature is None or pid is None or requested is None
+                or requested.mode != tiers.TierMode.TIERED
+                or not toptier.has_lower_tier(topology)):
+            return None
+        try:
+            return self.temperature.census(facts.uuid, pid)
+        except (OSError, errors.HostError) as exc:
+            # The report and the floor do without it; said once loudly.
+            log = LOG.debug if self._temperature_warned else LOG.warning
+            self._temperature_warned = True
+            log('No census of the pages %s (pid %s) writes: %s',
+                facts.uuid, pid, exc)
+            return None
 
     def _instance(self, dom, host_cpus, topology, signal):
         facts = self.facts(dom)
@@ -184,6 +213,7 @@ class GuestObserver:
                           if facts.requested else None),
             requested_tiers=(facts.requested.memory_tiers
                              if facts.requested else tiers.ANY),
+            written_mb_per_node=self._written(facts, pid, topology),
             blind_arrival=(facts.chosen_by_source
                            and not self.arrivals.handled(facts.uuid,
                                                          dom.ID())))

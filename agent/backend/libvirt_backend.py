@@ -163,6 +163,11 @@ class LibvirtBackend(backend.Backend):
         return self.actions.move_pages(instance_uuid, source_node,
                                        target_node, pages)
 
+    def tier_pages(self, instance_uuid, source_node, target_node, pages,
+                   pick):
+        return self.actions.tier_pages(instance_uuid, source_node,
+                                       target_node, pages, pick)
+
     def steer_irq(self, irq, nic, cpus):
         return self.actions.steer_irq(irq, nic, cpus)
 

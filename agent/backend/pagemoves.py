@@ -7,6 +7,7 @@ their errno values into the agent's errors. Nothing here is privileged.
 """
 
 import array
+import contextlib
 import dataclasses
 import errno
 import os
@@ -79,6 +80,17 @@ def _daemon_error(exc):
     return errors.NotEnforceable(f'privsep daemon unavailable: {exc}')
 
 
+@contextlib.contextmanager
+def translated(pid, target=None):
+    """Daemon calls on ``pid`` within raise the agent's errors."""
+    try:
+        yield
+    except OSError as exc:
+        raise _translate(exc, pid, target) from exc
+    except privsep.DAEMON_ERRORS as exc:
+        raise _daemon_error(exc) from exc
+
+
 class PageMover:
     """Executes page moves; every privileged call goes through privsep."""
 
@@ -87,6 +99,10 @@ class PageMover:
 
     def supported(self):
         return _page_daemon().supported()
+
+    def daemon(self):
+        """The page daemon's entry points (:mod:`agent.privsep.pagemover`)."""
+        return _page_daemon()
 
     def numa_maps(self, pid):
         try:

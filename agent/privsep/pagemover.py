@@ -12,6 +12,11 @@ Two layers, thinnest at the privileged end:
 The agent's side, which plans the windows and turns errno values into
 the agent's errors, is :class:`agent.backend.pagemoves.PageMover`.
 
+Also what a guest wrote since a mark (pagemap's soft-dirty bits, and
+``clear_refs`` to mark again), the temperature the tiering loop moves
+pages by (:mod:`agent.backend.pagetemps`): the daemon reads pagemap as
+the guest's own user, which gives the bits and never a physical address.
+
 migrate_pages(2) is deliberately not used: it moves every page of a node,
 shared libraries' page cache included, and cannot stop at a budget.
 """
@@ -175,6 +180,65 @@ def move_addresses(pid, addresses, node):
     not_moved, status = _moved(guest, array.array(
         'Q', trust.addresses(addresses)), trust.node(node), MPOL_MF_MOVE_ALL)
     return not_moved, status.tolist()
+
+
+# /proc/<pid>/pagemap (the kernel's admin-guide/mm/pagemap.rst): one
+# 64-bit entry per virtual page of the base size; bit 63 says the page
+# is present, bit 55 that it was written since the soft-dirty bits were
+# last cleared (writing 4 to /proc/<pid>/clear_refs clears them).
+PAGEMAP_ENTRY_BYTES = 8
+BASE_PAGE_SIZE = 4096
+PM_PRESENT = 1 << 63
+PM_SOFT_DIRTY = 1 << 55
+CLEAR_SOFT_DIRTY = b'4'
+# What page_writes says of each page.
+NOT_PRESENT, NOT_WRITTEN, WRITTEN = 0, 1, 2
+
+
+def written_states(entries):
+    """Each pagemap entry (uint64 array) as NOT_PRESENT/NOT_WRITTEN/WRITTEN.
+
+    Pure; bytes out, one per page.
+    """
+    import numpy
+
+    present = ((entries & numpy.uint64(PM_PRESENT)) != 0).astype(numpy.uint8)
+    written = ((entries & numpy.uint64(PM_SOFT_DIRTY)) != 0).astype(
+        numpy.uint8)
+    return (present * (1 + written)).astype(numpy.uint8).tobytes()
+
+
+@privsep.pages.entrypoint
+def page_writes(pid, start, count, page_size):
+    """Which pages of a window were written since :func:`clear_writes`.
+
+    Bytes, one per page: :data:`NOT_PRESENT`, :data:`NOT_WRITTEN` or
+    :data:`WRITTEN`. Base pages only (a hugetlbfs page spans many
+    entries).
+    """
+    import numpy
+
+    if page_size != BASE_PAGE_SIZE:
+        raise ValueError(f'page_writes reads pages of {BASE_PAGE_SIZE} bytes, '
+                         f'not {page_size}')
+    _window_of(start, count, page_size)
+    data = _guest(pid).read_at(
+        'pagemap', start // BASE_PAGE_SIZE * PAGEMAP_ENTRY_BYTES,
+        count * PAGEMAP_ENTRY_BYTES)
+    if len(data) != count * PAGEMAP_ENTRY_BYTES:
+        raise ValueError(f'pagemap of process {pid} gave {len(data)} bytes '
+                         f'for {count} pages')
+    return written_states(numpy.frombuffer(data, dtype=numpy.uint64))
+
+
+@privsep.pages.entrypoint
+def clear_writes(pid):
+    """Clear the soft-dirty bits of every page of ``pid``.
+
+    What it writes from now on is seen by :func:`page_writes`; the cost
+    to the guest is one minor fault on the first write to each page.
+    """
+    _guest(pid).write('clear_refs', CLEAR_SOFT_DIRTY)
 
 
 def statuses(data):

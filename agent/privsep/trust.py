@@ -231,6 +231,32 @@ class Guest:
     def read(self, name):
         return self.read_bytes(name).decode('utf-8', 'replace')
 
+    def _open(self, name, flags):
+        if self._dir is None:
+            raise ProcessLookupError(errno.ESRCH,
+                                     f'process {self.pid}: closed')
+        try:
+            return os.open(name, flags | os.O_CLOEXEC, dir_fd=self._dir)
+        except FileNotFoundError:
+            raise ProcessLookupError(
+                errno.ESRCH, f'process {self.pid} is gone') from None
+
+    def read_at(self, name, offset, size):
+        """``size`` bytes at ``offset`` of ``/proc/<pid>/<name>``."""
+        fd = self._open(name, os.O_RDONLY)
+        try:
+            return os.pread(fd, size, offset)
+        finally:
+            os.close(fd)
+
+    def write(self, name, data):
+        """Write ``data`` to ``/proc/<pid>/<name>`` of this very process."""
+        fd = self._open(name, os.O_WRONLY)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+
     def alive(self):
         try:
             signal.pidfd_send_signal(self._pidfd, 0)

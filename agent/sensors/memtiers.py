@@ -4,7 +4,9 @@ Linux 6.1 and later group nodes by how fast their memory is, each tier
 a directory ``memory_tier<N>`` under
 ``/sys/devices/virtual/memory_tiering`` listing its nodes, and reclaim
 demotes pages to a lower tier when
-``/sys/kernel/mm/numa/demotion_enabled`` says so. The agent reads them
+``/sys/kernel/mm/numa/demotion_enabled`` says so, and NUMA balancing
+promotes hot ones back when ``kernel.numa_balancing`` has its memory
+tiering bit. The agent reads them
 every period; the report says ranks rather than the kernel's numbers.
 
 Parsing and ranking are pure and shared with the driver extension, which
@@ -37,13 +39,14 @@ class TierSensor:
         try:
             nodelists = sysfs.memory_tier_nodelists(self._root)
             demotion = sysfs.demotion_enabled(self._root)
+            balancing = sysfs.numa_balancing(self._root)
         except ValueError as exc:
             # Bytes that are not text (UnicodeDecodeError): nothing the
             # kernel writes there; trust none of it.
             found, problems = backend.MemoryTiers(), {'tiers': str(exc)}
         else:
-            found, problems = tier_files.memory_tiers(nodelists,
-                                                      demotion)
+            found, problems = tier_files.memory_tiers(nodelists, demotion,
+                                                      balancing)
         for part, why in sorted(problems.items()):
             if part not in self._warned:
                 self._warned.add(part)

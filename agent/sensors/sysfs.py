@@ -282,6 +282,14 @@ def demotion_enabled(root):
     return _read(root, DEMOTION_FILE)
 
 
+BALANCING_FILE = 'proc/sys/kernel/numa_balancing'
+
+
+def numa_balancing(root):
+    """``kernel.numa_balancing``'s text, None where there is none."""
+    return _read(root, BALANCING_FILE)
+
+
 MEMORY_DIR = 'sys/devices/system/memory'
 
 

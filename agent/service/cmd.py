@@ -216,9 +216,17 @@ def build_agent(conf, sender=None, opener=None):
     return agent
 
 
+# oslo.privsep logs each reply of a daemon at debug; the page daemon's
+# carry a status per page, thousands a call: with debug on they would be
+# most of the log. INFO for privsep's logger, as nova sets it.
+PRIVSEP_LOG_LEVEL = 'oslo.privsep.daemon=INFO'
+
+
 def parse_args(argv):
     messaging.use_nova_exchange()
     logging.register_options(CONF)
+    logging.set_defaults(default_log_levels=[
+        *logging.get_default_log_levels(), PRIVSEP_LOG_LEVEL])
     CONF.register_cli_opts(CLI_OPTS)
     CONF(argv, project='nova', prog='numa-policy-agent')
     if CONF.dry_run:

@@ -195,6 +195,11 @@ class InstanceState:
     # (hw:numa_memory_tiers, a contracts.tiers.MemoryTiers): ANY, the
     # kernel's own behaviour, also when it asked for no policy.
     requested_tiers: tiers.MemoryTiers = tiers.ANY
+    # Of its memory per node ({node id: MB}), what it wrote over the last
+    # period (the kernel's soft-dirty bits): its hot memory, as far as
+    # this host can tell. None when not measured (only ``tiered`` guests
+    # are, on a host with a lower tier and a page mover).
+    written_mb_per_node: dict | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -225,11 +230,19 @@ class MemoryTiers:
     be read): every node is then in the top tier (:meth:`rank`).
     ``demotion``: whether the
     kernel demotes pages to a lower tier during reclaim, None when it
-    does not say.
+    does not say. ``promotion``: whether it promotes pages it finds hot
+    on a lower tier (``kernel.numa_balancing``'s memory tiering bit),
+    None when it does not say.
     """
 
     ranks: dict | None = None
     demotion: bool | None = None
+    promotion: bool | None = None
+
+    @property
+    def kernel_tiers(self):
+        """Whether the kernel itself moves pages between tiers."""
+        return bool(self.demotion or self.promotion)
 
     def rank(self, node_id):
         """The node's tier rank; 0, the top tier, where nothing is said."""
@@ -290,6 +303,25 @@ class MovePages(Action):
     source_node: int = 0
     target_node: int = 0
     pages: int = 0
+
+
+# Which pages of a node a TierPages takes: those the guest did not write
+# over the last period, those it did, or those it did first and then any.
+PICK_COLD = 'cold'
+PICK_HOT = 'hot'
+PICK_HOT_FIRST = 'hot-first'
+PICKS = (PICK_COLD, PICK_HOT, PICK_HOT_FIRST)
+
+
+@dataclasses.dataclass(frozen=True)
+class TierPages(MovePages):
+    """Move up to ``pages`` pages between tiers, chosen by ``pick``.
+
+    A MovePages for every rule that counts pages (the budget, the
+    guard); the backend takes only pages of the temperature asked.
+    """
+
+    pick: str = PICK_COLD
 
 
 @dataclasses.dataclass(frozen=True)
@@ -378,6 +410,17 @@ class Backend(abc.ABC):
     def move_pages(self, instance_uuid, source_node, target_node, pages):
         """Move up to ``pages`` pages; return how many were moved."""
 
+    def tier_pages(self, instance_uuid, source_node, target_node, pages,
+                   pick):
+        """Move up to ``pages`` pages of temperature ``pick`` (PICKS).
+
+        Only on a backend that measures what guests write
+        (:attr:`InstanceState.written_mb_per_node`); returns how many
+        were moved.
+        """
+        raise NotImplementedError(f'{self.name} cannot tell hot pages from '
+                                  f'cold')
+
     def steer_irq(self, irq, nic, cpus):
         """Route interrupt ``irq`` of ``nic`` to ``cpus``.
 
@@ -407,6 +450,10 @@ class Backend(abc.ABC):
             return self.pin_emulator(action.instance_uuid, action.cpus)
         if isinstance(action, SetNodeset):
             return self.set_nodeset(action.instance_uuid, action.nodes)
+        if isinstance(action, TierPages):
+            return self.tier_pages(action.instance_uuid, action.source_node,
+                                   action.target_node, action.pages,
+                                   action.pick)
         if isinstance(action, MovePages):
             return self.move_pages(action.instance_uuid, action.source_node,
                                    action.target_node, action.pages)

@@ -100,12 +100,31 @@ def parse_demotion(text):
         raise ValueError(f'demotion_enabled reads {text!r:.40}') from None
 
 
-def memory_tiers(nodelists, demotion_text):
+# kernel.numa_balancing is a bit mask; this bit (Linux 5.18 and later)
+# has the kernel promote the pages it finds hot on a lower tier.
+BALANCING_MEMORY_TIERING = 2
+
+
+def parse_promotion(text):
+    """Whether ``kernel.numa_balancing`` promotes; None without the file.
+
+    :raises ValueError: text that is not a number.
+    """
+    if text is None:
+        return None
+    try:
+        return bool(int(text.strip()) & BALANCING_MEMORY_TIERING)
+    except ValueError:
+        raise ValueError(f'numa_balancing reads {text!r:.40}') from None
+
+
+def memory_tiers(nodelists, demotion_text, balancing_text=None):
     """(:class:`~backend.MemoryTiers`, problems) of what the kernel wrote.
 
     ``nodelists``: as :func:`parse_tiers` takes them, or None when the
     kernel has no memory tiers; ``demotion_text``: demotion_enabled's
-    text or None. Tiers that list no node say nothing either (every
+    text or None; ``balancing_text``: ``kernel.numa_balancing``'s, or
+    None. Tiers that list no node say nothing either (every
     node is then in the top tier). Each part that cannot be read is
     left unsaid, and why is one of ``problems``, keyed by the part.
     """
@@ -121,7 +140,13 @@ def memory_tiers(nodelists, demotion_text):
     except ValueError as exc:
         demotion = None
         problems['demotion'] = str(exc)
-    return backend.MemoryTiers(ranks=ranks, demotion=demotion), problems
+    try:
+        promotion = parse_promotion(balancing_text)
+    except ValueError as exc:
+        promotion = None
+        problems['promotion'] = str(exc)
+    return backend.MemoryTiers(ranks=ranks, demotion=demotion,
+                               promotion=promotion), problems
 
 
 def ranked(topology, tiers):

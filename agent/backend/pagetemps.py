@@ -1,0 +1,161 @@
+"""Which pages a guest wrote over the last period, and moves by it.
+
+The tiering loop (:mod:`nova_numa_policy.decisions.tiering`) moves a
+``tiered`` guest's pages it did not write down to a lower memory tier
+and those it wrote back up. Linux 6.1 as distributions build it has
+neither idle page tracking nor DAMON; what it has per page is the
+soft-dirty bit (``CONFIG_MEM_SOFT_DIRTY``): set on each write, cleared for
+a whole process by ``clear_refs``. Each period :meth:`PageTemperature.census`
+reads, for each window of the guest's own memory, the node of each page
+(move_pages(2)'s query) and its bit, counts the written pages per node,
+keeps the bits, and clears them; :meth:`PageTemperature.move` takes the
+pages of the kept reading that match what a move asks for. A page only
+read is not seen: to the census it is cold.
+
+Nothing here is privileged: every read goes through the page daemon
+(:mod:`agent.privsep.pagemover`). Cost: two daemon calls per window of
+:data:`agent.backend.pageplan.DEFAULT_BATCH_PAGES` pages, one byte per
+page kept until the next census, for ``tiered`` guests only.
+"""
+
+import dataclasses
+
+from oslo_log import log as logging
+
+from nova_numa_policy.contracts import backend
+
+from agent.backend import pagemoves
+from agent.backend import pageplan
+
+LOG = logging.getLogger(__name__)
+
+# What the page daemon says of each page (agent.privsep.pagemover).
+NOT_PRESENT, NOT_WRITTEN, WRITTEN = 0, 1, 2
+BASE_PAGE_SIZE = 4096
+PAGES_PER_MB = (1 << 20) // BASE_PAGE_SIZE
+# The states each pick takes, in the order it takes them.
+PICKED = {backend.PICK_COLD: (NOT_WRITTEN,),
+          backend.PICK_HOT: (WRITTEN,),
+          backend.PICK_HOT_FIRST: (WRITTEN, NOT_WRITTEN)}
+
+
+@dataclasses.dataclass(frozen=True)
+class Reading:
+    """One census of a guest: each window's start, page count, states."""
+
+    pid: int
+    windows: tuple
+
+
+def windows(vmas, batch_pages=pageplan.DEFAULT_BATCH_PAGES):
+    """(start, count) of the windows of a guest's own base-page memory.
+
+    Pure: the mappings :func:`agent.backend.pageplan.movable` takes, of
+    4 KiB pages (a hugetlbfs page spans many pagemap entries, and its
+    guest is not measured), with resident pages.
+    """
+    found = []
+    for vma in vmas:
+        if (not pageplan.movable(vma) or vma.page_size != BASE_PAGE_SIZE
+                or not sum(vma.pages_per_node.values())):
+            continue
+        for first in range(0, vma.pages, batch_pages):
+            found.append((vma.start + first * BASE_PAGE_SIZE,
+                          min(batch_pages, vma.pages - first)))
+    return found
+
+
+def written_per_node(nodes, states):
+    """{node: written pages} of one window: pure.
+
+    ``nodes``: move_pages(2)'s query (a node, or a negative errno);
+    ``states``: the daemon's bytes, one per page.
+    """
+    counts = {}
+    for node, state in zip(nodes, states):
+        if state == WRITTEN and node >= 0:
+            counts[node] = counts.get(node, 0) + 1
+    return counts
+
+
+def matching(nodes, states, wanted):
+    """``nodes`` with every page not in state ``wanted`` made -1: pure.
+
+    So that :func:`agent.backend.pageplan.select` takes only those.
+    """
+    return [node if state == wanted else -1
+            for node, state in zip(nodes, states)]
+
+
+class PageTemperature:
+    """Soft-dirty censuses and moves through ``page_mover``'s daemon.
+
+    ``page_mover``: :class:`agent.backend.pagemoves.PageMover`.
+    """
+
+    def __init__(self, page_mover):
+        self._mover = page_mover
+        self._readings = {}
+
+    def census(self, uuid, pid):
+        """{node: MB written since the last census}, or None; marks again.
+
+        None at the first census of a process: it finds every page
+        written since the process started (a new page is born written),
+        which says nothing of what is hot. The next one does.
+        """
+        daemon = self._mover.daemon()
+        vmas = self._mover.mappings(pid)
+        kept, written = [], {}
+        with pagemoves.translated(pid):
+            for start, count in windows(vmas, self._mover.batch_pages):
+                nodes = daemon.page_nodes(pid, start, count, BASE_PAGE_SIZE)
+                states = daemon.page_writes(pid, start, count,
+                                            BASE_PAGE_SIZE)
+                kept.append((start, count, states))
+                for node, pages in written_per_node(nodes, states).items():
+                    written[node] = written.get(node, 0) + pages
+            daemon.clear_writes(pid)
+        before = self._readings.get(uuid)
+        self._readings[uuid] = Reading(pid, tuple(kept))
+        if before is None or before.pid != pid:
+            return None
+        return {node: pages / PAGES_PER_MB for node, pages in written.items()}
+
+    def forget_all_but(self, live):
+        for uuid in set(self._readings) - set(live):
+            del self._readings[uuid]
+
+    def move(self, uuid, pid, source, target, pages, pick):
+        """Move up to ``pages`` pages of ``pick`` from ``source``.
+
+        The pages the last census saw in ``pick``'s states, those of the
+        first state first; where each page is now is asked again. Returns
+        the pages moved; 0 without a census of this very process.
+        """
+        reading = self._readings.get(uuid)
+        if reading is None or reading.pid != pid:
+            LOG.info('%s: no census of its pages yet: nothing moved', uuid)
+            return 0
+        with pagemoves.translated(pid, target):
+            return self._move(reading, source, target, pages, pick)
+
+    def _move(self, reading, source, target, pages, pick):
+        daemon, pid = self._mover.daemon(), reading.pid
+        moved = 0
+        for wanted in PICKED[pick]:
+            for start, count, states in reading.windows:
+                if moved >= pages:
+                    return moved
+                nodes = daemon.page_nodes(pid, start, count, BASE_PAGE_SIZE)
+                chosen = pageplan.select(
+                    range(start, start + count * BASE_PAGE_SIZE,
+                          BASE_PAGE_SIZE),
+                    matching(nodes, states, wanted), source,
+                    pages - moved, BASE_PAGE_SIZE)
+                if chosen:
+                    not_moved, status = daemon.move_addresses(pid, chosen,
+                                                              target)
+                    moved += (len(chosen) - not_moved
+                              - pagemoves.hinted(status))
+        return moved
