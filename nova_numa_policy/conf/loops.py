@@ -23,11 +23,12 @@ GROUP = cfg.OptGroup(
 # The loops the nova_numa_policy.loops entry points name, in the order
 # they run (configuration imports nothing of ours; a test holds the two
 # sets equal).
-LOOP_NAMES = ('carrefour', 'brm', 'vnuioa', 'auto', 'iopath')
+LOOP_NAMES = ('carrefour', 'brm', 'vnuioa', 'auto', 'iopath', 'tiering')
 # The loops run unless enabled_loops says otherwise: all but iopath,
 # which changes the routing of the host's own interrupts and so runs
-# only where the operator asks for it.
-DEFAULT_LOOPS = ('carrefour', 'brm', 'vnuioa', 'auto')
+# only where the operator asks for it. tiering acts on tiered guests
+# (hw:numa_memory_tiers) only.
+DEFAULT_LOOPS = ('carrefour', 'brm', 'vnuioa', 'auto', 'tiering')
 
 _help = base.help_text
 
@@ -38,9 +39,11 @@ OPTS = [
         help=_help('Loops the agent runs each period. A loop whose backend '
                    'lacks a capability it needs is not started. iopath '
                    '(interrupt vectors and I/O threads on the node of the '
-                   'guests that use them) runs only when listed.',
-                   'A list of carrefour, brm, vnuioa, auto, iopath; empty '
-                   'runs none.',
+                   'guests that use them) runs only when listed; tiering '
+                   'moves the pages of guests with '
+                   'hw:numa_memory_tiers=tiered between memory tiers.',
+                   'A list of carrefour, brm, vnuioa, auto, iopath, '
+                   'tiering; empty runs none.',
                    '``dry_run`` decides without acting.')),
     cfg.BoolOpt(
         'dry_run', default=False,
@@ -166,6 +169,31 @@ IOPATH_OPTS = [
                    'workers) of each I/O-intensive guest to the node its '
                    'vCPUs run on.',
                    'true or false.', '``vnuioa_io_threshold``.')),
+]
+
+
+# tiering's own options (nova_numa_policy.loops.tiering): the free
+# memory marks of a top-tier node between which it moves nothing.
+TIERING_OPTS = [
+    cfg.FloatOpt(
+        'tiering_low_free', default=0.05, min=0.0, max=1.0,
+        help=_help('Share of a top-tier node\'s memory under which it is '
+                   'short: the cold pages (not written over the last '
+                   'period) of tiered guests (hw:numa_memory_tiers) on it '
+                   'move to a lower tier until it has tiering_high_free '
+                   'free, never below a guest\'s hw:numa_top_tier_percent. '
+                   'Keep it above the kernel\'s reclaim watermarks, so '
+                   'that the agent acts before the kernel would.',
+                   'A fraction between 0 and 1, under tiering_high_free.',
+                   '``tiering_high_free``.')),
+    cfg.FloatOpt(
+        'tiering_high_free', default=0.10, min=0.0, max=1.0,
+        help=_help('Share of a top-tier node\'s memory a move onto it '
+                   'leaves free: pages a tiered guest writes come back up '
+                   'from a lower tier only onto a node with more free, and '
+                   'cold pages go down until a short node has this much.',
+                   'A fraction between 0 and 1, above tiering_low_free.',
+                   '``tiering_low_free``.')),
 ]
 
 

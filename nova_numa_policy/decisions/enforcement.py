@@ -17,6 +17,7 @@ import dataclasses
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import policy
 from nova_numa_policy.contracts import scope
+from nova_numa_policy.contracts import tiers
 from nova_numa_policy.decisions import toptier
 
 # Seed 002 §4.2: above 80 % average CPU load per node performance drops,
@@ -386,7 +387,8 @@ def boot_plan(numa_policy, topology, usage=(), memory_mb=0,
                               guest.placed, threshold)
     placement = numa_policy.placement
     if toptier.keeps_to_top_tier(numa_policy.memory_tiers, topology):
-        return _top_tier_plan(placement, topology, guest, near, why)
+        return _top_tier_plan(placement, topology, guest, near, why,
+                              numa_policy.memory_tiers)
     if placement == policy.Placement.INTERLEAVE:
         return _plan(*_interleave(topology, guest))
     if placement == policy.Placement.HOME:
@@ -446,11 +448,15 @@ def _kernel_first_touch(placement, topology, guest, near, why):
     return BootPlan(None, default)
 
 
-def _top_tier_plan(placement, topology, guest, near, why):
+def _top_tier_plan(placement, topology, guest, near, why, memory_tiers):
     """The plan of a guest kept to the top tier of a host with a lower one.
 
     Every choice of the plan without tiers is made again among the
-    top-tier nodes alone; the NIC's node counts only when it is one.
+    top-tier nodes alone; the NIC's node counts only when it is one. A
+    ``tiered`` guest's home is restrictive rather than strict: the
+    tiering loop later opens its nodeset to a lower-tier node for its
+    cold pages, which libvirt does live for restrictive only
+    (:data:`~nova_numa_policy.contracts.backend.LIVE_NODESET_MODES`).
     """
     tops = toptier.top_tier_nodes(topology)
     top = only_nodes(topology, tops)
@@ -461,6 +467,8 @@ def _top_tier_plan(placement, topology, guest, near, why):
         tune, reason = _interleave(top, guest)
     elif placement == policy.Placement.HOME:
         tune, reason = _home(top, guest, near, why)
+        if memory_tiers.mode == tiers.TierMode.TIERED:
+            tune = dataclasses.replace(tune, mode=backend.MODE_RESTRICTIVE)
     else:
         tune, reason = _first_touch_on_top_tier(placement, top, guest, near,
                                                 why)
@@ -530,7 +538,8 @@ def observed_placement(instance, topology):
     A guest kept to the top tier
     (:func:`~nova_numa_policy.decisions.toptier.keeps_to_top_tier`) has the
     top tier for its whole host: bound to every top-tier node, it is
-    first-touch within them, as another guest bound to every node is.
+    first-touch within them, as another guest bound to every node is; a
+    ``tiered`` one is placed where its top-tier nodes say.
     """
     all_nodes = frozenset(n.id for n in topology.nodes)
     everywhere = (toptier.top_tier_nodes(topology)
@@ -539,6 +548,11 @@ def observed_placement(instance, topology):
                   else all_nodes)
     mode = instance.memory_mode
     nodes = instance.memory_nodes
+    if (instance.requested_tiers.mode == tiers.TierMode.TIERED
+            and everywhere != all_nodes):
+        # Lower-tier nodes the tiering loop opened to its cold pages are
+        # not where it is placed.
+        nodes = (nodes & everywhere) or nodes
     if mode == backend.MODE_INTERLEAVE and len(nodes) > 1:
         return policy.Placement.INTERLEAVE.value
     # restrictive only limits where the kernel's own first-touch may

@@ -26,7 +26,7 @@ TOP_TIER_RESERVE = 0.02
 PAGES_PER_MB = 256
 
 
-def _free_mb(node, usage_by_node):
+def free_mb(node, usage_by_node):
     usage = usage_by_node.get(node.id)
     return usage.memory_free_mb if usage else node.memory_total_mb
 
@@ -84,15 +84,15 @@ def enforce_top_tier(instance, topology, usage, can_set_nodeset=True,
     tops = top_tier_nodes(topology)
     nodeset, nodeset_blocked = _top_tier_nodeset(
         instance, topology, tops, can_set_nodeset, planned)
-    reach = nodeset.nodes if nodeset else _reach(instance, topology, planned)
+    nodes = nodeset.nodes if nodeset else reach(instance, topology, planned)
     moves, moves_blocked = _moves_to_top_tier(
-        instance, topology, usage, (reach & tops) or tops, can_move_pages)
+        instance, topology, usage, (nodes & tops) or tops, can_move_pages)
     return (((nodeset,) if nodeset else ()) + tuple(moves),
             '; '.join(why for why in (nodeset_blocked, moves_blocked)
                       if why) or None)
 
 
-def _reach(instance, topology, planned=()):
+def reach(instance, topology, planned=()):
     """The nodes the kernel may allocate the guest's memory on.
 
     Those of the last nodeset ``planned``, else of its binding; every
@@ -109,8 +109,8 @@ def _reach(instance, topology, planned=()):
 
 def _top_tier_nodeset(instance, topology, tops, can_set_nodeset, planned):
     """(a SetNodeset off the lower tier, or None; why not, or None)."""
-    reach = _reach(instance, topology, planned)
-    lower = reach - tops
+    reachable = reach(instance, topology, planned)
+    lower = reachable - tops
     if not lower:
         return None, None
     words = f'top tier only: lower-tier node(s) {sorted(lower)}'
@@ -121,7 +121,7 @@ def _top_tier_nodeset(instance, topology, tops, can_set_nodeset, planned):
     if not can_set_nodeset:
         return None, (f"{words} stay open to its memory: this host cannot "
                       f"change a running guest's nodeset")
-    nodes = (reach & tops) or tops
+    nodes = (reachable & tops) or tops
     return backend.SetNodeset(
         instance.uuid, f'{words} taken out: memory bound to nodes '
                        f'{sorted(nodes)}', nodes=nodes), None
@@ -132,7 +132,7 @@ def _room_mb(topology, usage, node_ids):
     usage_by_node = {u.node_id: u for u in usage}
     # Whole MB: a move is of whole pages, and measured free memory comes
     # as a float (the agent reads it from meminfo's kB).
-    return {n.id: max(0, int(_free_mb(n, usage_by_node))
+    return {n.id: max(0, int(free_mb(n, usage_by_node))
                       - int(TOP_TIER_RESERVE * n.memory_total_mb))
             for n in topology.nodes if n.id in node_ids}
 

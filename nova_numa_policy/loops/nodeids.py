@@ -62,9 +62,12 @@ def _keyed(per_node, position):
 
 def _instance(inst, position):
     accesses = inst.accesses_per_node
+    written = inst.written_mb_per_node
     return dataclasses.replace(
         inst, memory_mb_per_node=_keyed(inst.memory_mb_per_node, position),
         accesses_per_node=(None if accesses is None
                            else _keyed(accesses, position)),
+        written_mb_per_node=(None if written is None
+                             else _keyed(written, position)),
         memory_nodes=frozenset(position[n] for n in inst.memory_nodes
                                if n in position))

@@ -35,7 +35,8 @@ class BuildConfigsTest(test_base.TestCase):
 
     def test_defaults_are_the_dataclass_defaults(self):
         s = loop_settings.build_configs(self._conf().numa_policy_loops)
-        self.assertEqual(('carrefour', 'brm', 'vnuioa', 'auto'), s.loops)
+        self.assertEqual(('carrefour', 'brm', 'vnuioa', 'auto', 'tiering'),
+                         s.loops)
         self.assertEqual(auto.Config(), s.configs['auto'])
         self.assertEqual(runner.Budget(), s.budget)
         self.assertFalse(s.dry_run)

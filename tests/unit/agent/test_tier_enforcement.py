@@ -124,6 +124,10 @@ class TieredBootPlanTest(test_base.TestCase):
         for value, specs, with_any, kept in self.CASES:
             for mode in MODES:
                 expected = with_any if mode == 'any' else kept
+                if mode == 'tiered' and expected[0] == 'strict':
+                    # Its home restrictive: the tiering loop opens its
+                    # nodeset to a lower tier live, which strict forbids.
+                    expected = ('restrictive', *expected[1:])
                 with self.subTest(value=value, specs=specs, mode=mode):
                     boot = plan(value, mode, host, specs=specs)
                     self.assertEqual(expected, summary(boot))

@@ -441,13 +441,14 @@ class AgentStartupTest(PluginTestCase):
         # The kernel's NUMA balancing was off: stack turns it on, and the
         # agent then has its locality signal.
         started, skipped, log = self.started_loops(balancing='0')
-        self.assertEqual({'brm', 'vnuioa', 'auto', 'carrefour'}, started, log)
+        self.assertEqual({'brm', 'vnuioa', 'auto', 'carrefour', 'tiering'},
+                         started, log)
         self.assertEqual({'none'}, skipped, log)
         self.assertIn('turned on kernel.numa_balancing', self.stack_output)
 
     def test_a_kernel_without_numa_balancing_runs_no_carrefour(self):
         started, skipped, log = self.started_loops(balancing=None)
-        self.assertEqual({'brm', 'vnuioa', 'auto'}, started, log)
+        self.assertEqual({'brm', 'vnuioa', 'auto', 'tiering'}, started, log)
         self.assertEqual({'carrefour'}, skipped, log)
         self.assertIn('loop carrefour not started: backend libvirt lacks '
                       "['access-counters']", log)
@@ -462,7 +463,8 @@ class AgentStartupTest(PluginTestCase):
         started, skipped, log = self.started_loops(
             NUMA_POLICY_AGENT_PAGE_MIGRATION='False')
         self.assertEqual({'brm'}, started, log)
-        self.assertEqual({'carrefour', 'vnuioa', 'auto'}, skipped, log)
+        self.assertEqual({'carrefour', 'vnuioa', 'auto', 'tiering'}, skipped,
+                         log)
         # The signal alone starts nothing that moves pages.
         self.assertIn('turned on kernel.numa_balancing', self.stack_output)
 
