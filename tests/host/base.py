@@ -12,6 +12,7 @@ import uuid as uuid_mod
 
 import testtools
 
+from nova_numa_policy.contracts import memtiers
 from nova_numa_policy.objects import wire as report_wire
 from tests import base as test_base
 from tests.labhost import deploy
@@ -152,11 +153,26 @@ class LabTestCase(test_base.TestCase):
             xml, plan = domains.define_xml(
                 name, vcpus, memory_mb, extra_specs, self.capabilities(),
                 nics=(domains.physnet_nic('physnet1',
-                                          self.TOPOLOGY.nic_node),))
+                                          self.TOPOLOGY.nic_node),),
+                memory_tiers=self.memory_tiers())
         started = self.lab.call('tests.labhost.inside:start_domain', xml,
                                 paused=paused)
         return Guest(started['name'], started['uuid'], started['pid'],
                      plan, xml)
+
+    def memory_tiers(self):
+        """The lab host's tiers, as the driver extension reads them at boot.
+
+        None on a lab host without a lower tier: its kernel lists every
+        node in one tier, which ranks them all as the top.
+        """
+        if self.TOPOLOGY.slow_node is None:
+            return None
+        seen = self.lab.call('tests.labhost.inside:memory_tiers')
+        found, problems = memtiers.memory_tiers(seen['tiers'],
+                                                seen['demotion_enabled'])
+        self.assertEqual({}, problems)
+        return found
 
     def set_nodeset(self, guest_name, nodeset):
         """The running guest's memory nodeset, as ``virsh numatune``."""

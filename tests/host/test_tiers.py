@@ -92,8 +92,8 @@ PRESSURE_MB = 200
 HOG_TIMEOUT = 300
 
 
-class DemotionTest(base.LabTestCase):
-    """What the kernel's demotion does to a guest bound to a CPU node."""
+class PressureTestCase(base.LabTestCase):
+    """Memory pressure on a node of the tiered lab host, and its effects."""
 
     TOPOLOGY = topology_mod.TIERED_NODES
 
@@ -145,6 +145,10 @@ class DemotionTest(base.LabTestCase):
             'policy': after.ram.policy, 'cpuset_mems': after.cpuset_mems,
             'pgdemote': demoted})))
         return before, after, demoted
+
+
+class DemotionTest(PressureTestCase):
+    """What the kernel's demotion does to a guest bound to a CPU node."""
 
     def test_the_kernel_demotes_a_guest_bound_to_a_cpu_node(self):
         """Neither the guest's mbind nor its cgroup's cpuset.mems hold.
@@ -203,3 +207,156 @@ class DemotionTest(base.LabTestCase):
         self.assertEqual(sum(demoted.ram.pages.values()), back.get(home, 0))
         self.assertEqual('applied',
                          self.reported(report, guest).enforcement)
+
+
+WRITER = os.path.join(machine.PROJECT, 'tests', 'labhost', 'writer.py')
+STOP_WRITER = "pkill -f '[l]ab-writer' || true"
+BALANCING = '/proc/sys/kernel/numa_balancing'
+GUEST_MB = 256
+# Where in the guest's RAM the writer writes, and how much: its hot set.
+HOT_OFFSET_MB, HOT_MB = 64, 32
+# Periods of the agent: the first census finds every page written (a new
+# page is born so); the second knows what was written over a period.
+TIERING_PERIODS = 3
+# Free memory the hog leaves on the guest's node: under the tiering
+# loop's low mark (5 % of a 1024 MB node), above the kernel's reclaim
+# watermarks, so that nothing but the agent moves the guest's pages.
+LEFT_FREE_MB = 30
+
+
+class TieringLoopTest(PressureTestCase):
+    """The tiering loop on a ``tiered`` guest, the kernel's tiering off.
+
+    Demotion and NUMA balancing are off for these tests: what moves is
+    the agent's doing alone, as ``numa_maps`` and move_pages(2)'s query
+    of each page then show.
+    """
+
+    def setUp(self):
+        super().setUp()
+        for path, value in ((DEMOTION, 'false'), (BALANCING, '0')):
+            was = self.lab.call('tests.labhost.inside:read_file', path)
+            self.lab.run(f'echo {value} > {path}')
+            self.addCleanup(self.lab.run, f'echo {was.strip()} > {path}')
+
+    def tiered_guest(self, percent):
+        guest = self.start_guest({'hw:numa_policy': 'home',
+                                  'hw:numa_memory_tiers': 'tiered',
+                                  'hw:numa_top_tier_percent': str(percent)},
+                                 vcpus=1, memory_mb=GUEST_MB)
+        # Restrictive: the loop may open its nodeset to the lower tier.
+        self.assertEqual('restrictive', guest.plan.tune.mode)
+        (home,) = guest.plan.tune.nodes
+        return guest, home
+
+    def write(self, guest, offset_mb, size_mb):
+        """The writer on part of the guest's RAM, until the test ends."""
+        out = f'/tmp/writer-{offset_mb}.out'
+        self.lab.run(f'python3 -S {WRITER} lab-writer {guest.pid} '
+                     f'{GUEST_MB << 20} {offset_mb} {size_mb} > {out} 2>&1 &')
+        self.addCleanup(self.lab.run, f'{STOP_WRITER}; rm -f {out}')
+        self.eventually(
+            lambda: self.lab.run(f'cat {out}', check=False).stdout,
+            lambda text: 'writing' in text or 'Error' in text,
+            f'the writer writing {size_mb} MB of the guest', HOG_TIMEOUT)
+
+    def ram_nodes(self, guest, offset_mb, size_mb):
+        """{node: pages} of part of the guest's RAM, page by page."""
+        return {int(node): pages for node, pages in self.lab.call(
+            'tests.labhost.inside:ram_nodes', guest.pid, GUEST_MB << 20,
+            offset_mb, size_mb).items()}
+
+    def tier(self, guest):
+        """The agent's tiering periods; its TierPages actions and log."""
+        _, actions, log = self.run_agent(
+            periods=TIERING_PERIODS, pause=1.0, page_migration=True,
+            loops=('tiering',))
+        self.assertNotIn('Traceback', log)
+        self.addDetail('tiering-seen', base.text('\n'.join(
+            line for line in log.splitlines() if ', tiered: ' in line)))
+        moves = [a for period in actions for a in period
+                 if a[0] == 'tiering' and a[2] == guest.uuid]
+        self.addDetail('tiering-actions', base.text(repr(moves)))
+        return moves, log
+
+    def test_cold_pages_go_down_to_the_floor_and_written_pages_stay(self):
+        """Short top tier: cold pages down, hot ones stay, floor holds.
+
+        90 % on the top tier: of QEMU's memory (its 256 MB of guest RAM
+        and its own, about 300 to 400 MB in all) a tenth may go down,
+        less than the node's shortfall (from 30 MB free to its 10 % high
+        mark, 73 MB): the floor, not the shortfall, stops the loop.
+        """
+        guest, home = self.tiered_guest(90)
+        slow = self.TOPOLOGY.slow_node
+        self.write(guest, HOT_OFFSET_MB, HOT_MB)
+        self.press(home, max(0, self.node_free_mb(home) - LEFT_FREE_MB))
+        moves, log = self.tier(guest)
+        self.assertIn(f'to lower-tier node {slow}', log)
+        self.assertEqual(['SetNodeset', 'TierPages'],
+                         [kind for _, kind, _, _ in moves][:2], moves)
+        # The whole process, as the floor counts it: every mapping's
+        # memory per node, in MiB (the tests' own parsing of numa_maps).
+        memory = kernel.memory_mib_per_node(self.view(guest).numa_maps)
+        self.addDetail('memory-mib', base.text(repr(memory)))
+        total = sum(memory.values())
+        top = total - memory.get(slow, 0)
+        self.assertGreater(memory.get(slow, 0), 4)
+        # Down to the floor and no further, within the 4 MB the loop
+        # does not bother to move (and what QEMU allocated meanwhile).
+        self.assertGreaterEqual(top, 0.9 * total - 1)
+        self.assertLessEqual(top, 0.9 * total + 8)
+        # Every page it writes stayed on its node.
+        self.assertEqual({home: HOT_MB * 256},
+                         self.ram_nodes(guest, HOT_OFFSET_MB, HOT_MB))
+
+    def test_pages_written_on_the_lower_tier_come_back_up(self):
+        """Room on the top tier: the pages it writes come back up.
+
+        Part of its RAM is put on the lower tier's node by hand (its
+        nodeset opened to it, move_pages(2) as root); the writer writes
+        half of that part. The loop moves the written half back to the
+        guest's node and leaves the cold half where it is.
+        """
+        guest, home = self.tiered_guest(50)
+        slow = self.TOPOLOGY.slow_node
+        self.set_nodeset(guest.name, f'{home},{slow}')
+        moved = self.lab.call('tests.labhost.inside:move_ram', guest.pid,
+                              GUEST_MB << 20, HOT_OFFSET_MB, 2 * HOT_MB,
+                              slow)
+        self.assertEqual({str(slow): 2 * HOT_MB * 256}, moved)
+        self.write(guest, HOT_OFFSET_MB, HOT_MB)
+        moves, log = self.tier(guest)
+        self.assertIn(f'written over the last period, from lower-tier node '
+                      f'{slow} to node {home}', log)
+        self.assertEqual({home: HOT_MB * 256},
+                         self.ram_nodes(guest, HOT_OFFSET_MB, HOT_MB))
+        self.assertEqual({slow: HOT_MB * 256},
+                         self.ram_nodes(guest, HOT_OFFSET_MB + HOT_MB,
+                                        HOT_MB))
+
+    def test_the_floor_comes_back_after_the_kernel_demoted_below_it(self):
+        """The kernel's demotion on: the loop holds the floor, no more.
+
+        The pressure of :class:`DemotionTest` has the kernel demote most
+        of the guest; once it is gone, the loop moves pages back up until
+        half of the guest is on the top tier again (its 50 %), and leaves
+        the rest to the kernel's tiering.
+        """
+        self.demotion_on()
+        guest, home = self.tiered_guest(50)
+        slow = self.TOPOLOGY.slow_node
+        _, demoted, _ = self.pressed(guest)
+        self.lab.run(STOP_HOG)
+        below = kernel.memory_mib_per_node(self.view(guest).numa_maps)
+        self.addDetail('demoted-mib', base.text(repr(below)))
+        self.assertGreater(below.get(slow, 0), sum(below.values()) / 2)
+        moves, log = self.tier(guest)
+        self.assertIn(f'from lower-tier node {slow} to node {home}, up to '
+                      f'its 50 % on the top tier', log)
+        memory = kernel.memory_mib_per_node(self.view(guest).numa_maps)
+        self.addDetail('memory-mib', base.text(repr(memory)))
+        total = sum(memory.values())
+        top = total - memory.get(slow, 0)
+        self.assertGreaterEqual(top, 0.5 * total - 1)
+        self.assertLessEqual(top, 0.5 * total + 8)

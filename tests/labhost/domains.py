@@ -110,24 +110,31 @@ def physnet_nic(physnet, node):
     return backend.NicInfo(name=physnet, numa_node=node, physnet=physnet)
 
 
-def host_topology(capabilities_xml, nics=()):
-    """The topology the driver extension sees in libvirt's capabilities."""
-    return driver.host_topology(capabilities_xml, nics)
+def host_topology(capabilities_xml, nics=(), memory_tiers=None):
+    """The topology the driver extension sees in libvirt's capabilities.
+
+    ``memory_tiers``: the lab host's, as the extension reads them at boot.
+    """
+    return driver.host_topology(capabilities_xml, nics, memory_tiers)
 
 
 def define_xml(name, vcpus, memory_mb, extra_specs, capabilities_xml,
-               usage=(), instances=(), uuid=None, nics=()):
+               usage=(), instances=(), uuid=None, nics=(), memory_tiers=None):
     """(domain XML, boot plan) for a nova guest of this flavor here.
 
-    ``nics`` are what nova's physnet options tell the driver extension.
+    ``nics`` are what nova's physnet options tell the driver extension;
+    ``memory_tiers`` what the lab host's kernel says of its tiers (a
+    :class:`~nova_numa_policy.contracts.backend.MemoryTiers`), None for
+    none.
     """
     guest = nova_guest(name, vcpus, memory_mb, extra_specs, uuid)
     resolved = policy.resolve(extra_specs)
     plan = None
     if resolved is not None:
         plan = enforcement.boot_plan(
-            resolved, host_topology(capabilities_xml, nics), usage=usage,
-            memory_mb=memory_mb, vcpus=vcpus, instances=instances)
+            resolved, host_topology(capabilities_xml, nics, memory_tiers),
+            usage=usage, memory_mb=memory_mb, vcpus=vcpus,
+            instances=instances)
         driver.write_policy(guest, resolved, plan)
     return guest.to_xml(), plan
 

@@ -511,6 +511,44 @@ def sample_writes(pid, tid, address, seconds):
             'kernel_node': status[0]}
 
 
+def _ram_window(pid, ram_bytes, offset_mb, size_mb):
+    """The page addresses of part of a guest's RAM, as an array('Q')."""
+    import array
+
+    start = next(s for s in kernel_view(pid, ram_bytes)['ram_starts'])
+    first = start + (offset_mb << 20)
+    return array.array('Q', range(first, first + (size_mb << 20), 4096))
+
+
+def ram_nodes(pid, ram_bytes, offset_mb, size_mb):
+    """{node: pages} of part of a guest's RAM, as move_pages(2) says.
+
+    The kernel's answer page by page (a query moves nothing), where
+    numa_maps only counts a whole mapping's pages.
+    """
+    from agent.privsep import pagemover
+
+    _, status = pagemover._move_pages(
+        pid, _ram_window(pid, ram_bytes, offset_mb, size_mb), None, 0)
+    counts = {}
+    for node in status:
+        counts[node] = counts.get(node, 0) + 1
+    return {str(node): pages for node, pages in counts.items()}
+
+
+def move_ram(pid, ram_bytes, offset_mb, size_mb, node):
+    """Move part of a guest's RAM to ``node`` (move_pages(2), as root).
+
+    Returns what :func:`ram_nodes` says of it after.
+    """
+    from agent.privsep import pagemover
+
+    pagemover._move_pages(pid, _ram_window(pid, ram_bytes, offset_mb,
+                                           size_mb),
+                          node, pagemover.MPOL_MF_MOVE_ALL)
+    return ram_nodes(pid, ram_bytes, offset_mb, size_mb)
+
+
 def _move_page_to(pid, page, node, timeout=10.0):
     """move_pages(2) until the kernel says the page is on ``node``.
 
