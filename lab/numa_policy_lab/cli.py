@@ -103,8 +103,9 @@ def build_parser():
                       help='decide and log, apply nothing')
     host.add_argument('--list-scenarios', action='store_true')
     host.set_defaults(func=simulate_host)
-    tier = what.add_parser('tiers', help='memory-tier modes (top, tiered, '
-                           'any) on a host with a CXL expander, simulated')
+    tier = what.add_parser('tiers', help='memory-tier modes (nova stock, '
+                           'top, tiered, any) on a host with a CXL '
+                           'expander, simulated')
     tier.add_argument('--seed', type=int, default=0)
     tier.add_argument('--seeds', type=int, default=10,
                       help='run this many seeds from --seed')

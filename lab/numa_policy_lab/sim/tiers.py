@@ -21,6 +21,29 @@ period, no loop, no page move and no cost of moving one is simulated.
   whoever owns them and whatever each guest asked for: cold pages of
   every guest in proportion to their size, then hot pages likewise.
 
+Two more kinds of row, for comparison, neither a value of the spec:
+
+* ``nova stock``: nova without this extension, blind to tiers, and no
+  kernel tiering (no demotion, no promotion). Nova admits a guest while
+  the host's memory, both tiers counted as one, holds it, as for
+  ``any``; first-touch then puts each guest's pages, in arrival order,
+  on the top tier while it has room (its own node first, as
+  :func:`fill_top`) and the rest on the lower tier, hot and cold pages
+  alike in proportion to the segments' sizes: nothing ever moves them,
+  and nobody knows which pages are hot.
+* ``tiered`` N with a write signal (:attr:`Mode.unwritten` > 0): the
+  agent's tiering loop (nova_numa_policy/decisions/tiering.py) knows a
+  page is hot only if the guest wrote it over the last period (soft-dirty
+  bits: Debian 12's kernel 6.1 builds no idle page tracking, no DAMON).
+  A share ``unwritten`` of each hot segment's pages is only read, so
+  looks cold to it: the pages going down come first from the cold pages
+  and those unwritten hot pages alike, in proportion, and only then from
+  the written hot pages (:func:`demoted`). ``unwritten`` = 0 is the
+  plain ``tiered`` row. The shares are sensitivity assumptions of this
+  scenario, not figures from any source; and the kernel's own promotion
+  (``kernel.numa_balancing``'s tiering bit), where on, would bring
+  read-hot pages back up, which these static placements do not simulate.
+
 Within a guest, pages of one segment are equally hot (workload.py):
 cold pages take no accesses, hot segments go down in proportion to
 their sizes. Every number this gives is simulated with the figures of
@@ -36,7 +59,7 @@ from numa_policy_lab.sim import state as st
 from numa_policy_lab.sim import topology
 from numa_policy_lab.sim import workload as wl
 
-TOP, TIERED, ANY = 'top', 'tiered', 'any'
+TOP, TIERED, ANY, STOCK = 'top', 'tiered', 'any', 'nova stock'
 
 LATENCY, BATCH = 'latency', 'batch'
 
@@ -61,19 +84,39 @@ GUESTS_PER_CLASS = 4
 
 @dataclasses.dataclass(frozen=True)
 class Mode:
-    """One value of ``hw:numa_memory_tiers``, with its top-tier percent."""
+    """One value of ``hw:numa_memory_tiers``, with its top-tier percent.
+
+    Or ``nova stock``, the tier-blind baseline. ``unwritten``: for
+    ``tiered``, the share of each hot segment's pages the guest only
+    reads, which the agent's write signal takes for cold (0: it sees
+    exactly which pages are hot).
+    """
 
     name: str
     top_percent: int | None = None
+    unwritten: float = 0.0
+
+    def __post_init__(self):
+        if not 0.0 <= self.unwritten <= 1.0:
+            raise ValueError(f'unwritten ({self.unwritten}) is a share, '
+                             f'between 0 and 1')
+        if self.unwritten and self.name != TIERED:
+            raise ValueError('only a tiered guest has a write signal')
 
     @property
     def label(self):
-        return (f'{self.name} {self.top_percent} %' if self.top_percent
-                else self.name)
+        label = (f'{self.name} {self.top_percent} %' if self.top_percent
+                 else self.name)
+        if self.unwritten:
+            label += f', {100 * self.unwritten:g} % of hot pages unwritten'
+        return label
 
 
-MODES = (Mode(TOP), Mode(TIERED, 75), Mode(TIERED, 50), Mode(TIERED, 25),
-         Mode(ANY))
+# The table's rows: the tier-blind baseline, the spec's values, then the
+# write signal's sensitivity (assumed shares of hot pages only read).
+MODES = (Mode(STOCK), Mode(TOP), Mode(TIERED, 75), Mode(TIERED, 50),
+         Mode(TIERED, 25), Mode(ANY), Mode(TIERED, 50, unwritten=0.25),
+         Mode(TIERED, 50, unwritten=0.5))
 
 
 @dataclasses.dataclass
@@ -101,17 +144,33 @@ def lower_tier_split(sizes, cold_fraction, hot_fraction):
     return lower
 
 
-def demoted(sizes, mb):
+def looks_cold(sizes, unwritten):
+    """MB of each segment a write signal takes for cold; the rest written.
+
+    The cold segment, and ``unwritten`` of each hot one: pages the guest
+    only read over the period, which soft-dirty bits cannot tell from
+    pages nobody touched.
+    """
+    cold = np.asarray(sizes, float) * unwritten
+    cold[-1] = sizes[-1]
+    return cold
+
+
+def demoted(sizes, mb, unwritten=0.0):
     """``mb`` MB of a guest's segments to the lower tier, cold first.
 
-    Its cold pages go first; the rest is taken from the hot segments in
-    proportion to their sizes (a tierer that weighed each segment's
-    accesses per MB would take the coolest first: this is not one).
+    What looks cold goes first (:func:`looks_cold`: with ``unwritten``
+    0, the cold pages only), every segment's share of it in proportion;
+    the rest is taken from the hot pages left, in proportion to their
+    sizes (a tierer that weighed each segment's accesses per MB would
+    take the coolest first: this is not one).
     """
-    cold, hot = sizes[-1], sizes[:-1].sum()
-    mb = min(float(mb), cold + hot)
-    return lower_tier_split(sizes, min(1.0, mb / cold) if cold else 0.0,
-                            max(0.0, mb - cold) / hot if hot else 0.0)
+    cold = looks_cold(sizes, unwritten)
+    written = np.asarray(sizes, float) - cold
+    first, rest = cold.sum(), written.sum()
+    mb = min(float(mb), first + rest)
+    return (cold * (min(1.0, mb / first) if first else 0.0)
+            + written * (max(0.0, mb - first) / rest if rest else 0.0))
 
 
 def blind_demotion(guests, top_mb):
@@ -128,6 +187,23 @@ def blind_demotion(guests, top_mb):
     hot_fraction = min(1.0, max(0.0, excess - cold) / hot) if hot else 0.0
     return [lower_tier_split(s, cold_fraction, hot_fraction)
             for s in sizes]
+
+
+def first_touch(guests, top_mb):
+    """Per guest, in arrival order, the MB of each segment on the lower tier.
+
+    Nobody tiers (nova stock): each guest's pages go to the top tier
+    while its ``top_mb`` has room, the rest to the lower tier, every
+    segment in proportion to its size, since first-touch does not know
+    which pages will be hot.
+    """
+    lower = []
+    for g in guests:
+        on_top = min(float(g.memory_mb), max(0.0, top_mb))
+        top_mb -= on_top
+        share = (g.memory_mb - on_top) / g.memory_mb if g.memory_mb else 0.0
+        lower.append(lower_tier_split(g.sizes, share, share))
+    return lower
 
 
 def fill_top(host, free, home, mb):
@@ -172,27 +248,38 @@ def boot(host, guest, seg):
                         nodeset=frozenset(range(host.memory_nodes)))
 
 
+def admitted_by_memory(guests, room):
+    """The guests, in arrival order, that ``room`` MB holds, both tiers.
+
+    Nova's view when it counts a host's memory as one: a guest is placed
+    while the host's free memory holds it, whichever tier that is on.
+    """
+    admitted = []
+    for g in guests:
+        if g.memory_mb <= room:
+            room -= g.memory_mb
+            admitted.append(g)
+    return admitted
+
+
 def _lower_parts(host, mode, guests, free):
     """Per guest admitted, MB of each segment on the lower tier.
 
     In arrival order; a guest the mode refuses is left out.
     """
     top_mb = free[:host.n_nodes].sum()
-    if mode.name == ANY:
-        # Nova counts the host's memory, both tiers; the kernel splits
-        # it once every guest has touched its pages.
-        room, admitted = free.sum(), []
-        for g in guests:
-            if g.memory_mb <= room:
-                room -= g.memory_mb
-                admitted.append(g)
+    if mode.name in (ANY, STOCK):
+        # Nova counts the host's memory, both tiers; the kernel's reclaim
+        # (any) or first-touch alone (stock) splits it.
+        admitted = admitted_by_memory(guests, free.sum())
+        split = blind_demotion if mode.name == ANY else first_touch
         return {g.name: lower for g, lower in zip(
-            admitted, blind_demotion(admitted, top_mb))}
+            admitted, split(admitted, top_mb))}
     top_free, lower_free = top_mb, free[host.n_nodes:].sum()
     parts = {}
     for g in guests:
         need_top = g.memory_mb * (mode.top_percent or 100) / 100.0
-        lower = demoted(g.sizes, g.memory_mb - need_top)
+        lower = demoted(g.sizes, g.memory_mb - need_top, mode.unwritten)
         if need_top > top_free or lower.sum() > lower_free:
             continue  # refused: the policy filter finds no room
         top_free -= need_top

@@ -187,6 +187,19 @@ class TieredPlacementTest(test_base.TestCase):
                             self._tput(klass, 0, all_lower=True))
 
 
+def _cold_first(sizes, mb):
+    """The tiered split before the write signal: cold pages, then hot.
+
+    A copy of what ``tiers.demoted`` computed before it took
+    ``unwritten``: the published tiered rows came from it.
+    """
+    cold, hot = sizes[-1], sizes[:-1].sum()
+    mb = min(float(mb), cold + hot)
+    return tiers.lower_tier_split(
+        sizes, min(1.0, mb / cold) if cold else 0.0,
+        max(0.0, mb - cold) / hot if hot else 0.0)
+
+
 class DemotionTest(test_base.TestCase):
 
     def test_demoted_takes_cold_pages_first(self):
@@ -194,6 +207,58 @@ class DemotionTest(test_base.TestCase):
         self.assertEqual([0, 0, 400], list(tiers.demoted(sizes, 400)))
         self.assertEqual([25, 75, 600], list(tiers.demoted(sizes, 700)))
         self.assertEqual(list(sizes), list(tiers.demoted(sizes, 5000)))
+
+    def test_no_unwritten_page_is_exactly_the_tiered_split(self):
+        # Bit for bit, so that the published tiered rows do not move.
+        for klass, (prof, memory) in tiers.CLASSES.items():
+            sizes = tiers.Guest('g', klass, prof, memory, 0).sizes
+            for mb in list(np.linspace(0, memory + 512, 97)) + [
+                    sizes[-1], memory * 0.5, memory * 0.25]:
+                self.assertEqual(list(_cold_first(sizes, mb)),
+                                 list(tiers.demoted(sizes, mb, 0.0)),
+                                 (klass, mb))
+
+    def test_looks_cold(self):
+        sizes = np.array([100.0, 300.0, 600.0])
+        self.assertEqual([0, 0, 600], list(tiers.looks_cold(sizes, 0.0)))
+        self.assertEqual([25, 75, 600], list(tiers.looks_cold(sizes, 0.25)))
+        self.assertEqual([100, 300, 600], list(tiers.looks_cold(sizes, 1.0)))
+
+    def test_unwritten_hot_pages_go_down_with_the_cold_ones(self):
+        sizes = np.array([100.0, 300.0, 600.0])
+        # A quarter of the hot pages looks cold: 700 MB, taken alike.
+        self.assertEqual([12.5, 37.5, 300],
+                         list(tiers.demoted(sizes, 350, 0.25)))
+        self.assertEqual([25, 75, 600], list(tiers.demoted(sizes, 700, 0.25)))
+        # Then the written hot pages, in proportion.
+        self.assertEqual([50, 150, 600], list(tiers.demoted(sizes, 800, 0.25)))
+        self.assertEqual([25, 75, 300], list(tiers.demoted(sizes, 400, 0.5)))
+        self.assertEqual(list(sizes), list(tiers.demoted(sizes, 5000, 0.5)))
+
+    def test_unwritten_share_goes_before_any_written_hot_page(self):
+        for klass, (prof, memory) in tiers.CLASSES.items():
+            sizes = tiers.Guest('g', klass, prof, memory, 0).sizes
+            hot = sizes[:-1]
+            for unwritten in (0.25, 0.5):
+                pool = sizes[-1] + unwritten * hot.sum()
+                for mb in np.linspace(1, pool, 20):
+                    lower = tiers.demoted(sizes, mb, unwritten)
+                    self.assertAlmostEqual(mb, lower.sum())
+                    # Hot pages go down while cold pages are still up ...
+                    self.assertGreater(lower[:-1].sum(), 0.0)
+                    if mb < pool - 1e-6:
+                        self.assertLess(lower[-1], sizes[-1])
+                    # ... the same share of every segment's cold-looking
+                    # pages, none of its written ones.
+                    np.testing.assert_allclose(
+                        lower, tiers.looks_cold(sizes, unwritten) * mb / pool)
+                    self.assertTrue(np.all(lower[:-1]
+                                           <= unwritten * hot + 1e-9))
+                beyond = tiers.demoted(sizes, pool + 512, unwritten)
+                np.testing.assert_allclose(
+                    unwritten * hot + (1 - unwritten) * hot * 512
+                    / ((1 - unwritten) * hot.sum()), beyond[:-1])
+                self.assertEqual(sizes[-1], beyond[-1])
 
     def test_kernel_demotion_is_blind_to_the_guests(self):
         host, guests = tiers.build(0)
@@ -209,6 +274,23 @@ class DemotionTest(test_base.TestCase):
         host, guests = tiers.build(0)
         lower = tiers.blind_demotion(guests, 10 ** 6)
         self.assertEqual(0.0, sum(x.sum() for x in lower))
+
+    def test_first_touch_fills_the_top_tier_in_arrival_order(self):
+        host, guests = tiers.build(0)
+        lower = tiers.first_touch(guests, 20000)  # 2 guests and 3616 MB
+        self.assertEqual([0.0, 0.0], [x.sum() for x in lower[:2]])
+        third = guests[2].sizes * (8192 - 3616) / 8192
+        np.testing.assert_allclose(third, lower[2])
+        for g, x in zip(guests[3:], lower[3:]):
+            self.assertEqual(list(g.sizes), list(x))
+
+    def test_first_touch_puts_hot_and_cold_pages_alike(self):
+        # Unlike reclaim (blind_demotion), it sends hot pages down while
+        # cold pages of the same guest stay on the top tier.
+        host, guests = tiers.build(1)
+        for g, x in zip(guests, tiers.first_touch(guests, 20000)):
+            shares = {round(x[i] / s, 9) for i, s in enumerate(g.sizes) if s}
+            self.assertEqual(1, len(shares), g.name)
 
 
 class ScenarioTest(test_base.TestCase):
@@ -255,6 +337,53 @@ class ScenarioTest(test_base.TestCase):
                                         g.memory_mb * percent / 100.0)
                 self.assertAlmostEqual(g.memory_mb, g.vm.seg_mb.sum())
 
+    def test_stock_places_pages_first_touch_in_arrival_order(self):
+        for seed in range(3):
+            host, guests, placed = self._placed(tiers.Mode(tiers.STOCK),
+                                                seed)
+            self.assertEqual(len(guests), len(placed))  # both tiers count
+            room = host.memory_mb_by_node()[:host.n_nodes].sum()
+            for g in guests:
+                on_top = min(g.memory_mb, room)
+                room -= on_top
+                seg = g.vm.seg_mb
+                self.assertAlmostEqual(g.memory_mb, seg.sum())
+                self.assertAlmostEqual(on_top, seg[:, :host.n_nodes].sum())
+                # The lower part: the same share of every segment.
+                np.testing.assert_allclose(
+                    g.sizes * (1 - on_top / g.memory_mb),
+                    seg[:, host.tier_node], atol=1e-6)
+            # The first guest's pages all on its own node.
+            first = guests[0]
+            home = host.node_of_cpu(first.cpu)
+            self.assertAlmostEqual(first.memory_mb,
+                                   first.vm.seg_mb[:, home].sum())
+
+    def test_stock_sends_hot_pages_down_where_any_keeps_them(self):
+        host, _, stock = self._placed(tiers.Mode(tiers.STOCK))
+        _, _, kernel = self._placed(tiers.Mode(tiers.ANY))
+
+        def hot_down(placed):
+            return sum(g.vm.seg_mb[:-1, host.tier_node].sum()
+                       for g in placed)
+
+        lower = sum(g.vm.seg_mb[:, host.tier_node].sum() for g in stock)
+        self.assertAlmostEqual(
+            lower, sum(g.vm.seg_mb[:, host.tier_node].sum() for g in kernel))
+        self.assertGreater(hot_down(stock), 2 * hot_down(kernel))
+
+    def test_write_signal_keeps_the_floor_and_the_guests(self):
+        plain = self._placed(tiers.Mode(tiers.TIERED, 50))[2]
+        host, _, blurred = self._placed(
+            tiers.Mode(tiers.TIERED, 50, unwritten=0.25))
+        self.assertEqual([g.name for g in plain], [g.name for g in blurred])
+        for a, b in zip(plain, blurred):
+            self.assertAlmostEqual(a.vm.seg_mb[:, host.tier_node].sum(),
+                                   b.vm.seg_mb[:, host.tier_node].sum())
+            self.assertEqual(0.0, a.vm.seg_mb[:-1, host.tier_node].sum())
+            self.assertGreater(b.vm.seg_mb[:-1, host.tier_node].sum(), 0.0)
+            self.assertLess(b.throughput, a.throughput)
+
     def test_any_places_everyone_and_fills_the_top_tier(self):
         host, guests, placed = self._placed(tiers.Mode(tiers.ANY))
         self.assertEqual(len(guests), len(placed))
@@ -264,8 +393,25 @@ class ScenarioTest(test_base.TestCase):
                                    used[:host.n_nodes])
         self.assertLessEqual(used[host.tier_node], capacity[host.tier_node])
 
+    def test_modes_labels_in_order(self):
+        self.assertEqual(
+            ['nova stock', 'top', 'tiered 75 %', 'tiered 50 %',
+             'tiered 25 %', 'any', 'tiered 50 %, 25 % of hot pages unwritten',
+             'tiered 50 %, 50 % of hot pages unwritten'],
+            [m.label for m in tiers.MODES])
+        self.assertEqual(tiers.Mode(tiers.TIERED, 50),
+                         tiers.Mode(tiers.TIERED, 50, unwritten=0.0))
+
+    def test_only_a_tiered_mode_has_a_write_signal(self):
+        self.assertRaises(ValueError, tiers.Mode, tiers.ANY, unwritten=0.5)
+        self.assertRaises(ValueError, tiers.Mode, tiers.TIERED, 50,
+                          unwritten=1.5)
+        self.assertRaises(ValueError, tiers.Mode, tiers.TIERED, 50,
+                          unwritten=-0.1)
+
     def test_rows(self):
         rows = {r.mode: r for r in tiers.rows(range(3))}
+        self.assertEqual([m.label for m in tiers.MODES], list(rows))
         self.assertEqual(0.0, rows['top'].dram_saved)
         self.assertLess(rows['tiered 75 %'].dram_saved,
                         rows['tiered 50 %'].dram_saved)
@@ -274,6 +420,24 @@ class ScenarioTest(test_base.TestCase):
         served = {m: sum(r.served.values()) for m, r in rows.items()}
         self.assertLess(served['top'], served['any'])
         self.assertGreater(rows['any'].host_tput, rows['top'].host_tput)
+        # Stock serves and saves what any does, blind to hot pages.
+        stock, kernel = rows['nova stock'], rows['any']
+        self.assertEqual(served['any'], served['nova stock'])
+        self.assertAlmostEqual(kernel.dram_saved, stock.dram_saved)
+        self.assertLess(stock.host_tput, kernel.host_tput)
+        for k in tiers.CLASSES:
+            self.assertGreater(stock.slowdown[k], kernel.slowdown[k])
+        # The write signal: same guests and floor, slower as more of the
+        # hot pages look cold.
+        plain = rows['tiered 50 %']
+        blurred = [rows[f'tiered 50 %, {u} % of hot pages unwritten']
+                   for u in (25, 50)]
+        for r in blurred:
+            self.assertEqual(plain.served, r.served)
+            self.assertAlmostEqual(plain.dram_saved, r.dram_saved)
+        for k in tiers.CLASSES:
+            self.assertLess(plain.slowdown[k], blurred[0].slowdown[k])
+            self.assertLess(blurred[0].slowdown[k], blurred[1].slowdown[k])
         table = tiers.rst_table(list(rows.values()))
         body = table.splitlines()[3:-1]
         self.assertEqual(len(rows), len(body))
@@ -284,4 +448,7 @@ class ScenarioTest(test_base.TestCase):
         self.assertEqual(0, cli.main(['simulate', 'tiers', '--seeds', '2'],
                                      out))
         self.assertIn('tiered 25 %', out.getvalue())
+        self.assertIn('nova stock', out.getvalue())
+        self.assertIn('tiered 50 %, 50 % of hot pages unwritten',
+                      out.getvalue())
         self.assertIn('simulated', out.getvalue())
