@@ -113,17 +113,25 @@ class PressureTestCase(base.LabTestCase):
         return int(re.search(r'MemFree:\s+(\d+) kB',
                              seen['nodes'][str(node)]['meminfo'])[1]) // 1024
 
+    def in_background(self, command, out, stop, ready, what):
+        """``command`` in the lab host until the test ends.
+
+        Its output goes to ``out``; it is ready once that says ``ready``
+        (or an error); ``stop`` ends it at cleanup.
+        """
+        self.lab.run(f'{command} > {out} 2>&1 &')
+        self.addCleanup(self.lab.run, f'{stop}; rm -f {out}')
+        self.eventually(
+            lambda: self.lab.run(f'cat {out}', check=False).stdout,
+            lambda text: ready in text or 'Error' in text, what, HOG_TIMEOUT)
+
     def press(self, node, megabytes):
         """A hog bound to ``node`` touching ``megabytes``, until the end."""
         # Not named like the hog: STOP_HOG's pattern would match the rm.
-        out = f'/tmp/pressure-{node}.out'
-        self.lab.run(f'python3 -S {HOG} lab-hog {node} {megabytes} '
-                     f'> {out} 2>&1 &')
-        self.addCleanup(self.lab.run, f'{STOP_HOG}; rm -f {out}')
-        self.eventually(
-            lambda: self.lab.run(f'cat {out}', check=False).stdout,
-            lambda text: 'filled' in text or 'Error' in text,
-            f'the hog filled {megabytes} MB on node {node}', HOG_TIMEOUT)
+        self.in_background(
+            f'python3 -S {HOG} lab-hog {node} {megabytes}',
+            f'/tmp/pressure-{node}.out', STOP_HOG, 'filled',
+            f'the hog filled {megabytes} MB on node {node}')
 
     def pressed(self, guest):
         """The guest's view once its home node was pressed; demotions.
@@ -251,14 +259,11 @@ class TieringLoopTest(PressureTestCase):
 
     def write(self, guest, offset_mb, size_mb):
         """The writer on part of the guest's RAM, until the test ends."""
-        out = f'/tmp/writer-{offset_mb}.out'
-        self.lab.run(f'python3 -S {WRITER} lab-writer {guest.pid} '
-                     f'{GUEST_MB << 20} {offset_mb} {size_mb} > {out} 2>&1 &')
-        self.addCleanup(self.lab.run, f'{STOP_WRITER}; rm -f {out}')
-        self.eventually(
-            lambda: self.lab.run(f'cat {out}', check=False).stdout,
-            lambda text: 'writing' in text or 'Error' in text,
-            f'the writer writing {size_mb} MB of the guest', HOG_TIMEOUT)
+        self.in_background(
+            f'python3 -S {WRITER} lab-writer {guest.pid} {GUEST_MB << 20} '
+            f'{offset_mb} {size_mb}', f'/tmp/writer-{offset_mb}.out',
+            STOP_WRITER, 'writing',
+            f'the writer writing {size_mb} MB of the guest')
 
     def ram_nodes(self, guest, offset_mb, size_mb):
         """{node: pages} of part of the guest's RAM, page by page."""
