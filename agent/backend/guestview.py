@@ -36,6 +36,18 @@ from agent.sensors import guestproc
 LOG = logging.getLogger(__name__)
 
 
+def _temperature(page_mover):
+    """A PageTemperature where pages move and the kernel tracks writes."""
+    if page_mover is None:
+        return None
+    if not pagetemps.kernel_tracks_writes():
+        LOG.info('This kernel keeps no soft-dirty bits (CONFIG_MEM_SOFT_'
+                 'DIRTY): tiered guests\' written pages are not measured, '
+                 'and the tiering loop holds their floor only')
+        return None
+    return pagetemps.PageTemperature(page_mover)
+
+
 class GuestObserver:
     """Reads the running guests of ``connection`` and what they hold.
 
@@ -55,8 +67,7 @@ class GuestObserver:
         self.memory = guestmemory.GuestMemory(paths.root, helpers.page_mover,
                                               timing)
         # What tiered guests wrote, with the page mover only.
-        self.temperature = (pagetemps.PageTemperature(helpers.page_mover)
-                            if helpers.page_mover is not None else None)
+        self.temperature = _temperature(helpers.page_mover)
         self._temperature_warned = False
         self.threads = vcputhreads.VcpuThreads(paths.root, timing)
         self.traffic = traffic.GuestTraffic(

@@ -18,7 +18,10 @@ Nothing here is privileged: every read goes through the page daemon
 page kept until the next census, for ``tiered`` guests only.
 """
 
+import ctypes
 import dataclasses
+import mmap
+import os
 
 from oslo_log import log as logging
 
@@ -37,6 +40,36 @@ PAGES_PER_MB = (1 << 20) // BASE_PAGE_SIZE
 PICKED = {backend.PICK_COLD: (NOT_WRITTEN,),
           backend.PICK_HOT: (WRITTEN,),
           backend.PICK_HOT_FIRST: (WRITTEN, NOT_WRITTEN)}
+
+
+# pagemap's bit 55: written since the soft-dirty bits were last cleared.
+SOFT_DIRTY_BIT = 55
+
+
+def kernel_tracks_writes(pagemap='/proc/self/pagemap'):
+    """Whether this kernel keeps soft-dirty bits (``CONFIG_MEM_SOFT_DIRTY``).
+
+    A page just written in a new mapping is soft-dirty where the kernel
+    keeps the bits; without them pagemap says 0 for every page, which
+    would read as a guest that writes nothing, every page cold. Asked of
+    the agent's own memory: no privilege, no guest.
+    """
+    region = mmap.mmap(-1, BASE_PAGE_SIZE)
+    try:
+        region[0:1] = b'\x01'
+        view = ctypes.c_char.from_buffer(region)
+        address = ctypes.addressof(view)
+        del view
+        fd = os.open(pagemap, os.O_RDONLY)
+        try:
+            entry = os.pread(fd, 8, address // BASE_PAGE_SIZE * 8)
+        finally:
+            os.close(fd)
+    except OSError:
+        return False
+    finally:
+        region.close()
+    return bool(int.from_bytes(entry, 'little') >> SOFT_DIRTY_BIT & 1)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -23,9 +23,11 @@ from oslo_privsep import priv_context
 import testtools
 
 from agent.backend import pagemoves
+from agent.backend import pagetemps
 from agent import privsep
 from agent.privsep import pagemover
 from agent.privsep import trust
+from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import errors
 from tests import base as test_base
 from tests.unit.agent import memchild
@@ -197,6 +199,7 @@ import json, os, sys
 from oslo_config import cfg
 from oslo_privsep import priv_context
 from agent.backend import pagemoves
+from agent.backend import pagetemps
 from agent import privsep
 from tests.unit.agent import memchild
 guests = memchild.GuestPidDir()
@@ -236,3 +239,79 @@ class PrivsepHelperTest(test_base.TestCase):
         moved, failed, pages = json.loads(out.stdout.splitlines()[-1])
         self.assertGreaterEqual(moved, pages)
         self.assertEqual(0, failed)
+
+
+class PageTemperatureTest(test_base.TestCase):
+    """What a guest wrote, read through the real daemon's pagemap reads.
+
+    The test writes part of the child's memory through
+    ``/proc/<pid>/mem`` between two censuses: the kernel takes it as the
+    child's own writes and, where it keeps soft-dirty bits, sets theirs.
+    On a kernel without them (``CONFIG_MEM_SOFT_DIRTY`` unset, as this
+    machine's own kernel was on 29 November 2026) the agent must know it,
+    and measure nothing rather than every page cold; the lab host's
+    Debian kernel has them (tests/host/test_tiers.py).
+    """
+
+    WRITTEN_MIB = 2
+
+    def setUp(self):
+        super().setUp()
+        self.daemon = self.useFixture(PrivsepDaemon())
+        self.child = self.useFixture(memchild.MemoryChild(
+            8 << 20, preexec_fn=memchild.drop_capabilities,
+            guests=self.daemon.guests))
+        self.temperature = pagetemps.PageTemperature(pagemoves.PageMover())
+
+    def write_child(self, mib):
+        """Rewrite ``mib`` MiB of the child's memory with what it holds."""
+        size = mib << 20
+        with open(f'/proc/{self.child.pid}/mem', 'r+b', buffering=0) as mem:
+            mem.seek(self.child.address)
+            data = mem.read(size)
+            mem.seek(self.child.address)
+            mem.write(data)
+
+    def written_between_two_censuses(self):
+        self.assertIsNone(self.temperature.census('guest', self.child.pid))
+        self.write_child(self.WRITTEN_MIB)
+        return self.temperature.census('guest', self.child.pid)
+
+    def test_the_probe_says_what_the_daemon_reads(self):
+        # The child's pages were all written when it started: the first
+        # reading finds them written where the kernel keeps the bits, and
+        # none where it does not.
+        self.temperature.census('guest', self.child.pid)
+        reading = self.temperature._readings['guest']
+        states = b''.join(states for _, _, states in reading.windows)
+        written = states.count(pagetemps.WRITTEN)
+        if pagetemps.kernel_tracks_writes():
+            self.assertGreaterEqual(written, 8 * 256)
+        else:
+            self.assertEqual(0, written)
+            self.assertGreaterEqual(states.count(pagetemps.NOT_WRITTEN),
+                                    8 * 256)
+
+    def test_the_second_census_counts_what_was_written_since_the_first(self):
+        if not pagetemps.kernel_tracks_writes():
+            # No bits: nothing is ever seen written; the agent does not
+            # take a census there (GuestObserver), so no guest is ever
+            # judged all cold.
+            self.assertEqual({}, self.written_between_two_censuses())
+            return
+        written = self.written_between_two_censuses()
+        # Node 0, this host's only node: what the test wrote, and what the
+        # waiting child wrote of its own meanwhile (its stack, a little).
+        self.assertEqual({0}, set(written))
+        self.assertGreaterEqual(written[0], self.WRITTEN_MIB)
+        self.assertLess(written[0], self.WRITTEN_MIB + 1)
+
+    def test_a_hot_move_takes_the_written_pages_a_cold_one_the_others(self):
+        written = self.written_between_two_censuses()
+        # From node 0 to node 0: the kernel walks and reports each page.
+        hot = self.temperature.move('guest', self.child.pid, 0, 0, 10 ** 6,
+                                    backend.PICK_HOT)
+        cold = self.temperature.move('guest', self.child.pid, 0, 0, 10 ** 6,
+                                     backend.PICK_COLD)
+        self.assertEqual(round(written.get(0, 0) * 256), hot)
+        self.assertGreaterEqual(cold, (8 - self.WRITTEN_MIB) * 256)
