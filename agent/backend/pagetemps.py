@@ -18,10 +18,9 @@ Nothing here is privileged: every read goes through the page daemon
 page kept until the next census, for ``tiered`` guests only.
 """
 
-import ctypes
 import dataclasses
-import mmap
-import os
+import subprocess
+import sys
 
 from oslo_log import log as logging
 
@@ -42,34 +41,45 @@ PICKED = {backend.PICK_COLD: (NOT_WRITTEN,),
           backend.PICK_HOT_FIRST: (WRITTEN, NOT_WRITTEN)}
 
 
-# pagemap's bit 55: written since the soft-dirty bits were last cleared.
-SOFT_DIRTY_BIT = 55
+# Writes a page in a new mapping of its own and prints pagemap's bit 55
+# (written since the soft-dirty bits were last cleared) for it: 1 where
+# the kernel keeps the bits, 0 where it does not.
+_PROBE = """
+import ctypes, mmap, os
+region = mmap.mmap(-1, 4096)
+region[0:1] = b'\\x01'
+view = ctypes.c_char.from_buffer(region)
+page = ctypes.addressof(view) // 4096
+del view
+fd = os.open('/proc/self/pagemap', os.O_RDONLY)
+entry = int.from_bytes(os.pread(fd, 8, page * 8), 'little')
+print(entry >> 55 & 1)
+"""
+PROBE_TIMEOUT = 60
 
 
-def kernel_tracks_writes(pagemap='/proc/self/pagemap'):
+def kernel_tracks_writes(python=sys.executable):
     """Whether this kernel keeps soft-dirty bits (``CONFIG_MEM_SOFT_DIRTY``).
 
     A page just written in a new mapping is soft-dirty where the kernel
     keeps the bits; without them pagemap says 0 for every page, which
-    would read as a guest that writes nothing, every page cold. Asked of
-    the agent's own memory: no privilege, no guest.
+    would read as a guest that writes nothing, every page cold. Asked in
+    a child process of the agent's own user, started anew: a process
+    that changed its user without an exec (a service manager's fork)
+    may not read its own pagemap, one started by exec may.
     """
-    region = mmap.mmap(-1, BASE_PAGE_SIZE)
     try:
-        region[0:1] = b'\x01'
-        view = ctypes.c_char.from_buffer(region)
-        address = ctypes.addressof(view)
-        del view
-        fd = os.open(pagemap, os.O_RDONLY)
-        try:
-            entry = os.pread(fd, 8, address // BASE_PAGE_SIZE * 8)
-        finally:
-            os.close(fd)
-    except OSError:
+        done = subprocess.run([python, '-S', '-c', _PROBE],
+                              capture_output=True, text=True, check=False,
+                              timeout=PROBE_TIMEOUT)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        LOG.warning('Soft-dirty probe not run: %s', exc)
         return False
-    finally:
-        region.close()
-    return bool(int.from_bytes(entry, 'little') >> SOFT_DIRTY_BIT & 1)
+    if done.returncode != 0:
+        LOG.warning('Soft-dirty probe failed: %s',
+                    done.stderr.strip().splitlines()[-1:])
+        return False
+    return done.stdout.strip() == '1'
 
 
 @dataclasses.dataclass(frozen=True)

@@ -284,6 +284,12 @@ class TieringLoopTest(PressureTestCase):
         self.addDetail('tiering-actions', base.text(repr(moves)))
         return moves, log
 
+    def test_the_agents_probe_finds_the_kernels_soft_dirty_bits(self):
+        # Debian 12's kernel sets CONFIG_MEM_SOFT_DIRTY: the agent, as
+        # the user it runs as, must find the bits (or it measures none).
+        self.assertIs(True, self.lab.call(
+            'tests.labhost.inside:soft_dirty_probe', user='nova'))
+
     def test_cold_pages_go_down_to_the_floor_and_written_pages_stay(self):
         """Short top tier: cold pages down, hot ones stay, floor holds.
 

@@ -549,6 +549,13 @@ def move_ram(pid, ram_bytes, offset_mb, size_mb, node):
     return ram_nodes(pid, ram_bytes, offset_mb, size_mb)
 
 
+def soft_dirty_probe():
+    """What the agent's probe of soft-dirty bits says in this process."""
+    from agent.backend import pagetemps
+
+    return pagetemps.kernel_tracks_writes()
+
+
 def _move_page_to(pid, page, node, timeout=10.0):
     """move_pages(2) until the kernel says the page is on ``node``.
 
