@@ -10,11 +10,18 @@ keeps the agent as it is:
   hold the hub and with it the reaction to SIGTERM; with it, libvirt's
   event loop thread (a C call that blocks) and oslo.messaging's threads
   would turn green. eventlet is deprecated, and nova moves off it.
-* threading runs the service in a child process that cotyledon manages:
-  the process a deployment starts and signals becomes a supervisor, a
-  SIGHUP restarts the child (a new agent boot, so a new ``boot_id`` in
-  its reports), and the start and stop lines and exit codes become
-  cotyledon's.
+* threading (4.8) runs the service in a child process that cotyledon
+  manages: the process a deployment starts and signals becomes a
+  supervisor, a SIGHUP restarts the child (a new agent boot, so a new
+  ``boot_id`` in its reports), and the start and stop lines and exit
+  codes become cotyledon's. Its one-process mode (``no_fork=True``)
+  handles signals itself, each by ending the process from the handler
+  (``os._exit``): SIGTERM after the service's ``stop`` returns, SIGINT
+  at once with exit code 1, and SIGHUP raises out of whatever the main
+  thread runs. The agent's orderly end (the period's plan finished or
+  rolled back, the sender's pending reports handed over, the host lock
+  released) would then all have to run inside the SIGTERM handler, and
+  SIGINT would skip it.
 
 What the deployments and the lab tiers rely on instead, and
 tests/functional/test_service_signals.py holds: one process; SIGTERM or
