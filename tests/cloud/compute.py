@@ -68,6 +68,12 @@ SSH_CONTROL_PATH = '/tmp/ssh-nova-%C'
 # How long a shared connection outlives its last user, in seconds.
 SSH_CONTROL_PERSIST = 600
 START_TIMEOUT = 600.0
+# How long a SIGTERM'ed nova-compute may take to leave before SIGKILL.
+# Seen: with no task in progress, nova's graceful shutdown (its
+# graceful_shutdown_timeout is 180 s) still sat past 120 s.
+STOP_TIMEOUT = 120
+# In the shared directory: a start's own options, read after nova.conf.
+EXTRA_CONF = 'nova-extra.conf'
 # nova-compute's pgrep pattern, with a bracket: the shell running the
 # command, whose own command line holds the pattern, does not match.
 NOVA_COMPUTE_PATTERN = "'[b]in/nova-compute'"
@@ -450,9 +456,22 @@ class ComputeHost:
         with open(self._here('nova.conf')) as f:
             return f.read()
 
-    def start(self):
-        """Start nova-compute in the background; returns at once."""
+    def start(self, extra_config=None):
+        """Start nova-compute in the background; returns at once.
+
+        ``extra_config``, ``{section: {option: value}}``: a file of its
+        own (:data:`EXTRA_CONF`, in the shared directory) read after
+        nova.conf, for this start only: another ``compute_driver``, say,
+        without touching the file devstack's plugin wrote.
+        """
         command = os.path.join(os.path.dirname(self.python), 'nova-compute')
+        files = [self._guest('nova.conf')]
+        if extra_config:
+            with open(self._here(EXTRA_CONF), 'w') as f:
+                f.write(render(extra_config))
+            files.append(self._guest(EXTRA_CONF))
+        config = ' '.join(f'--config-file {shlex.quote(path)}'
+                          for path in files)
         if self.state_disk_gb:
             self.lab.run(f'mkdir -p {STATE_DIR} && (mountpoint -q '
                          f'{STATE_DIR} || mount -t tmpfs -o '
@@ -460,11 +479,25 @@ class ComputeHost:
                          f'{STATE_DIR})')
         self.lab.run(
             f'mkdir -p {STATE_DIR}/instances {STATE_DIR}/locks && cd / && '
-            f'setsid '
-            f'{shlex.quote(command)} --config-file '
-            f'{shlex.quote(self._guest("nova.conf"))} '
+            f'setsid {shlex.quote(command)} {config} '
             f'> {shlex.quote(self._guest("output"))} 2>&1 < /dev/null &')
         self.started_at = time.monotonic()
+
+    def stop(self, timeout=STOP_TIMEOUT):
+        """Stop nova-compute: SIGTERM, then SIGKILL after ``timeout`` s.
+
+        TERM first, so that nova-compute leaves as a restarted service
+        does (its RPC consumers closed); KILL if it is still there, as a
+        test's next start must not meet a second one.
+        """
+        self.lab.run(f'pkill -TERM -f {NOVA_COMPUTE_PATTERN}', check=False)
+        deadline = time.monotonic() + timeout
+        while self.running():
+            if time.monotonic() > deadline:
+                self.lab.run(f'pkill -KILL -f {NOVA_COMPUTE_PATTERN}',
+                             check=False)
+                deadline = time.monotonic() + timeout
+            time.sleep(1)
 
     def start_l2_agent(self):
         """Open vSwitch and neutron's agent for physnet1 (l2agent.py)."""
@@ -490,12 +523,23 @@ class ComputeHost:
         """nova-compute's log so far (and what it printed)."""
         return self._read_shared('nova-compute.log', 'output')
 
-    def wait_for_log(self, pattern, timeout=None):
-        """Seconds since start() until ``pattern`` (a regex) is logged."""
+    def log_size(self):
+        """Characters in nova-compute's log file now: a later ``since``."""
+        return len(self._read_shared('nova-compute.log'))
+
+    def wait_for_log(self, pattern, timeout=None, since=None):
+        """Seconds since start() until ``pattern`` (a regex) is logged.
+
+        ``since``: only what the log file holds past that many
+        characters (:meth:`log_size` before a restart) counts, not what
+        an earlier run of nova-compute logged.
+        """
         deadline = time.monotonic() + (timeout or self.start_timeout)
         regex = re.compile(pattern)
         while True:
-            if regex.search(self.log()):
+            text = (self.log() if since is None else
+                    self._read_shared('nova-compute.log')[since:])
+            if regex.search(text):
                 return time.monotonic() - self.started_at
             if time.monotonic() > deadline:
                 tail = '\n'.join(self.log().splitlines()[-40:])

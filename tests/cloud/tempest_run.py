@@ -162,11 +162,15 @@ def cloud_facts(layout, session, scratch, args):
 
 # -- the workspace ------------------------------------------------------
 
-def write_workspace(workspace, facts, plugin_settings=None):
-    """tempest.conf; ``plugin_settings``: options of our plugin's group."""
+def write_workspace(workspace, facts, plugin_settings=None, features=None):
+    """tempest.conf; ``plugin_settings``: options of our plugin's group.
+
+    ``features``: ``[compute-feature-enabled]`` overrides
+    (tempestconf.sections).
+    """
     for path in (workspace.logs, workspace.lock):
         os.makedirs(path, exist_ok=True)
-    sections = tempestconf.sections(facts, workspace)
+    sections = tempestconf.sections(facts, workspace, features)
     if plugin_settings:
         sections[tempestconf.PLUGIN_GROUP] = dict(plugin_settings)
     configs.write(workspace.conf, sections)
@@ -240,18 +244,19 @@ def last_run(workspace):
                           check=False).stdout
 
 
-def prepare(layout, workspace, args, plugin_settings=None):
+def prepare(layout, workspace, args, plugin_settings=None, features=None):
     """The cloud's resources for tempest, and the workspace's tempest.conf.
 
     ``plugin_settings``: options of our plugin's group that the cloud
     knows and the devstack plugin cannot (the computes' SSH access);
     the plugin's ``stack:test-config`` phase then adds its own.
+    ``features``: ``[compute-feature-enabled]`` overrides.
     """
     check_up(layout)
     os.makedirs(workspace.path, exist_ok=True)
     facts = cloud_facts(layout, accounts.admin_session(), workspace.path,
                         args)
-    write_workspace(workspace, facts, plugin_settings)
+    write_workspace(workspace, facts, plugin_settings, features)
     plugin_test_config(layout, workspace, args.driver_extension)
 
 
@@ -273,11 +278,21 @@ def summary(outcome, returncode, output):
     return ok, '\n'.join(text)
 
 
-def run_selected(workspace, regex, concurrency):
-    """Run the selected tests: (passed, the summary's text)."""
+def run_parsed(workspace, regex, concurrency):
+    """Run the selected tests: (tempest's exit code, output, results).
+
+    The results are every test's outcome from the run's subunit stream
+    (tempest_results.parse), for callers that count them themselves.
+    """
     returncode, output = run_tempest(
         workspace, tempest_command(workspace, regex, concurrency))
-    return summary(results.parse(last_run(workspace)), returncode, output)
+    return returncode, output, results.parse(last_run(workspace))
+
+
+def run_selected(workspace, regex, concurrency):
+    """Run the selected tests: (passed, the summary's text)."""
+    returncode, output, outcome = run_parsed(workspace, regex, concurrency)
+    return summary(outcome, returncode, output)
 
 
 def main(argv=None):

@@ -128,14 +128,21 @@ def service_available(catalog_types):
     return {name: _bool(name in present) for name in TEMPEST_SERVICES}
 
 
-def sections(facts, workspace):
-    """tempest.conf's sections for ``facts``, in ``workspace``."""
+def sections(facts, workspace, features=None):
+    """tempest.conf's sections for ``facts``, in ``workspace``.
+
+    ``features``: ``[compute-feature-enabled]`` options written over
+    this cloud's defaults (FEATURES_OFF, the scheduler's filters), for a
+    run that turns on what the computes can do
+    (tests/cloud/tempest_suite.py).
+    """
     if not facts.auth_url.rstrip('/').endswith('/v3'):
         raise ValueError(f'not a keystone v3 URI: {facts.auth_url}')
-    features = {name: 'False' for name in FEATURES_OFF}
+    enabled = {name: 'False' for name in FEATURES_OFF}
     if facts.enabled_filters:
-        features['scheduler_enabled_filters'] = ','.join(
+        enabled['scheduler_enabled_filters'] = ','.join(
             facts.enabled_filters)
+    enabled.update(features or {})
     return {
         'DEFAULT': {
             'log_dir': workspace.logs,
@@ -171,7 +178,7 @@ def sections(facts, workspace):
             'build_timeout': str(facts.build_timeout),
             'region': facts.region,
         },
-        'compute-feature-enabled': features,
+        'compute-feature-enabled': enabled,
         'network': {
             'shared_physical_network': 'True',
             'project_networks_reachable': 'False',
