@@ -213,15 +213,7 @@ class Guest:
 
     def read_bytes(self, name):
         """``/proc/<pid>/<name>`` of this very process; ESRCH if it exited."""
-        if self._dir is None:
-            raise ProcessLookupError(errno.ESRCH,
-                                     f'process {self.pid}: closed')
-        try:
-            fd = os.open(name, os.O_RDONLY | os.O_CLOEXEC, dir_fd=self._dir)
-        except FileNotFoundError:
-            raise ProcessLookupError(
-                errno.ESRCH, f'process {self.pid} is gone') from None
-        with os.fdopen(fd, 'rb') as f:
+        with os.fdopen(self._open(name, os.O_RDONLY), 'rb') as f:
             try:
                 return f.read()
             except ProcessLookupError:
