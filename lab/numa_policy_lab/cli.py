@@ -4,8 +4,9 @@
 --seed S [--json] [--dry-run]`` runs a simulated host with and without the
 loops; ``--list-scenarios`` names the scenarios; ``simulate cluster`` runs
 the cluster study, ``simulate tiers`` the memory-tier modes on a host
-with a lower tier (``sim/tiers.py``) and ``sandbox`` the one-command
-sandbox.
+with a lower tier (``sim/tiers.py``), ``simulate tiered-cluster`` the
+same modes over a cluster of such hosts (``cluster/tiered.py``) and
+``sandbox`` the one-command sandbox.
 """
 
 import argparse
@@ -112,6 +113,7 @@ def build_parser():
     tier.add_argument('--json', action='store_true')
     tier.set_defaults(func=simulate_tiers)
     cluster_cli.register(what)
+    cluster_cli.register_tiered(what)
     sandbox_cli.register(sub)
     return parser
 

@@ -6,13 +6,20 @@ normalized throughput, the mean, its fraction of the best static
 placement (a reference our loops may beat; where it is computed) and of
 the bound of the same runs (which nothing may beat), the moves and the
 loop actions the agents' do-no-harm guard refused.
+
+``numa-policy-lab simulate tiered-cluster``: the hosts with a lower
+memory tier (``tiered.py``), every strategy over seeds S..S+N-1, as
+doc/source/results.rst shows them; ``--json`` for the numbers.
 """
 
+import dataclasses
 import json
+import math
 
 from numa_policy_lab.cluster import evidence
 from numa_policy_lab.cluster import scenarios
 from numa_policy_lab.cluster import strategies
+from numa_policy_lab.cluster import tiered
 
 
 def register(subparsers):
@@ -83,3 +90,43 @@ def _print(report, out):
               f"{report['vcpu_moves']:.0f}  guard refusals "
               f"{report['guard_refusals']:.0f}  rejected "
               f"{report['rejected']:.1f}\n")
+
+
+def register_tiered(subparsers):
+    """Add ``tiered-cluster`` to the ``simulate`` subcommands."""
+    p = subparsers.add_parser(
+        'tiered-cluster', help='hosts with a CXL expander fed by a stream '
+        'of guests of several memory-tier flavors: nova stock, the '
+        "kernel's tiering alone, ours; simulated")
+    p.add_argument('--seed', type=int, default=0)
+    p.add_argument('--seeds', type=int, default=10,
+                   help='run this many seeds from --seed')
+    p.add_argument('--json', action='store_true')
+    p.set_defaults(func=simulate_tiered)
+    return p
+
+
+def _finite(value):
+    """JSON has no NaN: a figure of no guest at all is null."""
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def simulate_tiered(args, out):
+    seeds = list(range(args.seed, args.seed + max(1, args.seeds)))
+    rows = tiered.rows(seeds)
+    if args.json:
+        report = {'simulated': True, 'seeds': seeds,
+                  'hosts': tiered.N_HOSTS,
+                  'rows': [_finite(dataclasses.asdict(r)) for r in rows]}
+        out.write(json.dumps(report, indent=2, sort_keys=True) + '\n')
+        return 0
+    out.write(f'SIMULATED (the model with the CXL figures of '
+              f'sim/constants.py; nothing measured): {tiered.N_HOSTS} '
+              f'xeon2_cxl hosts, seeds {seeds[0]}..{seeds[-1]}\n\n')
+    out.write(tiered.cluster_table(rows) + '\n\n')
+    out.write(tiered.flavor_table(rows) + '\n')
+    return 0

@@ -179,7 +179,17 @@ def blind_demotion(guests, top_mb):
     Reclaim sees pages, not guests: the cold ones first, every guest's
     in proportion to its cold pages, then the hot ones likewise.
     """
-    sizes = [g.sizes for g in guests]
+    return reclaim([g.sizes for g in guests], top_mb)
+
+
+def reclaim(sizes, top_mb):
+    """:func:`blind_demotion` of any pages: MB of each segment to go down.
+
+    ``sizes``: per owner, MB of each segment reclaim may demote (the
+    last the cold one), whether a whole guest or its pages above a
+    floor (cluster/tiered.py); ``top_mb``: what the top tier holds of
+    them.
+    """
     cold = sum(s[-1] for s in sizes)
     hot = sum(s[:-1].sum() for s in sizes)
     excess = max(0.0, sum(s.sum() for s in sizes) - top_mb)
@@ -290,8 +300,18 @@ def _lower_parts(host, mode, guests, free):
 
 def place(host, mode, guests):
     """Boot each of ``guests`` (in arrival order) that ``mode`` admits."""
+    return boot_each(host, guests, _lower_parts(
+        host, mode, guests, host.memory_mb_by_node()))
+
+
+def boot_each(host, guests, parts):
+    """Boot each of ``guests`` that ``parts`` names, in arrival order.
+
+    ``parts``: guest name -> MB of each segment on the lower tier; the
+    rest first-touched on the top tier (:func:`fill_top`). A guest
+    ``parts`` leaves out is not running.
+    """
     free = host.memory_mb_by_node()
-    parts = _lower_parts(host, mode, guests, free)
     for g in guests:
         g.vm, g.throughput = None, 0.0
         if g.name not in parts:
@@ -324,11 +344,18 @@ def run(mode, seed=0):
     """Every guest of the scenario under ``mode``, its throughput set."""
     host, guests = build(seed)
     place(host, mode, guests)
+    measure(host, guests)
+    return host, guests
+
+
+def measure(host, guests):
+    """Set the throughput of every running guest of ``host`` (model.py)."""
     booted = [g for g in guests if g.vm is not None]
+    if not booted:
+        return
     result = model.evaluate(host, [g.vm for g in booted])
     for g, tput in zip(booted, result.vm_throughput):
         g.throughput = float(tput)
-    return host, guests
 
 
 @dataclasses.dataclass(frozen=True)
