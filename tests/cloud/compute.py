@@ -72,6 +72,8 @@ START_TIMEOUT = 600.0
 # Seen: with no task in progress, nova's graceful shutdown (its
 # graceful_shutdown_timeout is 180 s) still sat past 120 s.
 STOP_TIMEOUT = 120
+# Transparent huge pages, inside the lab host only.
+THP_ENABLED = '/sys/kernel/mm/transparent_hugepage/enabled'
 # In the shared directory: a start's own options, read after nova.conf.
 EXTRA_CONF = 'nova-extra.conf'
 # nova-compute's pgrep pattern, with a bracket: the shell running the
@@ -438,6 +440,11 @@ class ComputeHost:
             # host mounts no devpts of its own otherwise.
             self.lab.run('mountpoint -q /dev/pts || { mkdir -p /dev/pts && '
                          'mount -t devpts -o ptmxmode=0666 devpts /dev/pts; }')
+            # Guest RAM in base pages: the kernel interleaves a huge page
+            # at a time, and a tiny guest touches two or three, which a
+            # huge page's allocation falling back to another node can
+            # leave on one node; base pages show the policy's spread.
+            self.lab.run(f'echo never > {THP_ENABLED}')
             if self.link is not None and self.ssh_key is not None:
                 # Through the shared directory: the lab host's /tmp is
                 # its own tmpfs, not this machine's.
