@@ -63,7 +63,11 @@ def neutron_settings(host, transport_url, log_file):
         'DEFAULT': {
             'host': host,
             'transport_url': transport_url,
-            'debug': 'True',
+            # INFO: the ports it wires and binds are logged there. At
+            # DEBUG each loop logged its iteration and OVSDB's replies,
+            # each line written through the lab host's 9p share by an
+            # emulated CPU that nova-compute and the guests share.
+            'debug': 'False',
             'log_file': log_file,
             'state_path': STATE_DIR,
         },
