@@ -33,6 +33,8 @@ REPORT_TIMEOUT = 240
 # A 2-vCPU server of the halting image, ACTIVE under emulation.
 SCHEDULE_TIMEOUT = test_servers.BOOT_TIMEOUT
 DELETE_TIMEOUT = 300
+# A physnet no compute's uplink carries.
+UNCARRIED_PHYSNET = 'physnet2'
 
 
 def setUpModule():
@@ -72,10 +74,12 @@ class SchedulerInTheCloudTest(test_base.TestCase):
     def keep_busy_whole(self, host):
         self.keep_busy(host, range(CLOUD.computes[host].topology.cpus))
 
-    def explain(self, flavor_name):
-        query = urllib.parse.urlencode({
-            'vcpus': test_servers.VCPUS, 'memory_mb': test_servers.MEMORY_MB,
-            'extra_specs': json.dumps(self.specs[flavor_name])})
+    def explain(self, flavor_name, physnets=()):
+        query = urllib.parse.urlencode([
+            ('vcpus', test_servers.VCPUS),
+            ('memory_mb', test_servers.MEMORY_MB),
+            ('extra_specs', json.dumps(self.specs[flavor_name])),
+            *(('physnet', name) for name in physnets)])
         status, body = CLOUD.numa_api(f'/v1/explain?{query}')
         self.assertEqual(200, status, body)
         return {host['host']: host for host in body['hosts']}
@@ -191,3 +195,37 @@ class SchedulerInTheCloudTest(test_base.TestCase):
         refused = self.load_verdict(hosts[self.busy])
         self.assertGreater(refused['numbers']['load'], THRESHOLD)
         self.assertEqual(self.quiet, self.scheduled_host('home-nic'))
+
+    def test_required_nic_locality_refuses_hosts_without_the_physnets_uplink(
+            self):
+        """A port on a physnet no compute's uplink carries: no NIC-local node.
+
+        Our API's explanation of ``home`` with
+        ``hw:numa_nic_locality=required`` for an instance with a port on
+        ``physnet2``: each agent reports its uplink on physnet1 only, so
+        the NIC filter refuses every host, naming the physnet.
+        ``required`` is the flavor's, the operator's, word: a refusal is
+        what it asks for. Asked of nova's scheduler, the same refusal
+        needs nova to know the port's physnet (doc/source/scheduler.rst,
+        "Which physnet"); tests/functional/scheduler/test_placement.py
+        shows it there.
+        """
+        hosts = self.explain('home-nic', [UNCARRIED_PHYSNET])
+        self.addDetail('explain-home-nic-uncarried', content.text_content(
+            json.dumps(hosts, indent=1, sort_keys=True)))
+        self.assertEqual(set(CLOUD.computes), set(hosts))
+        for name, host in hosts.items():
+            nic = next(f for f in host['filters']
+                       if f['name'] == 'NumaNicLocalityFilter')
+            self.assertFalse(nic['passed'], nic)
+            self.assertEqual('no NUMA node is local to the uplink',
+                             nic['reason'])
+            self.assertEqual([UNCARRIED_PHYSNET],
+                             nic['numbers']['physnets'])
+            self.assertFalse(host['passed'], name)
+        # The same flavor for a port on physnet1 passes both.
+        hosts = self.explain('home-nic', ['physnet1'])
+        for name, host in hosts.items():
+            nic = next(f for f in host['filters']
+                       if f['name'] == 'NumaNicLocalityFilter')
+            self.assertTrue(nic['passed'], nic)

@@ -98,6 +98,36 @@ class SchedulerPluginsTest(_PluginsTestBase):
         # nova's RAM weigher spreads them over the three hosts.
         self.assertEqual(set(HOSTS), {self.boot() for _ in HOSTS})
 
+    def test_required_nic_locality_on_a_physnet_no_uplink_carries(self):
+        # nova's fixture network_2 is a VLAN network on physnet2, which
+        # nova's own tests add to the fixture as here; every host's
+        # uplink is on physnet1, and host2's alone also on physnet2.
+        # nova's API reads the network's physnet into the request spec.
+        # Scheduled, the build then fails in the fake driver on the
+        # fixture's port (a ValueError): what the scheduler decided is
+        # the test, told apart by "No valid host".
+        neutron = self.neutron
+        neutron._networks[neutron.network_2['id']] = neutron.network_2
+        neutron._subnets[neutron.subnet_2['id']] = neutron.subnet_2
+        network = neutron.network_2['id']
+        both = ((0, 'physnet1'), (1, 'physnet2'))
+        self.report(host1=dict(nodes=(IDLE, IDLE), nics=((0, 'physnet1'),)),
+                    host2=dict(nodes=(IDLE, IDLE), nics=both),
+                    host3=dict(nodes=(IDLE, IDLE), nics=((0, 'physnet1'),)))
+        flavor_id = self._create_flavor(extra_spec={
+            'hw:numa_policy': 'home', 'hw:numa_nic_locality': 'required'})
+        server = self._create_server(flavor_id=flavor_id,
+                                     networks=[{'uuid': network}],
+                                     expected_state='ERROR')
+        self.assertNotIn('No valid host', server['fault']['message'])
+        self.report(host1=dict(nodes=(IDLE, IDLE), nics=((0, 'physnet1'),)),
+                    host2=dict(nodes=(IDLE, IDLE), nics=((0, 'physnet1'),)),
+                    host3=dict(nodes=(IDLE, IDLE), nics=((0, 'physnet1'),)))
+        server = self._create_server(flavor_id=flavor_id,
+                                     networks=[{'uuid': network}],
+                                     expected_state='ERROR')
+        self.assertIn('No valid host', server['fault']['message'])
+
     def test_a_host_without_agent_is_avoided_in_strict_mode(self):
         # host3 has no agent; host1's and host2's cannot enforce it.
         self.report(host1=dict(enforceable=('first-touch',)),
