@@ -3,7 +3,9 @@
 ``TIERED_NODES``: two CPU nodes and a memory-only node 2 made of an
 emulated NVDIMM, which the lab host gives the kernel as system RAM
 through dax/kmem at boot (tests/labhost/slowmem.sh). Debian 12's kernel
-6.1 then puts node 2 in a memory tier of its own below the CPU nodes'.
+6.1 then puts node 2 in a memory tier of its own below the CPU nodes', as
+does Debian's 6.12 when the lab boots it (tests/labhost/labkernel.py).
+``HMAT_NODES``: node 2 plain memory that only the HMAT says is slower.
 This proves the mechanism the tiers build on, not a speed: the
 emulated NVDIMM is as fast as the emulated DRAM.
 """
@@ -11,6 +13,7 @@ emulated NVDIMM is as fast as the emulated DRAM.
 import os
 import re
 
+from nova_numa_policy.decisions import tiering
 from tests.host import base
 from tests.labhost import kernel
 from tests.labhost import machine
@@ -81,6 +84,48 @@ class MemoryTiersTest(base.LabTestCase):
         self.assert_kernel_follows(view, guest.plan.tune)
         self.assertEqual(0, view.ram.pages.get(self.TOPOLOGY.slow_node, 0))
         self.assertEqual('home', self.reported(report, guest).applied_policy)
+
+
+# The first kernel this lab saw tier a CPU-less node from the HMAT alone
+# (Debian's 6.12, tests/labhost/labkernel.py); 6.1 never does. Releases
+# between them were not booted here.
+HMAT_TIERING_SEEN = (6, 12)
+
+
+def release(uname):
+    """(major, minor) of ``uname -r``'s text."""
+    major, minor = re.match(r'(\d+)\.(\d+)', uname.strip()).groups()
+    return int(major), int(minor)
+
+
+class HmatTiersTest(base.LabTestCase):
+    """A plain memory-only node that only the firmware's HMAT says is slow.
+
+    ``HMAT_NODES``: node 2 is RAM the kernel has from boot, with no
+    NVDIMM and nothing done at boot; QEMU's HMAT gives it three times
+    the latency and a third of the bandwidth of the CPU nodes' memory.
+    """
+
+    TOPOLOGY = topology_mod.HMAT_NODES
+
+    def test_the_kernel_tiers_the_node_by_the_hmat_or_not_at_all(self):
+        seen = self.lab.call('tests.labhost.inside:memory_tiers')
+        uname = self.lab.run('uname -r').stdout
+        self.addDetail('memory-tiers', base.text(f'{uname}{seen!r}'))
+        slow = self.TOPOLOGY.slow_node
+        cpu_nodes = set(range(self.TOPOLOGY.nodes))
+        tiers = [kernel.cpulist(nodes) for _, nodes in sorted(
+            (_tier_rank(name), nodes) for name, nodes in
+            seen['tiers'].items())]
+        self.assertEqual(cpu_nodes | {slow},
+                         kernel.cpulist(seen['has_memory']))
+        self.assertEqual(cpu_nodes, kernel.cpulist(seen['has_cpu']))
+        if release(uname) >= HMAT_TIERING_SEEN:
+            # A tier of its own below DRAM's, from the HMAT's figures.
+            self.assertEqual([cpu_nodes, {slow}], tiers)
+        else:
+            # 6.1: every node with memory in the DRAM tier.
+            self.assertEqual([cpu_nodes | {slow}], tiers)
 
 
 HOG = os.path.join(machine.PROJECT, 'tests', 'labhost', 'hog.py')
@@ -163,7 +208,8 @@ class DemotionTest(PressureTestCase):
 
         Linux 6.1's reclaim demotes a page to the next tier's node
         whatever the process's memory policy and cpuset say (seen: 86 %
-        of a 256 MB guest bound to node 0 moved to node 2 by kswapd).
+        of a 256 MB guest bound to node 0 moved to node 2 by kswapd), and
+        so does Debian's 6.12 (seen: 20 %).
         A guest that must stay on the top tier is held there by the
         agent, not by its binding.
         """
@@ -226,6 +272,8 @@ HOT_OFFSET_MB, HOT_MB = 64, 32
 # Periods of the agent: the first census finds every page written (a new
 # page is born so); the second knows what was written over a period.
 TIERING_PERIODS = 3
+# The top-tier share of the guest the kernel's demotion takes it below.
+FLOOR_PERCENT = 90
 # Free memory the hog leaves on the guest's node: under the tiering
 # loop's low mark (5 % of a 1024 MB node), above the kernel's reclaim
 # watermarks, so that nothing but the agent moves the guest's pages.
@@ -349,25 +397,33 @@ class TieringLoopTest(PressureTestCase):
     def test_the_floor_comes_back_after_the_kernel_demoted_below_it(self):
         """The kernel's demotion on: the loop holds the floor, no more.
 
-        The pressure of :class:`DemotionTest` has the kernel demote most
+        The pressure of :class:`DemotionTest` has the kernel demote part
         of the guest; once it is gone, the loop moves pages back up until
-        half of the guest is on the top tier again (its 50 %), and leaves
-        the rest to the kernel's tiering.
+        the guest has its share on the top tier again, and leaves the
+        rest to the kernel's tiering. A share of 90 %: how much the
+        kernel demotes varies by kernel (most of the guest on 6.1, a
+        fifth to a third on 6.12: doc/source/labhost.rst), and must take
+        the guest below its floor on both.
         """
         self.demotion_on()
-        guest, home = self.tiered_guest(50)
+        guest, home = self.tiered_guest(FLOOR_PERCENT)
         slow = self.TOPOLOGY.slow_node
         _, demoted, _ = self.pressed(guest)
         self.lab.run(STOP_HOG)
         below = kernel.memory_mib_per_node(self.view(guest).numa_maps)
         self.addDetail('demoted-mib', base.text(repr(below)))
-        self.assertGreater(below.get(slow, 0), sum(below.values()) / 2)
+        share = FLOOR_PERCENT / 100
+        self.assertGreater(below.get(slow, 0),
+                           (1 - share) * sum(below.values()))
         moves, log = self.tier(guest)
         self.assertIn(f'from lower-tier node {slow} to node {home}, up to '
-                      f'its 50 % on the top tier', log)
+                      f'its {FLOOR_PERCENT} % on the top tier', log)
         memory = kernel.memory_mib_per_node(self.view(guest).numa_maps)
         self.addDetail('memory-mib', base.text(repr(memory)))
         total = sum(memory.values())
         top = total - memory.get(slow, 0)
-        self.assertGreaterEqual(top, 0.5 * total - 1)
-        self.assertLessEqual(top, 0.5 * total + 8)
+        # At the floor as the loop counts it: less short than the least
+        # it moves (seen on 6.12: 60 MB moved, 281 against a floor of
+        # 283, nothing more); over it by what QEMU allocated meanwhile.
+        self.assertGreaterEqual(top, share * total - tiering.MIN_MOVE_MB)
+        self.assertLessEqual(top, share * total + 8)

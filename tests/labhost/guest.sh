@@ -6,6 +6,13 @@
 set -eu
 . /run/lab/config.sh
 
+# A kernel other than this machine's (tests/labhost/labkernel.py): its
+# modules, in the lab's cache, where modprobe looks for them. This
+# machine's root is read-only here and has no directory for them.
+if [ -n "${LAB_MODULES:-}" ]; then
+    mount --bind "$LAB_MODULES" /lib/modules
+fi
+
 # Directories the host found closed to other users on the way to the
 # interpreter and the project (e.g. /root with pyenv in it, .tox): each
 # becomes an open tmpfs whose entries are the originals, bound back.

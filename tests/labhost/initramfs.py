@@ -1,9 +1,12 @@
 """The lab host's initramfs, built from what this machine has installed.
 
 An installed Debian kernel (``linux-image-amd64``) and its modules, and a
-static busybox (``busybox-static``): nothing is downloaded. The
-initramfs holds busybox, the virtio and 9p modules the guest needs to
-mount this machine's root file system, and ``init.sh`` as ``/init``.
+static busybox (``busybox-static``): nothing is downloaded. (Or a newer
+kernel unpacked into the lab's cache, when one is selected:
+:mod:`tests.labhost.labkernel`.) The initramfs holds busybox, the
+virtio and 9p modules the guest needs to mount this machine's root file
+system (those the kernel does not build in), and ``init.sh`` as
+``/init``.
 
 The archive is written here (the "newc" cpio format the kernel unpacks),
 so building it needs neither root nor cpio.
@@ -39,7 +42,7 @@ class Kernel:
     modules_dir: str
 
 
-def _version_key(version):
+def version_key(version):
     return [int(p) if p.isdigit() else p
             for p in re.split(r'(\d+)', version)]
 
@@ -64,7 +67,7 @@ def find_kernel(boot='/boot', modules='/lib/modules'):
         raise LabUnavailable(
             f'no readable kernel image in {boot} with its modules in '
             f'{modules} (apt-get install linux-image-amd64)')
-    return max(found, key=lambda k: _version_key(k.version))
+    return max(found, key=lambda k: version_key(k.version))
 
 
 def module_name(path):
@@ -83,12 +86,22 @@ def parse_modules_dep(text):
     return modules
 
 
-def load_order(modules, wanted):
-    """``wanted`` and their dependencies, each after what it needs."""
+def parse_modules_builtin(text):
+    """The names of modules.builtin: modules built into the kernel."""
+    return frozenset(module_name(line) for line in text.split())
+
+
+def load_order(modules, wanted, builtin=frozenset()):
+    """``wanted`` and their dependencies, each after what it needs.
+
+    A module in ``builtin`` needs no loading: one kernel builds in what
+    another makes a module (virtio_pci is a module in Debian's 6.1 and
+    built in in its 6.12).
+    """
     order = []
 
     def visit(name, path):
-        if name in order:
+        if name in order or name in builtin:
             return
         if name in path:
             raise LabUnavailable(f'module dependency cycle: {path}')
@@ -174,11 +187,20 @@ class CpioWriter:
         return self._out.getvalue()
 
 
+def read_builtin(modules_dir):
+    """The kernel's built-in modules; none where it lists none."""
+    try:
+        with open(os.path.join(modules_dir, 'modules.builtin')) as f:
+            return parse_modules_builtin(f.read())
+    except FileNotFoundError:
+        return frozenset()
+
+
 def build(kernel, busybox, wanted=WANTED_MODULES, init_script=INIT_SCRIPT):
     """The gzip-compressed initramfs for ``kernel``."""
     with open(os.path.join(kernel.modules_dir, 'modules.dep')) as f:
         modules = parse_modules_dep(f.read())
-    order = load_order(modules, wanted)
+    order = load_order(modules, wanted, read_builtin(kernel.modules_dir))
     archive = CpioWriter()
     for directory in ('bin', 'dev', 'proc', 'sys', 'newroot', 'lib',
                       'lib/modules'):

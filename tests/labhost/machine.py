@@ -32,6 +32,7 @@ import time
 
 from tests.labhost import emulator as emulator_mod
 from tests.labhost import initramfs
+from tests.labhost import labkernel
 from tests.labhost import network as network_mod
 from tests.labhost import topology as topology_mod
 
@@ -116,7 +117,8 @@ def check_available():
         raise initramfs.LabUnavailable(
             f'{QEMU} not found (apt-get install qemu-system-x86)')
     initramfs.find_busybox()
-    return initramfs.find_kernel()
+    # This machine's kernel unless NUMA_POLICY_LAB_KERNEL names another.
+    return labkernel.selected()
 
 
 def compile_project():
@@ -244,8 +246,12 @@ def reopened_directories(paths):
 
 
 def slow_memory_settings(topology):
-    """config.sh values for guest.sh's lower tier: none without one."""
-    if topology.slow_node is None:
+    """config.sh values for guest.sh's lower tier: none without one.
+
+    Only an NVDIMM needs work at boot (slowmem.sh); the HMAT's node has
+    its memory from the start.
+    """
+    if not topology.slow_nvdimm:
         return {}
     return {'LAB_SLOW_NODE': str(topology.slow_node)}
 
@@ -332,7 +338,7 @@ class LabHost:
         self.share = os.path.join(self.workdir, 'share')
         for sub in ('requests', 'results'):
             os.makedirs(os.path.join(self.share, sub))
-        self._write_config()
+        self._write_config(kernel)
         self.accel = choose_accel(kernel, initrd, self.workdir)
         cmdline = (f'console=ttyS0 quiet panic=-1 {LAB_KERNEL_ARGS} '
                    f'lab.guest={GUEST_SCRIPT}')
@@ -367,7 +373,7 @@ class LabHost:
         return (self.python, os.path.realpath(self.python), sys.prefix,
                 sys.base_prefix, PROJECT)
 
-    def _write_config(self):
+    def _write_config(self, kernel):
         values = {'LAB_PYTHON': self.python, 'LAB_PROJECT': PROJECT,
                   'LAB_KEEP': ' '.join(under_scratch(self._needed())),
                   'LAB_EXPOSE': ' '.join(reopened_directories(
@@ -375,6 +381,7 @@ class LabHost:
                   'LAB_NOVA_UID': str(NOVA_UID),
                   'LAB_HOSTNAME': self.hostname,
                   **slow_memory_settings(self.topology),
+                  **labkernel.module_tree_settings(kernel),
                   **network_mod.guest_settings(self.network)}
         with open(os.path.join(self.share, 'config.sh'), 'w') as f:
             for name, value in values.items():

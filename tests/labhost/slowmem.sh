@@ -30,7 +30,8 @@ if [ -e "/sys/bus/dax/devices/$dax/driver" ]; then
     echo "$dax" > "/sys/bus/dax/devices/$dax/driver/unbind"
 fi
 echo "$dax" > /sys/bus/dax/drivers/kmem/new_id
-for block in /sys/devices/system/node/node"$node"/memory*; do
+# memory<N> only: newer kernels have a memory_failure directory there.
+for block in /sys/devices/system/node/node"$node"/memory[0-9]*; do
     [ "$(cat "$block/state")" = online ] || echo online_movable > "$block/state"
 done
 grep -q 'MemTotal: *[1-9]' "/sys/devices/system/node/node$node/meminfo" || {

@@ -20,6 +20,16 @@ LOCAL_DISTANCE = shape_mod.LOCAL_DISTANCE
 NIC_NAME = 'nic0'
 # x86's memory block: kmem hands the kernel whole blocks only.
 SLOW_MEMORY_ALIGN_MB = 128
+# How the memory-only node gets its memory (LabTopology.slow_memory_kind).
+NVDIMM = 'nvdimm'
+HMAT = 'hmat'
+# The firmware's figures for a node's memory, from a CPU node, by SLIT
+# distance: nanoseconds and MB/s per unit of distance. Only ratios count
+# for the kernel, which places a node in a tier by its latency and
+# bandwidth against those of the CPU nodes' own memory (all of which
+# must agree); the emulated memory itself is equally fast everywhere.
+HMAT_NS_PER_DISTANCE = 10
+HMAT_MBPS_TIMES_DISTANCE = 200000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +55,11 @@ class LabTopology:
     slow_memory_mb: int = 0
     # That node's SLIT distance from every CPU node.
     slow_distance: int = 0
+    # NVDIMM: as above. HMAT: the node's memory is plain RAM the kernel
+    # has from boot, and the ACPI HMAT gives it a higher latency and a
+    # lower bandwidth than the CPU nodes' (-machine hmat=on), which
+    # Debian's 6.12 tiers by and 6.1 ignores (doc/source/labhost.rst).
+    slow_memory_kind: str = NVDIMM
 
     def __post_init__(self):
         problems = distance_problems(self.distances, self.nodes)
@@ -58,6 +73,8 @@ class LabTopology:
             problems.append(f'slow memory: a multiple of '
                             f'{SLOW_MEMORY_ALIGN_MB} MiB, farther than '
                             f'every CPU node')
+        if self.slow_memory_kind not in (NVDIMM, HMAT):
+            problems.append(f'slow memory kind: {NVDIMM} or {HMAT}')
         if problems:
             raise ValueError(f'{self.name}: {"; ".join(problems)}')
 
@@ -65,6 +82,16 @@ class LabTopology:
     def slow_node(self):
         """The memory-only node's id, or None."""
         return self.nodes if self.slow_memory_mb else None
+
+    @property
+    def slow_nvdimm(self):
+        """Whether the memory-only node's memory is an NVDIMM's (kmem)."""
+        return bool(self.slow_memory_mb) and self.slow_memory_kind == NVDIMM
+
+    @property
+    def slow_hmat(self):
+        """Whether it is plain memory the HMAT tells apart."""
+        return bool(self.slow_memory_mb) and self.slow_memory_kind == HMAT
 
     @property
     def shape(self):
@@ -125,8 +152,15 @@ FOUR_NODES_NIC_ON_0 = LabTopology(
 TIERED_NODES = dataclasses.replace(
     TWO_NODES, name='tiered-nodes', slow_memory_mb=512, slow_distance=30)
 
+# The same shape with node 2 as plain memory that only the HMAT says is
+# slower: what a kernel that tiers by the firmware's figures needs
+# (tests/labhost/labkernel.py), where 6.1 sees one tier.
+HMAT_NODES = dataclasses.replace(
+    TIERED_NODES, name='hmat-nodes', slow_memory_kind=HMAT)
+
 TOPOLOGIES = {t.name: t for t in (TWO_NODES, FOUR_NODES, SRIOV_NODES,
-                                  FOUR_NODES_NIC_ON_0, TIERED_NODES)}
+                                  FOUR_NODES_NIC_ON_0, TIERED_NODES,
+                                  HMAT_NODES)}
 
 # QEMU's model of an Intel 82576, a NIC with SR-IOV.
 SRIOV_NIC = 'igb'
@@ -153,8 +187,15 @@ def numa_args(topology):
                  '-numa', f'node,nodeid={node},cpus={cpus[0]}-{cpus[-1]},'
                           f'memdev=mem{node}']
     slow = topology.slow_node
-    if slow is not None:
+    if topology.slow_nvdimm:
         args += ['-numa', f'node,nodeid={slow}']
+    elif topology.slow_hmat:
+        # With an HMAT, a node without CPUs names its nearest CPU node
+        # (its initiator): any, all being as far.
+        args += ['-object', f'memory-backend-ram,id=mem{slow},'
+                            f'size={topology.slow_memory_mb}M',
+                 '-numa', f'node,nodeid={slow},memdev=mem{slow},'
+                          f'initiator=0']
     for i in range(topology.nodes):
         for j in range(i + 1, topology.nodes):
             args += ['-numa', f'dist,src={i},dst={j},'
@@ -165,13 +206,42 @@ def numa_args(topology):
     return args
 
 
+def hmat_distance(topology, initiator, target):
+    """The SLIT distance the HMAT's figures for this pair follow."""
+    if target == topology.slow_node:
+        return topology.slow_distance
+    return topology.distances[initiator][target]
+
+
+def hmat_args(topology):
+    """-numa hmat-lb: latency and bandwidth from each CPU node to each.
+
+    Every pair, so that the kernel finds each node's best initiator and
+    the CPU nodes' own memory alike (its reference for DRAM).
+    """
+    if not topology.slow_hmat:
+        return []
+    args = []
+    for initiator in range(topology.nodes):
+        for target in range(topology.nodes + 1):
+            distance = hmat_distance(topology, initiator, target)
+            pair = (f'hmat-lb,initiator={initiator},target={target},'
+                    f'hierarchy=memory')
+            args += ['-numa', f'{pair},data-type=access-latency,'
+                              f'latency={distance * HMAT_NS_PER_DISTANCE}',
+                     '-numa', f'{pair},data-type=access-bandwidth,'
+                              f'bandwidth='
+                              f'{HMAT_MBPS_TIMES_DISTANCE // distance}M']
+    return args
+
+
 def slow_memory_args(topology):
     """The memory-only node's NVDIMM, RAM-backed: no file, no persistence.
 
     Without a label area: the kernel makes one raw namespace of it, which
     the lab host turns into device-dax and then system RAM.
     """
-    if not topology.slow_memory_mb:
+    if not topology.slow_nvdimm:
         return []
     return ['-object', f'memory-backend-ram,id=slowmem,'
                        f'size={topology.slow_memory_mb}M',
@@ -181,6 +251,10 @@ def slow_memory_args(topology):
 
 def memory_args(topology):
     """-machine and -m: room for the NVDIMM beside the nodes' RAM."""
+    if topology.slow_hmat:
+        # The memory-only node's RAM is the machine's, as the others'.
+        return ['-machine', 'q35,hmat=on', '-m',
+                f'{topology.memory_mb + topology.slow_memory_mb}M']
     if not topology.slow_memory_mb:
         return ['-machine', 'q35', '-m', f'{topology.memory_mb}M']
     most = topology.memory_mb + topology.slow_memory_mb
@@ -271,6 +345,7 @@ def qemu_args(topology, kernel, initrd, cmdline, shares, accel='tcg',
             '-kernel', kernel, '-initrd', initrd, '-append', cmdline]
     args += iommu_args(topology)
     args += numa_args(topology)
+    args += hmat_args(topology)
     args += slow_memory_args(topology)
     for tag, path, readonly in shares:
         args += share_args(tag, path, readonly)
