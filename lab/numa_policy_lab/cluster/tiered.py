@@ -446,16 +446,6 @@ def _percent(value):
     return '-' if np.isnan(value) else f'{100 * value:.1f} %'
 
 
-def _rst(head, body):
-    widths = [max(len(r[i]) for r in body + [head]) for i in range(len(head))]
-    rule = '  '.join('=' * w for w in widths)
-
-    def line(values):
-        return '  '.join(v.ljust(w) for v, w in zip(values, widths)).rstrip()
-    return '\n'.join([rule, line(head), rule] + [line(r) for r in body]
-                     + [rule])
-
-
 def cluster_table(rows):
     """Per strategy: guests placed, memory by tier, throughput."""
     head = ('Numbers', 'Strategy', 'Placed', 'DRAM in use', 'Of it floors',
@@ -464,7 +454,7 @@ def cluster_table(rows):
              f'{sum(r.placed.values()):.1f} of {r.guests}',
              f'{r.dram_gib:.1f} GiB', f'{r.floors_gib:.1f} GiB',
              f'{r.lower_gib:.1f} GiB', f'{r.tput:.3f}') for r in rows]
-    return _rst(head, body)
+    return tiers.rst_grid(head, body)
 
 
 def flavor_table(rows):
@@ -476,4 +466,4 @@ def flavor_table(rows):
              _percent(r.hot_below[k]), _percent(r.slowdown[k]),
              _percent(r.worst[k]))
             for r in rows for k in r.placed]
-    return _rst(head, body)
+    return tiers.rst_grid(head, body)

@@ -413,6 +413,11 @@ def rst_table(rows):
              _percent(r.slowdown[LATENCY]), _percent(r.slowdown[BATCH]),
              _percent(r.dram_saved), _percent(r.dram_used),
              f'{r.host_tput:.3f}') for r in rows]
+    return rst_grid(head, body)
+
+
+def rst_grid(head, body):
+    """A reStructuredText simple table of ``head`` and ``body``'s rows."""
     widths = [max(len(r[i]) for r in body + [head]) for i in range(len(head))]
     rule = '  '.join('=' * w for w in widths)
 
