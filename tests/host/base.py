@@ -46,6 +46,7 @@ ovs_db =
 uplinks_file = {uplinks_file}
 [numa_policy_loops]
 enabled_loops = {loops}
+{loop_options}
 """
 
 # Where the agent hands its uplinks to the driver extension (lab tmpfs).
@@ -301,10 +302,13 @@ class LabTestCase(test_base.TestCase):
     def agent_config(self, page_migration=False, dry_run=False,
                      loops=(), interfaces='physnet1:eth0',
                      bandwidth_monitoring=False, hardware_sampling=False,
-                     io_path_steering=False):
+                     io_path_steering=False, loop_options=None):
+        """The agent's file; ``loop_options``: more [numa_policy_loops]."""
+        more = '\n'.join(f'{name} = {value}'
+                         for name, value in (loop_options or {}).items())
         return AGENT_CONFIG.format(
             page_migration=page_migration, dry_run=dry_run,
-            loops=','.join(loops), interfaces=interfaces,
+            loops=','.join(loops), interfaces=interfaces, loop_options=more,
             uplinks_file=UPLINKS_FILE, state_dir=STATE_DIR,
             bandwidth_monitoring=bandwidth_monitoring,
             hardware_sampling=hardware_sampling,
