@@ -133,21 +133,34 @@ def unpack(suite, packages, root, run=subprocess.run):
     """
     os.makedirs(os.path.dirname(root), exist_ok=True)
     with tempfile.TemporaryDirectory(dir=os.path.dirname(root)) as work:
-        for sub in ('lists/partial', 'cache/archives/partial', 'debs',
-                    'tree'):
-            os.makedirs(os.path.join(work, sub))
-        with open(os.path.join(work, 'sources.list'), 'w') as f:
-            f.write(f'deb {MIRROR} {suite} main\n')
-        options = apt_options(work)
-        run(['apt-get', *options, 'update'], check=True)
+        options = apt_workspace(work, suite, run)
         run(['apt-get', *options, 'download',
              *(f'{p}/{suite}' for p in packages)], check=True,
             cwd=os.path.join(work, 'debs'))
-        for deb in sorted(glob.glob(os.path.join(work, 'debs', '*.deb'))):
-            run(['dpkg-deb', '-x', deb, os.path.join(work, 'tree')],
-                check=True)
+        unpack_debs(work, run)
         os.rename(os.path.join(work, 'tree'), root)
     return root
+
+
+def apt_workspace(work, suite, run=subprocess.run, mirror=MIRROR):
+    """``work`` made apt's own for ``suite`` of ``mirror``: options.
+
+    Downloads go to ``work``/debs, :func:`unpack_debs` unpacks them
+    into ``work``/tree.
+    """
+    for sub in ('lists/partial', 'cache/archives/partial', 'debs', 'tree'):
+        os.makedirs(os.path.join(work, sub))
+    with open(os.path.join(work, 'sources.list'), 'w') as f:
+        f.write(f'deb {mirror} {suite} main\n')
+    options = apt_options(work)
+    run(['apt-get', *options, 'update'], check=True)
+    return options
+
+
+def unpack_debs(work, run=subprocess.run):
+    """Every package downloaded into ``work``/debs, into ``work``/tree."""
+    for deb in sorted(glob.glob(os.path.join(work, 'debs', '*.deb'))):
+        run(['dpkg-deb', '-x', deb, os.path.join(work, 'tree')], check=True)
 
 
 def main(argv=None):

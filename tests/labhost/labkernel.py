@@ -136,12 +136,7 @@ def fetch(cache=None, run=subprocess.run):
 
 
 def _download_and_unpack(work, run):
-    for sub in ('lists/partial', 'cache/archives/partial', 'debs', 'tree'):
-        os.makedirs(os.path.join(work, sub))
-    with open(os.path.join(work, 'sources.list'), 'w') as f:
-        f.write(f'deb {MIRROR} {SUITE} main\n')
-    options = emulator.apt_options(work)
-    run(['apt-get', *options, 'update'], check=True)
+    options = emulator.apt_workspace(work, SUITE, run, MIRROR)
     listed = run(['apt-cache', *options, 'pkgnames', PACKAGE_PREFIX],
                  check=True, capture_output=True, text=True).stdout
     package = newest_package(listed.split())
@@ -150,9 +145,8 @@ def _download_and_unpack(work, run):
             f'{SUITE} lists no package like {PACKAGE.pattern}')
     debs = os.path.join(work, 'debs')
     run(['apt-get', *options, 'download', package], check=True, cwd=debs)
+    emulator.unpack_debs(work, run)
     tree = os.path.join(work, 'tree')
-    for deb in sorted(os.listdir(debs)):
-        run(['dpkg-deb', '-x', os.path.join(debs, deb), tree], check=True)
     # modules.dep, which the initramfs and modprobe read: made by the
     # package's install script on a real install, here by depmod in the
     # tree alone (-b: its base directory).
