@@ -40,6 +40,7 @@ import sys
 import tempfile
 import time
 
+from tests.cloud import configs
 from tests.cloud import endpoints
 from tests.cloud import l2agent
 from tests.labhost import deploy
@@ -111,8 +112,8 @@ def stand_in_settings(address=endpoints.GUEST_GATEWAY,
     return {
         'DEFAULT': {'transport_url':
                     f'rabbit://guest:guest@{address}:{port}/{vhost}'},
-        'placement': client('placement', 'placement'),
-        'neutron': client('neutron', 'neutron'),
+        'placement': client(configs.NOVA_CLIENT_USER, 'placement'),
+        'neutron': client(configs.NOVA_CLIENT_USER, 'neutron'),
         'glance': client('glance', 'glance'),
         'keystone': client('nova', 'keystone', '/v3'),
         'keystone_authtoken': _auth('nova', address),

@@ -14,6 +14,13 @@ from tests.cloud import layout as lay
 # The services' own debug logging: nova logs its options at DEBUG when
 # it starts, which is how a test reads what nova-scheduler runs with.
 DEBUG = 'True'
+# The user of nova's client sections ([placement], [neutron]): ``nova``,
+# as devstack's configure_keystoneauth writes them, with its ``admin``
+# role. nova-api reads a network's provider:physical_network (for the
+# request spec's physnets) with [neutron]'s credentials, and neutron's
+# policy shows it to admin only (doc/source/scheduler.rst, "Which
+# physnet").
+NOVA_CLIENT_USER = 'nova'
 
 
 def auth_section(user, address=endpoints.HOST_ADDRESS):
@@ -105,8 +112,8 @@ def nova(layout):
         'conductor': {'workers': '1'},
         'oslo_concurrency': {'lock_path': os.path.join(state, 'lock')},
         'keystone_authtoken': authtoken_section('nova'),
-        'placement': auth_section('placement'),
-        'neutron': auth_section('neutron'),
+        'placement': auth_section(NOVA_CLIENT_USER),
+        'neutron': auth_section(NOVA_CLIENT_USER),
         'glance': {'region_name': lay.REGION},
         'service_user': {**auth_section('nova'),
                          'send_service_user_token': 'True'},
@@ -169,6 +176,9 @@ def neutron(layout):
 def ml2(layout):
     """ML2: flat and VLAN provider networks on physnet1, Open vSwitch.
 
+    Flat networks on physnet2 too, which no compute carries: a test's
+    server asks for NIC locality there (layout.UNCARRIED_PHYSNET).
+
     No tenant network types: the lab's networks are the provider ones an
     admin creates. The OVS agents run on the lab hosts; the server only
     needs the mechanism driver to bind their ports.
@@ -180,7 +190,8 @@ def ml2(layout):
             'mechanism_drivers': 'openvswitch',
             'extension_drivers': 'port_security',
         },
-        'ml2_type_flat': {'flat_networks': lay.PHYSNET},
+        'ml2_type_flat': {
+            'flat_networks': f'{lay.PHYSNET},{lay.UNCARRIED_PHYSNET}'},
         'ml2_type_vlan': {'network_vlan_ranges': lay.PHYSNET},
     }
 
@@ -221,8 +232,8 @@ def compute(address=endpoints.GUEST_GATEWAY):
 
     return {
         'DEFAULT': {'transport_url': lay.transport_url(address)},
-        'placement': client('placement', 'placement'),
-        'neutron': client('neutron', 'neutron'),
+        'placement': client(NOVA_CLIENT_USER, 'placement'),
+        'neutron': client(NOVA_CLIENT_USER, 'neutron'),
         'glance': client('glance', 'glance'),
         'keystone': client('nova', 'keystone', '/v3'),
         'keystone_authtoken': auth_section('nova', address),

@@ -28,6 +28,10 @@ DB_PREFIX = 'numa_cloud_'
 DATABASES = ('keystone', 'placement', 'nova_api', 'nova_cell0',
              'nova_cell1', 'glance', 'neutron', 'numa_policy')
 PHYSNET = 'physnet1'
+# A physnet neutron knows (ML2's flat networks) and no compute's uplink
+# carries: a port there binds nowhere, and a flavor requiring NIC
+# locality finds no NIC-local node (tests/cloud/test_scheduling.py).
+UNCARRIED_PHYSNET = 'physnet2'
 # What the cloud tier keeps after a run (tempest's summary, Horizon's
 # screenshots), at the top of the source tree.
 ARTIFACTS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(

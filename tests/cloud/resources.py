@@ -93,14 +93,18 @@ def upload_image(session, path, name='numa-cloud-raw', timeout=60):
 
 
 def create_provider_network(session, name='physnet1-flat',
-                            cidr=DEFAULT_CIDR, physnet=lay.PHYSNET):
-    """A shared flat network on ``physnet`` with one subnet, no DHCP.
+                            cidr=DEFAULT_CIDR, physnet=lay.PHYSNET,
+                            shared=True):
+    """A flat network on ``physnet`` with one subnet, no DHCP.
 
+    Shared with every project unless ``shared`` is false: then only the
+    session's project (the admin's) sees it, and a server that names no
+    network (tempest's) never has two to choose from.
     Returns ``(network, subnet)`` as neutron shows them.
     """
     base = endpoints.url('neutron') + '/v2.0'
     network = session.post(f'{base}/networks', json={'network': {
-        'name': name, 'shared': True,
+        'name': name, 'shared': shared,
         'provider:network_type': 'flat',
         'provider:physical_network': physnet}}).json()['network']
     subnet = session.post(f'{base}/subnets', json={'subnet': {
@@ -124,6 +128,11 @@ def provider_network(session, name='physnet1-flat'):
         return found[0]
     network, _subnet = create_provider_network(session, name)
     return network
+
+
+def delete_network(session, network_id):
+    """Delete the network (its subnets go with it)."""
+    session.delete(f"{endpoints.url('neutron')}/v2.0/networks/{network_id}")
 
 
 def port_of(session, server_id):

@@ -11,7 +11,9 @@ is deleted as soon as nova has given it a host: the choice is the test,
 not the boot (tests/cloud/test_servers.py boots and checks servers).
 """
 
+import ast
 import json
+import re
 import urllib.parse
 import uuid as uuid_mod
 
@@ -20,12 +22,15 @@ from testtools import content
 from nova_numa_policy.contracts import policy
 from tests import base as test_base
 from tests.cloud import cloud as cloud_mod
+from tests.cloud import layout as lay
 from tests.cloud import resources
 from tests.cloud import test_servers
 from tests.host import base
+from tests.labhost import kernel
 
 CLOUD = None
 LOAD_FILTER = 'NumaNodeLoadFilter'
+LOAD_WEIGHER = 'NumaNodeLoadWeigher'
 THRESHOLD = 0.8
 # The busy compute's agent reports its spinners within a period or two;
 # the scheduler's cache and our API read the same reports.
@@ -33,8 +38,6 @@ REPORT_TIMEOUT = 240
 # A 2-vCPU server of the halting image, ACTIVE under emulation.
 SCHEDULE_TIMEOUT = test_servers.BOOT_TIMEOUT
 DELETE_TIMEOUT = 300
-# A physnet no compute's uplink carries.
-UNCARRIED_PHYSNET = 'physnet2'
 
 
 def setUpModule():
@@ -97,7 +100,10 @@ class SchedulerInTheCloudTest(test_base.TestCase):
         return hosts
 
     def scheduled_host(self, flavor_name):
-        """The host nova gives a new server of the flavor; then deleted.
+        return self.scheduled(flavor_name)['OS-EXT-SRV-ATTR:host']
+
+    def scheduled(self, flavor_name):
+        """A new server of the flavor once ACTIVE, deleted at the end.
 
         Deleted once ACTIVE: a delete while the compute still builds it
         takes nova's rarer path, where one failed call to placement (a
@@ -114,7 +120,22 @@ class SchedulerInTheCloudTest(test_base.TestCase):
         self.addDetail('server', content.text_content(
             json.dumps(placed, indent=1, sort_keys=True)))
         CLOUD.assert_active(self, placed)
-        return placed['OS-EXT-SRV-ATTR:host']
+        return placed
+
+    def guest_ram_pages(self, server):
+        """The kernel's count of the server's RAM pages per node.
+
+        numa_maps of its QEMU process in the lab host nova placed it on,
+        the mapping of the flavor's memory size.
+        """
+        lab = CLOUD.computes[server['OS-EXT-SRV-ATTR:host']].lab
+        domain = lab.call('tests.cloud.inlab:domain',
+                          server['OS-EXT-SRV-ATTR:instance_name'])
+        view = kernel.guest_view(lab.call(
+            'tests.labhost.inside:kernel_view', domain['pid'],
+            ram_bytes=test_servers.MEMORY_MB * 1024 * 1024))
+        self.addDetail('numa_maps', content.text_content(view.numa_maps))
+        return view.ram.pages
 
     def busy_and_quiet(self, hosts):
         busy = self.load_verdict(hosts[self.busy])
@@ -143,6 +164,10 @@ class SchedulerInTheCloudTest(test_base.TestCase):
         self.assertEqual('a node measured under the load threshold holds '
                          'the instance', chosen['reason'])
         self.assertLessEqual(chosen['numbers']['load'], THRESHOLD)
+        # Our load weigher ranks the quiet compute first too.
+        weights = {host: hosts[host]['weights'][LOAD_WEIGHER]
+                   for host in (self.busy, self.quiet)}
+        self.assertGreater(weights[self.quiet], weights[self.busy], weights)
         self.assertEqual(self.quiet, self.scheduled_host('interleave'))
 
     def test_a_plain_server_is_not_refused_on_the_busy_compute(self):
@@ -188,44 +213,100 @@ class SchedulerInTheCloudTest(test_base.TestCase):
             'home-nic', nic_node_decides,
             f"{self.busy}'s uplink node busy, {self.quiet}'s quiet")
         for host in hosts.values():
-            nic = next(f for f in host['filters']
-                       if f['name'] == 'NumaNicLocalityFilter')
             # Both have an uplink node with room: locality is no refusal.
-            self.assertTrue(nic['passed'], nic)
+            self.assertTrue(self.nic_verdict(host)['passed'], host)
         refused = self.load_verdict(hosts[self.busy])
         self.assertGreater(refused['numbers']['load'], THRESHOLD)
-        self.assertEqual(self.quiet, self.scheduled_host('home-nic'))
+        chosen = self.load_verdict(hosts[self.quiet])
+        server = self.scheduled('home-nic')
+        self.assertEqual(self.quiet, server['OS-EXT-SRV-ATTR:host'])
+        # Where the explanation said, as the kernel counts the RAM.
+        pages = self.guest_ram_pages(server)
+        self.assertGreater(pages.get(chosen['node'], 0), 0, pages)
+        self.assertEqual({chosen['node']}, set(pages), pages)
 
     def test_required_nic_locality_refuses_hosts_without_the_physnets_uplink(
             self):
-        """A port on a physnet no compute's uplink carries: no NIC-local node.
+        """A port on a physnet no compute's uplink carries: no valid host.
 
-        Our API's explanation of ``home`` with
-        ``hw:numa_nic_locality=required`` for an instance with a port on
-        ``physnet2``: each agent reports its uplink on physnet1 only, so
-        the NIC filter refuses every host, naming the physnet.
         ``required`` is the flavor's, the operator's, word: a refusal is
-        what it asks for. Asked of nova's scheduler, the same refusal
-        needs nova to know the port's physnet (doc/source/scheduler.rst,
-        "Which physnet"); tests/functional/scheduler/test_placement.py
-        shows it there.
+        what it asks for. Our API's explanation of ``home`` with
+        ``hw:numa_nic_locality=required`` for a port on ``physnet2``
+        refuses every host, naming the physnet (each agent reports its
+        uplink on physnet1 only); for a port on physnet1 it passes both.
+        Then nova itself: a server of that flavor on a physnet2 network
+        is refused by nova's scheduler, our NIC filter the one that
+        removed every host. nova knows the port's physnet because its
+        ``[neutron]`` user may read it (tests/cloud/configs.py,
+        doc/source/scheduler.rst "Which physnet").
         """
-        hosts = self.explain('home-nic', [UNCARRIED_PHYSNET])
+        hosts = self.explain('home-nic', [lay.UNCARRIED_PHYSNET])
         self.addDetail('explain-home-nic-uncarried', content.text_content(
             json.dumps(hosts, indent=1, sort_keys=True)))
         self.assertEqual(set(CLOUD.computes), set(hosts))
         for name, host in hosts.items():
-            nic = next(f for f in host['filters']
-                       if f['name'] == 'NumaNicLocalityFilter')
+            nic = self.nic_verdict(host)
             self.assertFalse(nic['passed'], nic)
             self.assertEqual('no NUMA node is local to the uplink',
                              nic['reason'])
-            self.assertEqual([UNCARRIED_PHYSNET],
+            self.assertEqual([lay.UNCARRIED_PHYSNET],
                              nic['numbers']['physnets'])
             self.assertFalse(host['passed'], name)
-        # The same flavor for a port on physnet1 passes both.
-        hosts = self.explain('home-nic', ['physnet1'])
-        for name, host in hosts.items():
-            nic = next(f for f in host['filters']
-                       if f['name'] == 'NumaNicLocalityFilter')
-            self.assertTrue(nic['passed'], nic)
+        hosts = self.explain('home-nic', [lay.PHYSNET])
+        for host in hosts.values():
+            self.assertTrue(self.nic_verdict(host)['passed'], host)
+
+        server = self.server_on_uncarried_physnet('home-nic')
+        self.assertEqual('ERROR', server['status'], server)
+        self.assertIsNone(server.get('OS-EXT-SRV-ATTR:host'), server)
+        self.assertIn('No valid host', server['fault']['message'])
+        self.assertEqual(
+            f'NumaNicLocalityFilter: (start: {len(CLOUD.computes)}, end: 0)',
+            self.filter_that_removed_every_host(server['id']))
+
+    @staticmethod
+    def nic_verdict(host):
+        return next(f for f in host['filters']
+                    if f['name'] == 'NumaNicLocalityFilter')
+
+    def server_on_uncarried_physnet(self, flavor_name):
+        """A server of the flavor on a physnet2 network, once scheduled.
+
+        The network is the admin project's own, not shared: tempest's
+        servers, which name no network, never see two.
+        """
+        network, _subnet = resources.create_provider_network(
+            CLOUD.session(), f'numa-scheduling-{lay.UNCARRIED_PHYSNET}',
+            physnet=lay.UNCARRIED_PHYSNET, shared=False)
+        self.addCleanup(resources.delete_network, CLOUD.session(),
+                        network['id'])
+        server = self.nova.create_server(
+            f'numa-scheduling-{flavor_name}-{lay.UNCARRIED_PHYSNET}',
+            self.flavors[flavor_name]['id'], self.image['id'],
+            [{'uuid': network['id']}])
+        self.addCleanup(self.nova.delete_and_wait, server['id'],
+                        DELETE_TIMEOUT)
+        server = self.nova.wait_server(server['id'], ['ACTIVE'],
+                                       SCHEDULE_TIMEOUT)
+        self.addDetail('server', content.text_content(
+            json.dumps(server, indent=1, sort_keys=True)))
+        return server
+
+    def filter_that_removed_every_host(self, server_id):
+        """The last entry of nova-scheduler's filter results for a server.
+
+        nova logs, at INFO, "Filtering removed all hosts for the request
+        with instance ID '<id>'. Filter results: [...]": each filter with
+        the hosts it started and ended with, the last the one that left
+        none.
+        """
+        with open(CLOUD.control.layout.log('nova-scheduler')) as log:
+            # The INFO line; at DEBUG nova also logs the hosts each
+            # filter kept, another shape.
+            line = next(line for line in log
+                        if 'Filtering removed all hosts' in line
+                        and server_id in line and '(start: ' in line)
+        self.addDetail('nova-scheduler', content.text_content(line))
+        results = ast.literal_eval(
+            re.search(r'Filter results: (\[.*\])', line).group(1))
+        return results[-1]
