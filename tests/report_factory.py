@@ -34,8 +34,9 @@ def make_node(node_id=0, node_count=2, cpus=None, **fields):
                   cpu_load=0.25, distances=distances,
                   floating_cpus=cpus[:1],
                   floating_load=0.5 if cpus else None,
-                  # DRAM: the host's top memory tier.
-                  memory_tier=0)
+                  # DRAM: the host's top memory tier, and no tiering loop
+                  # saying what may leave it.
+                  memory_tier=0, demotable_mb=None)
     return report_obj.NumaNodeReport(**_said(values, fields))
 
 

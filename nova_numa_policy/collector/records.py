@@ -66,7 +66,8 @@ def _node_row(node):
             'memory_total_mb': node.memory_total_mb,
             'memory_free_mb': node.memory_free_mb,
             'cpu_load': node.cpu_load, 'distances': list(node.distances),
-            **_floating_row(node), 'memory_tier': _said(node, 'memory_tier')}
+            **_floating_row(node), 'memory_tier': _said(node, 'memory_tier'),
+            'demotable_mb': _said(node, 'demotable_mb')}
 
 
 def _said(obj, name):

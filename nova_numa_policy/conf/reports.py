@@ -6,7 +6,7 @@ from nova_numa_policy.conf import base
 
 # The report version agents send by default: the newest this release
 # writes (objects.report.NumaHostReport.VERSION, which a test holds equal).
-REPORT_VERSION = '1.8'
+REPORT_VERSION = '1.9'
 # Seconds a report may be dated ahead of the receiver's clock.
 DEFAULT_MAX_CLOCK_SKEW = 60.0
 

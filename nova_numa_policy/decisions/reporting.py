@@ -46,7 +46,10 @@ def _floating(node, usage):
     """
     cpu_load = usage.cpu_load if usage else 0.0
     if usage is None or usage.floating_cpus is None:
-        return list(node.cpus), cpu_load
+        # A node without CPUs (a memory-only node of a lower tier) has
+        # no load of floating CPUs: a report saying one is malformed.
+        cpus = list(node.cpus)
+        return cpus, cpu_load if cpus else None
     cpus = [cpu for cpu in node.cpus if cpu in usage.floating_cpus]
     if not cpus:
         return [], None
@@ -69,9 +72,11 @@ def memory_tier(node_id, tiers):
     return rank
 
 
-def _node(node, usage, tiers):
+def _node(node, usage, tiers, judged=None):
     floating_cpus, floating_load = _floating(node, usage)
     return report_obj.NumaNodeReport(
+        demotable_mb=_demotable(node, usage, (judged or {}).get(
+            'demotable_mb')),
         id=node.id, cpus=list(node.cpus),
         memory_total_mb=node.memory_total_mb,
         memory_free_mb=usage.memory_free_mb if usage else 0,
@@ -79,6 +84,14 @@ def _node(node, usage, tiers):
         distances=list(node.distances),
         floating_cpus=floating_cpus, floating_load=floating_load,
         memory_tier=memory_tier(node.id, tiers))
+
+
+def _demotable(node, usage, mb):
+    """A loop's demotable MB within what the node has in use, or None."""
+    if mb is None:
+        return None
+    free = usage.memory_free_mb if usage else 0
+    return int(min(max(mb, 0), max(node.memory_total_mb - free, 0)))
 
 
 def applied_policy(instance, topology, active_loops=(), auto_choice=None):
@@ -132,6 +145,21 @@ def nic_verdicts(snapshot, active_loops, judges):
         if strategy.name in active_loops:
             verdicts.update(strategy.judge_nics(snapshot, config))
     return verdicts
+
+
+def node_fields(snapshot, active_loops, judges):
+    """{node id: {NumaNodeReport field: value}} the acting loops say: pure.
+
+    From the loops acting this period (``active_loops``) among
+    ``judges``, each asked through the loops' interface
+    (``Strategy.judge_nodes``): the tiering loop's ``demotable_mb``.
+    """
+    fields = {}
+    for strategy, config in judges:
+        if strategy.name in active_loops:
+            for node, said in strategy.judge_nodes(snapshot, config).items():
+                fields.setdefault(node, {}).update(said)
+    return fields
 
 
 def irq_cpus(irqs):
@@ -195,7 +223,8 @@ def build_report(snapshot, host, hypervisor_hostname, seq, period,
     is I/O intensive): ``nova_numa_policy.loops.runner.judges``; without
     them those fields say nothing was judged. Those of them acting this
     period also say why each NIC's vectors are where they are
-    (:func:`nic_verdicts`). The snapshot's memory tiers give each node's
+    (:func:`nic_verdicts`), and what they say of nodes
+    (:func:`node_fields`). The snapshot's memory tiers give each node's
     ``memory_tier`` (:func:`memory_tier`) and the host's
     ``memory_demotion``.
     """
@@ -205,11 +234,13 @@ def build_report(snapshot, host, hypervisor_hostname, seq, period,
     topology = snapshot.topology
     instances = snapshot.instances[:report_obj.MAX_INSTANCES]
     verdicts = nic_verdicts(snapshot, active_loops, judges)
+    said_of_nodes = node_fields(snapshot, active_loops, judges)
     return report_obj.NumaHostReport(
         host=host, hypervisor_hostname=hypervisor_hostname,
         agent_version=agent_version(), seq=seq, boot_id=boot_id,
         generated_at=now or report_obj.utcnow(), period=float(period),
-        numa_nodes=[_node(n, usage.get(n.id), snapshot.memory_tiers)
+        numa_nodes=[_node(n, usage.get(n.id), snapshot.memory_tiers,
+                          said_of_nodes.get(n.id))
                     for n in topology.nodes],
         nics=[_nic(n, snapshot, verdicts)
               for n in topology.nics[:report_obj.MAX_NICS]],

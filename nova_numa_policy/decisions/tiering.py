@@ -173,6 +173,51 @@ def tier_guest(instance, topology, usage, kernel, can_set_nodeset=True,
     return dataclasses.replace(decided, seen=seen)
 
 
+def demotable_mb(instances, topology, kernel, can_set_nodeset=True):
+    """{top-tier node id: MB a lower tier may take off it}: pure.
+
+    What the scheduler may count as room on a host's top tier
+    (NumaNodeReport.demotable_mb): per ``tiered`` guest, its pages above
+    its floor that it did not write over the last period, node by node,
+    the most the cold-down move would take if every top-tier node were
+    short. Nothing of a guest whose writes are not measured (no cold page
+    is known), nor of one whose cold pages could not leave: the lower
+    tier outside its nodeset and not to be opened, while the kernel does
+    not demote (which it does whatever the nodeset). Whether the lower
+    tier has room for them is the reader's to weigh: the report says
+    each node's free memory.
+    """
+    result = {}
+    for instance in instances:
+        for node, mb in _demotable_of(instance, topology, kernel,
+                                      can_set_nodeset).items():
+            result[node] = result.get(node, 0) + mb
+    return result
+
+
+def _demotable_of(instance, topology, kernel, can_set_nodeset):
+    written = instance.written_mb_per_node
+    if written is None or not is_tiered(instance, topology):
+        return {}
+    tops = toptier.top_tier_nodes(topology)
+    lowers = frozenset(n.id for n in topology.nodes) - tops
+    if not (kernel.demotion or toptier.reach(instance, topology) & lowers
+            or _closed(instance, min(lowers), can_set_nodeset) is None):
+        return {}
+    memory = instance.memory_mb_per_node
+    on_top = sum(mb for node, mb in memory.items() if node in tops)
+    allowance = (on_top - sum(memory.values())
+                 * instance.requested_tiers.top_tier_percent / 100)
+    result = {}
+    for node in sorted(n for n in tops if memory.get(n, 0) > 0):
+        amount = int(min(memory[node] - written.get(node, 0), allowance))
+        if amount < MIN_MOVE_MB:
+            continue
+        result[node] = amount
+        allowance -= amount
+    return result
+
+
 def _seen(instance, host, on_top, floor):
     """What a decision read of a guest, in words, MB per node."""
     def per_node(mb):

@@ -77,6 +77,16 @@ class Strategy(abc.ABC):
         return {}
 
     @classmethod
+    def judge_nodes(cls, snapshot, config):
+        """Pure: ``{node id: {field: value}}`` this strategy says of nodes.
+
+        :class:`NumaNodeReport` fields whose rule is the strategy's (the
+        tiering loop's ``demotable_mb``); the report carries them while
+        the strategy acts on the host; nothing by default.
+        """
+        return {}
+
+    @classmethod
     def for_capabilities(cls, config, capabilities):
         """``config`` fitted to a backend's ``capabilities``: pure.
 

@@ -18,6 +18,7 @@ from oslo_log import log as logging
 from nova_numa_policy.conf import loops as loops_conf
 from nova_numa_policy.contracts import backend
 from nova_numa_policy.decisions import tiering
+from nova_numa_policy.decisions import toptier
 from nova_numa_policy.loops import base
 
 LOG = logging.getLogger(__name__)
@@ -54,6 +55,24 @@ class Tiering(base.Strategy):
     def for_capabilities(cls, config, capabilities):
         return dataclasses.replace(
             config, live_nodeset=backend.CAP_LIVE_NODESET in capabilities)
+
+    @classmethod
+    def judge_nodes(cls, snapshot, config):
+        """Each top-tier node's ``demotable_mb``, on a host with a lower tier.
+
+        What this loop would move down off the node if it ran short
+        (:func:`~nova_numa_policy.decisions.tiering.demotable_mb`), 0
+        where nothing would: said of every top-tier node while the loop
+        acts, so that the scheduler may count it as room.
+        """
+        topology = snapshot.topology
+        if not toptier.has_lower_tier(topology):
+            return {}
+        demotable = tiering.demotable_mb(
+            base.managed(snapshot), topology, snapshot.memory_tiers,
+            config.live_nodeset)
+        return {node: {'demotable_mb': demotable.get(node, 0)}
+                for node in toptier.top_tier_nodes(topology)}
 
     def decide(self, snapshot, state, config):
         actions = []

@@ -82,7 +82,8 @@ class NumaNodeReport(base.NumaPolicyObject):
     # Version 1.0: initial version
     # Version 1.1: floating_cpus, floating_load
     # Version 1.2: memory_tier
-    VERSION = '1.2'
+    # Version 1.3: demotable_mb
+    VERSION = '1.3'
 
     fields = {
         'id': fields.IntegerField(),
@@ -108,12 +109,20 @@ class NumaNodeReport(base.NumaPolicyObject):
         # tiers, a node in no tier), which means the top tier, 0
         # (memory_tier()).
         'memory_tier': fields.IntegerField(nullable=True),
+        # Of the node's memory in use, the MB the agent's tiering loop
+        # would move to a lower tier if the node ran short: ``tiered``
+        # guests' pages above their top-tier share that were not written
+        # over the last period (decisions/tiering.py, demotable_mb).
+        # None: not said (a sender before 1.3, a node of a lower tier, a
+        # host whose tiering loop does not act), which means 0
+        # (demotable_mb()).
+        'demotable_mb': fields.IntegerField(nullable=True),
     }
 
     DEFAULTS = {'floating_cpus': None, 'floating_load': None,
-                'memory_tier': None}
+                'memory_tier': None, 'demotable_mb': None}
     ADDED_IN = {'floating_cpus': '1.1', 'floating_load': '1.1',
-                'memory_tier': '1.2'}
+                'memory_tier': '1.2', 'demotable_mb': '1.3'}
 
 
 @base.NumaPolicyObjectRegistry.register
@@ -200,7 +209,8 @@ class NumaHostReport(base.NumaPolicyObject):
     # Version 1.6: NumaNodeReport 1.1 (floating_cpus, floating_load)
     # Version 1.7: NumaNicReport 1.1 (irqs, irq_cpus, irq_steering)
     # Version 1.8: NumaNodeReport 1.2 (memory_tier); memory_demotion
-    VERSION = '1.8'
+    # Version 1.9: NumaNodeReport 1.3 (demotable_mb)
+    VERSION = '1.9'
 
     fields = {
         'host': fields.StringField(),
@@ -234,7 +244,8 @@ class NumaHostReport(base.NumaPolicyObject):
 
     # The version of each child class that a given report version carries.
     obj_relationships = {
-        'numa_nodes': [('1.0', '1.0'), ('1.6', '1.1'), ('1.8', '1.2')],
+        'numa_nodes': [('1.0', '1.0'), ('1.6', '1.1'), ('1.8', '1.2'),
+                       ('1.9', '1.3')],
         'nics': [('1.0', '1.0'), ('1.7', '1.1')],
         'instances': [('1.0', '1.0'), ('1.1', '1.1'), ('1.3', '1.2')],
     }
@@ -305,6 +316,19 @@ def memory_tier(node):
     """
     tier = node.get('memory_tier')
     return 0 if tier is None else tier
+
+
+def demotable_mb(node):
+    """The MB of a node's memory a lower tier may take off it, 0 if unsaid.
+
+    ``node`` is a checked node's data (a dict, as
+    :func:`.wire.load_report_data` gives it, or a row stored from one).
+    A node that does not say (a sender before node report 1.3, a host
+    whose tiering loop does not act) has nothing that will go down: its
+    used memory is all in use, as every consumer read it before.
+    """
+    mb = node.get('demotable_mb')
+    return 0 if mb is None else mb
 
 
 def supersedes(new, old):

@@ -371,6 +371,13 @@ def _check_node(node, node_count):
     _require(tier is None or 0 <= tier <= schema.MAX_MEMORY_TIER,
              'node %s: memory_tier must be 0 to %d', node_id,
              schema.MAX_MEMORY_TIER)
+    # Absent from a sender before node report 1.3: not said. Never more
+    # than the node has in use.
+    demotable = node.get('demotable_mb')
+    _require(demotable is None or 0 <= demotable <= (
+        node['memory_total_mb'] - node['memory_free_mb']),
+        'node %s: demotable_mb must be between 0 and the memory in use',
+        node_id)
     distances = node['distances']
     _require(len(distances) == node_count,
              'node %s: the distance row must have one entry per node (%s)',

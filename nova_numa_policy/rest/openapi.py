@@ -86,6 +86,16 @@ SCHEMAS = {
             'fastest, 1 the next. Null when its agent does not say '
             '(before report 1.8, a kernel without memory tiers, a node '
             'in no tier), which means the top tier.'},
+        'demotable_mb': {
+            'type': 'integer', 'minimum': 0, 'nullable': True,
+            'description': "Of the node's memory in use, the MB its "
+            "agent's tiering loop would move to a lower tier if the node "
+            "ran short: tiered guests' pages above their top-tier share "
+            'not written over the last period. The scheduler counts it '
+            'as top-tier room, as far as the lower tier has room for it. '
+            'Null when the agent does not say (before report 1.9, a '
+            'lower-tier node, a host whose tiering loop does not act), '
+            'which means 0.'},
         'instance_memory_mb': {'type': 'integer',
                                'description': 'Resident memory of the '
                                "host's instances on this node."},

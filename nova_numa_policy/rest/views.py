@@ -79,6 +79,9 @@ def _node(node, nics, instance_mb):
         # before report 1.8 included), which consumers read as the top
         # tier; the API does not make a 0 of it that the host never said.
         'memory_tier': node.get('memory_tier'),
+        # Null where not said (before report 1.9, a lower-tier node, a
+        # host whose tiering loop does not act), read as 0.
+        'demotable_mb': node.get('demotable_mb'),
         'instance_memory_mb': instance_mb.get(node['id'], 0),
         'distances': node['distances'],
         'nics': [nic['name'] for nic in nics

@@ -21,17 +21,17 @@ VERSION = 'nova_numa_policy_object.version'
 # The fingerprint of every object: a change to an object's fields without
 # a version bump fails here, so no report silently changes on the wire.
 OBJECT_FINGERPRINTS = {
-    'NumaHostReport': '1.8-c8cfe002c71ceb970b403c2cf106fa4b',
-    'NumaNodeReport': '1.2-6aa2dfbe110c54a2724187eeaa706307',
+    'NumaHostReport': '1.9-c8cfe002c71ceb970b403c2cf106fa4b',
+    'NumaNodeReport': '1.3-7a9b1b09f85abba5d97b93a77aa72df3',
     'NumaNicReport': '1.1-fb9b711042464b6b4ba8880dead9278d',
     'NumaInstanceReport': '1.2-66b3be3b5de3561cd7d79820bee79994',
 }
 
 
 class FutureHostReport(report_obj.NumaHostReport):
-    """What a newer agent would send: version 1.9 with one more field."""
+    """What a newer agent would send: version 1.10 with one more field."""
 
-    VERSION = '1.9'
+    VERSION = '1.10'
     fields = dict(report_obj.NumaHostReport.fields,
                   power_watts=fields.IntegerField())
     DEFAULTS = dict(report_obj.NumaHostReport.DEFAULTS, power_watts=0)
@@ -43,7 +43,7 @@ class FutureHostReport(report_obj.NumaHostReport):
     def obj_make_compatible(self, primitive, target_version):
         super().obj_make_compatible(primitive, target_version)
         if target_version in ('1.0', '1.1', '1.2', '1.3', '1.4', '1.5',
-                              '1.6', '1.7', '1.8'):
+                              '1.6', '1.7', '1.8', '1.9'):
             primitive.pop('power_watts', None)
 
 
@@ -109,7 +109,7 @@ class UntieredNodeReport(base.NumaPolicyObject):
     VERSION = '1.1'
     fields = {name: field
               for name, field in report_obj.NumaNodeReport.fields.items()
-              if name != 'memory_tier'}
+              if name not in ('memory_tier', 'demotable_mb')}
     DEFAULTS = {'floating_cpus': None, 'floating_load': None}
 
     @classmethod
@@ -201,7 +201,7 @@ class VersionCompatibilityTest(test_base.TestCase):
 
     def test_current_consumer_reads_a_newer_minor_report(self):
         primitive = report_wire.dump_report(_future_report())
-        self.assertEqual('1.9', primitive[VERSION])
+        self.assertEqual('1.10', primitive[VERSION])
         back = report_wire.load_report(primitive)
         self.assertIsInstance(back, report_obj.NumaHostReport)
         self.assertNotIn('power_watts', back.fields)
@@ -273,7 +273,7 @@ class VersionCompatibilityTest(test_base.TestCase):
             self.assertEqual('access-counters', report_wire.load_report(
                 primitive).locality_signal)
             current = report_wire.dump_report(report)
-            self.assertEqual('1.8', current[VERSION])
+            self.assertEqual('1.9', current[VERSION])
             self.assertEqual(signal, report_wire.load_report(
                 current).locality_signal)
 
@@ -341,7 +341,7 @@ class VersionCompatibilityTest(test_base.TestCase):
     def test_a_1_6_report_read_by_a_1_5_consumer_keeps_its_nodes(self):
         # A 1.5 consumer's node class is 1.0: a 1.1 node's new fields go.
         primitive = report_wire.dump_report(report_factory.make_report())
-        self.assertEqual('1.2', primitive[DATA]['numa_nodes'][0][VERSION])
+        self.assertEqual('1.3', primitive[DATA]['numa_nodes'][0][VERSION])
         back = report_wire.load_report(primitive, cls=OldHostReport)
         node = back.numa_nodes[0]
         self.assertEqual(([0, 1], 0.25), (node.cpus, node.cpu_load))
@@ -400,8 +400,8 @@ class VersionCompatibilityTest(test_base.TestCase):
 
     def test_nodes_say_their_memory_tier_and_the_host_its_demotion(self):
         primitive = report_wire.dump_report(self._tiered_report())
-        self.assertEqual('1.8', primitive[VERSION])
-        self.assertEqual(['1.2', '1.2'], [
+        self.assertEqual('1.9', primitive[VERSION])
+        self.assertEqual(['1.3', '1.3'], [
             node[VERSION] for node in primitive[DATA]['numa_nodes']])
         back = report_wire.load_report(primitive)
         self.assertEqual([0, 1], [n.memory_tier for n in back.numa_nodes])
@@ -444,6 +444,32 @@ class VersionCompatibilityTest(test_base.TestCase):
                 self.assertEqual(0, report_obj.memory_tier(
                     data['numa_nodes'][1]))
                 self.assertIsNone(data['memory_demotion'])
+
+    def test_a_top_tier_node_says_what_a_lower_tier_may_take(self):
+        report = self._tiered_report()
+        report.numa_nodes[0].demotable_mb = 8192
+        primitive = report_wire.dump_report(report)
+        back = report_wire.load_report(primitive)
+        self.assertEqual([8192, None],
+                         [n.demotable_mb for n in back.numa_nodes])
+        data = report_wire.load_report_data(primitive)
+        self.assertEqual([8192, 0], [report_obj.demotable_mb(node)
+                                     for node in data['numa_nodes']])
+
+    def test_pinned_to_1_8_the_nodes_say_nothing_of_demotable_memory(self):
+        report = self._tiered_report()
+        report.numa_nodes[0].demotable_mb = 4096
+        primitive = report_wire.dump_report(report, target_version='1.8')
+        self.assertEqual('1.8', primitive[VERSION])
+        node = primitive[DATA]['numa_nodes'][0]
+        self.assertEqual('1.2', node[VERSION])
+        self.assertNotIn('demotable_mb', node[DATA])
+        # What 1.8 added stays; the current consumer reads nothing said.
+        self.assertEqual(1, primitive[DATA]['numa_nodes'][1][DATA][
+            'memory_tier'])
+        data = report_wire.load_report_data(primitive)
+        self.assertIsNone(data['numa_nodes'][0]['demotable_mb'])
+        self.assertEqual(0, report_obj.demotable_mb(data['numa_nodes'][0]))
 
     def test_a_1_8_report_read_by_a_1_7_consumer_keeps_its_nodes(self):
         primitive = report_wire.dump_report(self._tiered_report())
@@ -591,6 +617,13 @@ class MalformedReportTest(test_base.TestCase):
         ('memory_tier_not_an_integer',
          _mutate(NODE0 + ('memory_tier',), 'fast')),
         ('memory_tier_a_boolean', _mutate(NODE0 + ('memory_tier',), True)),
+        # The factory's node 0 has 8192 of 16384 MB in use.
+        ('negative_demotable_memory',
+         _mutate(NODE0 + ('demotable_mb',), -1)),
+        ('demotable_memory_beyond_what_is_in_use',
+         _mutate(NODE0 + ('demotable_mb',), 8193)),
+        ('demotable_memory_not_an_integer',
+         _mutate(NODE0 + ('demotable_mb',), 'cold')),
         ('memory_demotion_not_a_boolean',
          _mutate((DATA, 'memory_demotion'), 'true')),
         ('memory_demotion_a_number', _mutate((DATA, 'memory_demotion'), 1)),

@@ -51,6 +51,18 @@ class FloatingNodeTest(test_base.TestCase):
         self.assertEqual([([0, 1, 2, 3], 0.0), ([4, 5, 6, 7], 0.0)],
                          _floating(_report()))
 
+    def test_a_node_without_cpus_has_no_floating_load(self):
+        # A memory-only node (a CXL expander), from a backend that does
+        # not tell floating CPUs apart: no load, or the report is
+        # malformed and dropped.
+        from tests.unit.agent import test_tiering
+        snapshot = test_tiering.snapshot([])
+        report = reporting.build_report(snapshot, 'compute1', 'compute1',
+                                        seq=1, period=60.0, capabilities=(),
+                                        now=NOW)
+        data = report_wire.load_report_data(report_wire.dump_report(report))
+        self.assertEqual(([], None), _floating(data)[2])
+
     def test_floating_cpus_the_node_lacks_are_not_reported(self):
         data = _report(
             backend.NodeUsage(0, 0.5, 8192, frozenset({3, 4}), 0.5),
@@ -196,3 +208,30 @@ class NicIrqTest(test_base.TestCase):
                 backend.IrqState(2, 'eth0', frozenset({5}))]
         self.assertEqual([1, 5], reporting.irq_cpus(irqs))
         self.assertEqual([], reporting.irq_cpus([]))
+
+
+class DemotableNodeTest(test_base.TestCase):
+    """The tiering loop's demotable MB, in the report while it acts."""
+
+    def report(self, active_loops, free=(4096, 6144, 8192)):
+        from tests.unit.agent import test_tiering
+        snapshot = test_tiering.snapshot(
+            [test_tiering.guest({0: 2048}, {0: 0}, uuid=GUEST)], free=free)
+        report = reporting.build_report(
+            snapshot, 'compute1', 'compute1', seq=1, period=60.0,
+            capabilities=(backend.CAP_LIVE_NODESET,), now=NOW,
+            active_loops=active_loops, judges=loop_runner.judges())
+        data = report_wire.load_report_data(report_wire.dump_report(report))
+        return [n['demotable_mb'] for n in data['numa_nodes']]
+
+    def test_said_of_top_tier_nodes_while_the_loop_acts(self):
+        # The guest's 1024 MB above its floor on node 0; node 2 is below.
+        self.assertEqual([1024, 0, None], self.report({'tiering'}))
+
+    def test_not_said_while_the_loop_does_not_act(self):
+        self.assertEqual([None, None, None], self.report(set()))
+
+    def test_never_more_than_the_node_has_in_use(self):
+        # Node 0 of 8192 MB with 7680 free: 512 MB in use.
+        self.assertEqual([512, 0, None],
+                         self.report({'tiering'}, free=(7680, 6144, 8192)))

@@ -7,6 +7,7 @@ the high mark (10 %) 819.2 MB and TOP_TIER_RESERVE (2 %) 163.84 MB; of
 node 2, the reserve is 327.68 MB.
 """
 
+import dataclasses
 import types
 
 from nova_numa_policy.contracts import backend
@@ -378,6 +379,76 @@ class LoopTest(test_base.TestCase):
         self.assertEqual(tiering_loop.Config(
             low_free=tiering.LOW_FREE, high_free=tiering.HIGH_FREE,
             live_nodeset=False), tiering_loop.Config())
+
+
+class DemotableTest(test_base.TestCase):
+    """What a lower tier may take off each top-tier node, for the report.
+
+    A 2 GiB guest at 50 %: its floor is 1024 MB on the top tier.
+    """
+
+    def demotable(self, instances, kernel=backend.MemoryTiers(),
+                  live_nodeset=True, host=None):
+        return tiering.demotable_mb(instances, host or tiered.tiered_host(),
+                                    kernel, live_nodeset)
+
+    def test_unwritten_pages_above_the_floor_node_by_node(self):
+        # 1536 MB on top, 512 above the floor: node 0's 1024 unwritten
+        # MB come first (300 of its 1024 written, so 724), then node 1's.
+        self.assertEqual({0: 512}, self.demotable(
+            [guest({0: 1024, 1: 512, 2: 512}, {0: 300})]))
+        self.assertEqual({0: 300, 1: 212}, self.demotable(
+            [guest({0: 400, 1: 1136, 2: 512}, {0: 100, 1: 400})]))
+
+    def test_written_pages_stay_counted_in_use(self):
+        # Every page above the floor written: nothing would go down.
+        self.assertEqual({}, self.demotable(
+            [guest({0: 1536, 2: 512}, {0: 1536})]))
+
+    def test_nothing_of_a_guest_at_its_floor_or_unmeasured(self):
+        self.assertEqual({}, self.demotable([guest({0: 1024, 2: 1024},
+                                                   {0: 0})]))
+        self.assertEqual({}, self.demotable([guest({0: 2048})]))
+
+    def test_nothing_of_top_or_any_guests(self):
+        for asked in (tiers.ANY, tiers.MemoryTiers(tiers.TierMode.TOP)):
+            with self.subTest(asked.mode):
+                self.assertEqual({}, self.demotable([guest(
+                    {0: 2048}, {0: 0}, requested=asked)]))
+
+    def test_guests_add_up_per_node(self):
+        self.assertEqual({0: 2048}, self.demotable([
+            guest({0: 2048}, {0: 0}), guest({0: 2048}, {0: 0}, uuid='u2')]))
+
+    def test_a_lower_tier_its_nodeset_cannot_open_to_counts_nothing(self):
+        closed = guest({0: 2048}, {0: 0}, nodes=(0, 1))
+        self.assertEqual({}, self.demotable([closed], live_nodeset=False))
+        self.assertEqual({0: 1024}, self.demotable([closed]))
+        # Where the kernel demotes, it does so whatever the nodeset.
+        self.assertEqual({0: 1024}, self.demotable(
+            [closed], kernel=DEMOTES, live_nodeset=False))
+
+    def test_no_lower_tier_no_demotable_memory(self):
+        self.assertEqual({}, self.demotable(
+            [guest({0: 2048}, {0: 0})],
+            host=tiered.untiered(tiered.tiered_host())))
+
+    def test_the_loop_says_it_of_every_top_tier_node(self):
+        snap = snapshot([guest({0: 2048}, {0: 0}),
+                         guest({0: 2048}, {0: 0}, uuid='u2',
+                               hands_off_reason='nova owns it')])
+        config = tiering_loop.Config(live_nodeset=True)
+        # The hands-off guest's pages are not the loop's to move.
+        self.assertEqual({0: {'demotable_mb': 1024},
+                          1: {'demotable_mb': 0}},
+                         tiering_loop.Tiering.judge_nodes(snap, config))
+
+    def test_the_loop_says_nothing_on_a_host_without_a_lower_tier(self):
+        snap = snapshot([guest({0: 2048}, {0: 0})])
+        snap = dataclasses.replace(snap,
+                                   topology=tiered.untiered(snap.topology))
+        self.assertEqual({}, tiering_loop.Tiering.judge_nodes(
+            snap, tiering_loop.Config(live_nodeset=True)))
 
 
 class _Backend(backend.Backend):
