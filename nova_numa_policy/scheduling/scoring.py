@@ -233,7 +233,10 @@ def _tier_numbers(request, top):
     """The memory tiers' figures a verdict on a tiered host rests on."""
     return {'memory_tiers': request.tiers,
             'top_tier_mb': request.top_tier_mb,
+            # Free counts the demotable MB the lower tier has room for
+            # (summary.TopTier), which lower_tier_free_mb no longer does.
             'top_tier_free_mb': top.free_mb,
+            'top_tier_demotable_mb': top.demotable_mb,
             'lower_tier_free_mb': top.lower_free_mb,
             'top_tier_nodes': top.ids,
             'lower_tier_nodes': list(top.lower_ids)}
@@ -265,6 +268,9 @@ def _tier_words(verdict):
         words = f'tiered, {tiers.top_tier_percent} % on the top tier'
     words += (f': {request.top_tier_mb} MB needed, {top.free_mb} MB free '
               f'on top-tier nodes {top.ids}')
+    if top.demotable_mb:
+        words += (f' ({top.demotable_mb} MB of it cold pages above tiered '
+                  f'guests\' shares, which go to the lower tier)')
     return _enforced(request, words)
 
 

@@ -16,6 +16,16 @@ said is the top tier, 0), and a host with a lower tier keeps its top
 tier apart (:class:`TopTier`) for the flavors that keep their memory
 there (``hw:numa_memory_tiers``; :mod:`.scoring`). A host without a
 lower tier has none: every flavor is judged on it as before tiers.
+
+The top tier's free memory counts, beside what is free, what the host's
+tiering loop would move down off it (NumaNodeReport 1.3's
+``demotable_mb``: ``tiered`` guests' unwritten pages above their
+shares), as far as the lower tier has room for it, which then has that
+much less (:func:`_top_tier`). A guest's pages fill a node's DRAM as
+they are touched, long before anything demotes them: measured free
+memory alone would refuse a ``top`` guest a host whose DRAM holds cold
+pages that are only waiting for a reason to go down (doc/source/
+scheduler.rst, "Memory tiers").
 """
 
 import dataclasses
@@ -39,6 +49,9 @@ class NodeState:
     io_neighbours: int = 0
     # The rank of the node's memory tier: 0 the top (fastest) tier.
     tier: int = 0
+    # Of its memory in use, the MB its agent's tiering loop would move to
+    # a lower tier if it ran short (0: not said).
+    demotable_mb: int = 0
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -55,9 +68,13 @@ class TopTier:
     whole: NodeState
     largest_node_floating_cpus: int
     largest_node_mb: int
-    # The free memory of the nodes in lower tiers, and their ids.
+    # The free memory of the nodes in lower tiers, less what the top
+    # tier's counted room takes of it, and their ids.
     lower_free_mb: int
     lower_ids: tuple
+    # The MB of the top-tier nodes' free memory that is demotable memory
+    # the lower tier has room for, not memory free now.
+    demotable_mb: int = 0
 
     @property
     def ids(self):
@@ -165,7 +182,8 @@ def _node_state(node, io_neighbours):
         # of 0 already keeps every floating guest off it.
         floating_load=0.0 if load is None else load,
         free_mb=node['memory_free_mb'], total_mb=node['memory_total_mb'],
-        io_neighbours=io_neighbours, tier=report_obj.memory_tier(node))
+        io_neighbours=io_neighbours, tier=report_obj.memory_tier(node),
+        demotable_mb=report_obj.demotable_mb(node))
 
 
 def _top_tier(nodes):
@@ -177,13 +195,30 @@ def _top_tier(nodes):
     # the fastest tier present, so only a hostile one) has an empty top
     # tier: nothing fits there.
     top = tuple(node for node in nodes if not node.tier)
+    lower_free = sum(node.free_mb for node in lower)
+    top, counted = _with_demotable_room(top, lower_free)
     return TopTier(
         nodes=top, whole=_whole_host(top),
         largest_node_floating_cpus=max(
             (node.floating_cpus for node in top), default=0),
         largest_node_mb=max((node.total_mb for node in top), default=0),
-        lower_free_mb=sum(node.free_mb for node in lower),
-        lower_ids=tuple(node.id for node in lower))
+        lower_free_mb=lower_free - counted,
+        lower_ids=tuple(node.id for node in lower), demotable_mb=counted)
+
+
+def _with_demotable_room(top, lower_free_mb):
+    """The top-tier nodes with their demotable MB counted free, and its sum.
+
+    No more in all than the lower tier has free: when it has less, each
+    node counts its demotable MB's share of that, rounded down.
+    """
+    demotable = sum(node.demotable_mb for node in top)
+    if not demotable or lower_free_mb <= 0:
+        return top, 0
+    scale = min(1.0, lower_free_mb / demotable)
+    room = [int(node.demotable_mb * scale) for node in top]
+    return (tuple(dataclasses.replace(node, free_mb=node.free_mb + mb)
+                  for node, mb in zip(top, room)), sum(room))
 
 
 def summarize(data, io_rate):

@@ -7,7 +7,9 @@ guests without dedicated CPUs only its first ``floating`` CPUs, whose
 load is ``floating_load`` (the first form: the agent does not say, as
 before report 1.6), or ``(cpus, load, free_mb, floating, floating_load,
 memory_tier)`` for a node in a lower memory tier (a rank above 0;
-``floating`` None: not said). A NIC is ``(numa_node, physnet)``.
+``floating`` None: not said), and ``(..., memory_tier, demotable_mb)``
+for a node whose tiering loop says what a lower tier may take off it. A
+NIC is ``(numa_node, physnet)``.
 """
 
 import datetime
@@ -25,7 +27,7 @@ NODE_SAYS_NO_FLOATING = dict(floating_cpus=NOT_SAID, floating_load=NOT_SAID)
 
 
 def _node(node_id, count, first_cpu, cpus, load, free_mb, floating=None,
-          floating_load=None, memory_tier=0):
+          floating_load=None, memory_tier=0, demotable_mb=None):
     ids = list(range(first_cpu, first_cpu + cpus))
     said = {} if floating is None else dict(
         floating_cpus=ids[:floating],
@@ -33,7 +35,7 @@ def _node(node_id, count, first_cpu, cpus, load, free_mb, floating=None,
     return report_factory.make_node(
         node_id, count, cpus=ids,
         memory_total_mb=max(TOTAL_MB, free_mb), memory_free_mb=free_mb,
-        cpu_load=load, memory_tier=memory_tier,
+        cpu_load=load, memory_tier=memory_tier, demotable_mb=demotable_mb,
         **{**NODE_SAYS_NO_FLOATING, **said})
 
 

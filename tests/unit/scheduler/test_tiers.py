@@ -60,6 +60,9 @@ BUSY = tables.BUSY
 CXL = (0, 0.0, 8192, None, None, 1)
 CXL_SMALL = (0, 0.0, 512, None, None, 1)
 CXL_UNRANKED = (0, 0.0, 8192)
+# Top-tier nodes with 512 MB free and 1024 MB of tiered guests' cold
+# pages above their shares, which the tiering loop would move down.
+SMALL_COLD = (8, 0.1, 512, None, None, 0, 1024)
 
 
 def host(nodes, **kwargs):
@@ -76,6 +79,8 @@ ROOMY = host((IDLE, IDLE, CXL))
 # The same free memory, no lower tier.
 NO_TIERS = host((SMALL, SMALL, CXL_UNRANKED))
 OLD_AGENT = host((SMALL, SMALL, CXL), version='1.7')
+# 1024 MB free on top, 2048 more that the lower tier's 8192 MB can take.
+COLD_ABOVE_FLOORS = host((SMALL_COLD, SMALL_COLD, CXL))
 
 Case = tables.Case
 
@@ -90,6 +95,16 @@ POLICY_CASES = [
          request(TOP), NO_TIERS, passed=True),
     Case('top_passes_a_host_whose_agent_says_no_tiers_before_1_8',
          request(TOP), OLD_AGENT, passed=True),
+    Case('top_passes_where_cold_pages_above_floors_would_make_room',
+         request(TOP, memory_mb=3072), COLD_ABOVE_FLOORS, passed=True),
+    Case('top_fails_where_even_the_cold_pages_leave_too_little',
+         request(TOP, memory_mb=3073), COLD_ABOVE_FLOORS, passed=False),
+    Case('cold_pages_count_no_more_than_the_lower_tier_can_take',
+         request(TOP), host((SMALL_COLD, SMALL_COLD, CXL_SMALL)),
+         passed=False),
+    Case('a_1_8_agent_says_nothing_would_go_down',
+         request(TOP), host((SMALL_COLD, SMALL_COLD, CXL), version='1.8'),
+         passed=False),
     Case('tiered_needs_only_its_share_on_the_top_tier',
          request(TIERED), ROOM_BELOW_ONLY, passed=True),
     Case('tiered_fails_where_the_top_tier_lacks_its_share',
@@ -140,9 +155,24 @@ class TierReasonTest(test_base.TestCase):
                          (verdict.why, verdict.reason))
         self.assertEqual({'memory_tiers': 'top', 'top_tier_mb': 2048,
                           'top_tier_free_mb': 1024,
+                          'top_tier_demotable_mb': 0,
                           'lower_tier_free_mb': 8192,
                           'top_tier_nodes': [0, 1],
                           'lower_tier_nodes': [2]}, verdict.numbers)
+
+    def test_the_room_cold_pages_make_is_said_apart_and_taken_below(self):
+        # 1024 MB free on top and 2048 MB that would go down; the lower
+        # tier's 8192 MB then has 6144 for anything else.
+        verdict = self.verdict(TOP, COLD_ABOVE_FLOORS)
+        self.assertTrue(verdict.passed)
+        self.assertEqual(
+            'top tier only: 2048 MB needed, 3072 MB free on top-tier nodes '
+            "[0, 1] (2048 MB of it cold pages above tiered guests' shares, "
+            'which go to the lower tier)', verdict.reason)
+        self.assertEqual((3072, 2048, 6144), tuple(
+            verdict.numbers[name] for name in (
+                'top_tier_free_mb', 'top_tier_demotable_mb',
+                'lower_tier_free_mb')))
 
     def test_tiered_names_its_share(self):
         verdict = self.verdict(TIERED, ROOM_BELOW_ONLY, memory_mb=4096)
@@ -202,6 +232,17 @@ class FitTest(test_base.TestCase):
                       top.reason)
         self.assertEqual((1024, 8192), (top.numbers['top_tier_free_mb'],
                                         top.numbers['lower_tier_free_mb']))
+
+    def test_a_top_guest_fits_a_node_its_cold_pages_would_make_room_on(
+            self):
+        # 512 MB free and 1024 MB that would go down: a 1536 MB guest
+        # fits node 0, a 1537 MB one no node.
+        summary = host((SMALL_COLD, SMALL, CXL))
+        fits = self.load(TOP, summary, memory_mb=1536)
+        self.assertEqual((True, 'fits', 0),
+                         (fits.passed, fits.why, fits.node))
+        self.assertEqual('no-memory',
+                         self.load(TOP, summary, memory_mb=1537).why)
 
     def test_a_top_guest_fits_a_quiet_top_tier_node(self):
         verdict = self.load(TOP, host((BUSY, IDLE, CXL)))
