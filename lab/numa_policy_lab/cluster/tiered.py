@@ -42,10 +42,21 @@ Three strategies, each a whole story from scheduler to pages:
 
 One more row, a what-if and no strategy of this extension: ``ours,
 demotable pages free``, ours with the scheduler counting as free the
-DRAM that pages above the floors hold, as far as the expanders have room
-for them. The plugins count free memory as the agent measured it
-(doc/source/scheduler.rst, "Memory tiers"), and a page the kernel could
-demote is not free: the row shows what that costs in guests refused.
+DRAM that every page above the floors holds, hot ones and ``any``
+guests' too, as far as the expanders have room for them.
+
+``ours`` is the scheduler of report 1.9: it counts as free, on the
+DRAM, the cold pages of ``tiered`` guests above their floors, as far as
+the expander's free memory holds them (NumaNodeReport.demotable_mb: the
+agent's tiering loop reports per DRAM node the MB of ``tiered`` guests'
+pages above their shares that were not written over the last period,
+and the scheduler counts them as top-tier room, capped by the lower
+tier's free memory; doc/source/scheduler.rst, "Memory tiers"). Here the
+signal is exact: a page is cold when the model's cold segment holds it;
+a signal that took pages only read for cold would count more. A hot
+page is never room, nor an ``any`` guest's page (its writes are not
+measured). ``ours, measured free only (report 1.8)`` is the scheduler
+before: top-tier memory free as the agent measured it.
 
 The placements are static, as they stand once settled, as in
 sim/tiers.py, whose functions place each host's pages and whose model
@@ -85,6 +96,7 @@ MB_PER_GIB = 1024.0
 
 STOCK, KERNEL, OURS = 'nova stock', 'kernel tiering', 'ours'
 DEMOTABLE_FREE = 'ours, demotable pages free (what-if)'
+MEASURED_FREE = 'ours, measured free only (report 1.8)'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -219,6 +231,35 @@ def vacated_parts(host):
     return tiers.reclaim(above, max(0.0, sum(a.sum() for a in above) - room))
 
 
+def _cold_only(parts):
+    """Of a guest's segments, the cold one (the last); the hot ones 0."""
+    cold = np.zeros_like(parts)
+    cold[-1] = parts[-1]
+    return cold
+
+
+def cold_vacated_parts(host):
+    """The view of ``ours``: report 1.9's demotable memory counted free.
+
+    Where ours settles the pages (:func:`held_parts`), and further down
+    every cold page of a ``tiered`` guest above its floor the DRAM still
+    holds, as far as the expander has room for them: every such guest's
+    in proportion, its cold pages being equally cold (workload.py). A
+    hot page stays where ours puts it: a working set's page is no room
+    for a guest, whatever the kernel could demote; nor is an ``any`` or
+    ``top`` guest's page (the agent measures the writes of ``tiered``
+    guests only). Ours' reclaim takes the cold pages above the floors
+    first, so where it took a hot one every cold one is down already
+    and the view is ours' placement.
+    """
+    cold = [_cold_only(a) if g.request.lower_tier_mb else np.zeros_like(a)
+            for g, a in zip(host.guests, _above(host, _floors(host)))]
+    room = host.sim.memory_mb_by_node()[host.sim.tier_node]
+    vacated = tiers.reclaim(cold, max(0.0, sum(c.sum() for c in cold) - room))
+    return [np.maximum(held, down)
+            for held, down in zip(held_parts(host), vacated)]
+
+
 def settle(host, parts):
     """Boot the host's guests with their pages where ``parts`` says."""
     lower = parts(host)
@@ -323,6 +364,11 @@ def _demotable_free_host(guest, hosts):
     return our_host(guest, hosts, vacated_parts)
 
 
+def _cold_free_host(guest, hosts):
+    """Ours: reports that count tiered guests' cold DRAM above floors free."""
+    return our_host(guest, hosts, cold_vacated_parts)
+
+
 @dataclasses.dataclass(frozen=True)
 class Strategy:
     """Who picks the host, and where the pages go on it."""
@@ -339,7 +385,8 @@ class Strategy:
 STRATEGIES = {s.name: s for s in (
     Strategy(STOCK, nova_host, first_touch_parts),
     Strategy(KERNEL, nova_host, kernel_parts),
-    Strategy(OURS, our_host, held_parts),
+    Strategy(OURS, _cold_free_host, held_parts),
+    Strategy(MEASURED_FREE, our_host, held_parts),
     Strategy(DEMOTABLE_FREE, _demotable_free_host, held_parts),
 )}
 

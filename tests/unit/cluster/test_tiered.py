@@ -49,7 +49,7 @@ class TinyStreamTest(test_base.TestCase):
     FULL_THEN_TOP = (ANY, ANY, ANY, TOP)
 
     def test_ours_refuses_a_top_guest_where_the_top_tier_is_full(self):
-        hosts, refused = _run(tiered.OURS, self.FULL_THEN_TOP)
+        hosts, refused = _run(tiered.MEASURED_FREE, self.FULL_THEN_TOP)
         self.assertEqual(['g3'], [g.name for g in refused])
         self.assertEqual(['g0', 'g1', 'g2'],
                          [g.name for g in hosts[0].guests])
@@ -78,6 +78,22 @@ class TinyStreamTest(test_base.TestCase):
             8192.0, sum(_below(host, g).sum() for g in host.guests[:3]))
         for g in host.guests[:3]:
             self.assertEqual(0.0, _below(host, g)[:-1].sum())
+
+    def test_any_guests_cold_pages_are_no_room_for_ours(self):
+        # Their writes are not measured: the DRAM they fill is taken.
+        hosts, refused = _run(tiered.OURS, self.FULL_THEN_TOP)
+        self.assertEqual(['g3'], [g.name for g in refused])
+
+    # Three batch guests at 25 % fill the DRAM, then a top guest.
+    TIERED_THEN_TOP = (TIERED_25, TIERED_25, TIERED_25, TOP)
+
+    def test_tiered_guests_cold_pages_above_their_floors_make_room(self):
+        _, before = _run(tiered.MEASURED_FREE, self.TIERED_THEN_TOP)
+        self.assertEqual(['g3'], [g.name for g in before])
+        hosts, refused = _run(tiered.OURS, self.TIERED_THEN_TOP)
+        self.assertEqual([], refused)
+        host = hosts[0]
+        self.assertEqual(0.0, _below(host, host.guests[3]).sum())
 
     # Their working sets (26.3 GiB) exceed the DRAM (24 GiB).
     EIGHT = (TOP, TIERED_25) * 4
@@ -108,7 +124,7 @@ class TinyStreamTest(test_base.TestCase):
             np.testing.assert_allclose(lower, _below(host, g), atol=1e-6)
 
     def test_ours_keeps_top_guests_whole_on_the_dram(self):
-        hosts, refused = _run(tiered.OURS, self.EIGHT)
+        hosts, refused = _run(tiered.MEASURED_FREE, self.EIGHT)
         host = hosts[0]
         # The first three fill the DRAM (their pages above the floors
         # count as taken); the top guests after them are refused, a
@@ -126,7 +142,7 @@ class TinyStreamTest(test_base.TestCase):
     FLOOR = (TIERED_75,) + (ANY,) * 7
 
     def test_ours_keeps_the_floor_where_reclaim_takes_hot_pages(self):
-        hosts, refused = _run(tiered.OURS, self.FLOOR)
+        hosts, refused = _run(tiered.MEASURED_FREE, self.FLOOR)
         self.assertEqual([], refused)
         host = hosts[0]
         kept, others = host.guests[0], host.guests[1:]
@@ -142,8 +158,91 @@ class TinyStreamTest(test_base.TestCase):
         host = hosts[0]
         guest = host.guests[0]
         self.assertGreater(_below(host, guest)[:-1].sum(), 0.0)
-        ours = _run(tiered.OURS, self.FLOOR)[0][0].guests[0]
+        ours = _run(tiered.MEASURED_FREE, self.FLOOR)[0][0].guests[0]
         self.assertLess(1.0 - ours.throughput, 1.0 - guest.throughput)
+
+
+def _host(flavors, expander_mb=49152):
+    """One host holding ``flavors``' guests, its expander that large."""
+    sim = topology.with_lower_tier(topology.xeon2(), memory_mb=expander_mb,
+                                   attached_node=0)
+    host = tiered.Host('h', sim, _stream(*flavors))
+    for cpu, g in enumerate(host.guests):
+        g.cpu = cpu
+    return host
+
+
+class ColdVacatedTest(test_base.TestCase):
+    """The view of ``ours`` (report 1.9's demotable memory), on one host."""
+
+    HOSTS = {
+        'any guests': (ANY,) * 3,
+        'top and tiered 25 %': (TOP, TIERED_25) * 4,
+        'tiered 75 % and any': (TIERED_75,) + (ANY,) * 7,
+        'every flavor': (TOP, TIERED_75, TIERED_25, ANY) * 2,
+        'tiered 75 % and two any': (TIERED_75, ANY, ANY),
+    }
+
+    def _check(self, host):
+        view = tiered.cold_vacated_parts(host)
+        held = tiered.held_parts(host)
+        floors = tiered._floors(host)
+        for g, seen, ours, floor in zip(host.guests, view, held, floors):
+            # No hot page lower than ours puts it ...
+            np.testing.assert_allclose(ours[:-1], seen[:-1], atol=1e-6)
+            # ... no page of the floor, and no page above it ours holds
+            # on the DRAM the view moves, beyond its cold ones.
+            self.assertGreaterEqual(seen[-1], ours[-1] - 1e-6)
+            self.assertLessEqual(seen.sum(), g.memory_mb - floor + 1e-6)
+            above = tiers.demoted(g.sizes, g.memory_mb - floor)
+            self.assertLessEqual(seen[-1], above[-1] + 1e-6)
+        # Never more counted down than the expander holds.
+        room = host.sim.memory_mb_by_node()[host.sim.tier_node]
+        self.assertLessEqual(sum(v.sum() for v in view), room + 1e-6)
+        return view, held
+
+    def test_never_a_hot_page_never_beyond_the_expander(self):
+        for name, flavors in self.HOSTS.items():
+            for expander_mb in (49152, 40960, 8192, 4096, 0.0):
+                host = _host(flavors, expander_mb)
+                if host.claimed_mb() > host.sim.memory_mb_by_node().sum():
+                    continue  # nova's RAM filter would refuse one of them
+                with self.subTest(host=name, expander_mb=expander_mb):
+                    self._check(host)
+
+    def test_every_tiered_cold_page_above_its_floor_where_room_allows(self):
+        host = _host((TOP, TIERED_75, TIERED_25, ANY))
+        view, held = self._check(host)
+        for g, seen, floor in zip(host.guests[1:3], view[1:3],
+                                  tiered._floors(host)[1:3]):
+            above = tiers.demoted(g.sizes, g.memory_mb - floor)
+            self.assertAlmostEqual(above[-1], seen[-1])
+        self.assertEqual(0.0, view[0].sum())  # the top guest: no floor above
+        # The any guest's pages stay where ours puts them.
+        np.testing.assert_allclose(held[3], view[3])
+
+    def test_a_small_expander_caps_the_room_in_proportion(self):
+        host = _host((TIERED_25,) * 3, expander_mb=4096)
+        view, held = self._check(host)
+        # Ours demotes nothing (24 GiB of pages, 24 GiB of DRAM) ...
+        self.assertAlmostEqual(0.0, sum(h.sum() for h in held))
+        # ... the view counts the expander's 4 GiB, a third per guest.
+        for seen in view:
+            self.assertAlmostEqual(4096.0 / 3, seen[-1])
+
+    def test_it_places_as_many_guests_as_ours_or_more(self):
+        streams = [TinyStreamTest.FULL_THEN_TOP, TinyStreamTest.EIGHT,
+                   TinyStreamTest.FLOOR, TinyStreamTest.TIERED_THEN_TOP
+                   ] + list(self.HOSTS.values())
+        for flavors in streams:
+            with self.subTest(flavors=[f.name for f in flavors]):
+                ours = _run(tiered.MEASURED_FREE, flavors)[1]
+                cold = _run(tiered.OURS, flavors)[1]
+                self.assertLessEqual(len(cold), len(ours))
+        self.assertLess(len(_run(tiered.OURS,
+                                 TinyStreamTest.TIERED_THEN_TOP)[1]),
+                        len(_run(tiered.MEASURED_FREE,
+                                 TinyStreamTest.TIERED_THEN_TOP)[1]))
 
 
 class StudyTest(test_base.TestCase):
@@ -191,7 +290,8 @@ class StudyTest(test_base.TestCase):
         rows = {r.strategy: r for r in tiered.rows(range(2))}
         self.assertEqual(list(tiered.STRATEGIES), list(rows))
         stock, kernel = rows[tiered.STOCK], rows[tiered.KERNEL]
-        ours, what_if = rows[tiered.OURS], rows[tiered.DEMOTABLE_FREE]
+        ours = rows[tiered.MEASURED_FREE]
+        what_if, cold = rows[tiered.DEMOTABLE_FREE], rows[tiered.OURS]
         for r in (stock, kernel):
             self.assertEqual(r.guests, sum(r.placed.values()))
             self.assertEqual(0.0, r.floors_gib)
@@ -200,6 +300,10 @@ class StudyTest(test_base.TestCase):
         self.assertGreater(kernel.tput, stock.tput)
         self.assertLess(sum(ours.placed.values()),
                         sum(what_if.placed.values()))
+        self.assertLessEqual(sum(ours.placed.values()),
+                             sum(cold.placed.values()))
+        self.assertLessEqual(sum(cold.placed.values()),
+                             sum(what_if.placed.values()))
         self.assertGreater(ours.floors_gib, 0.0)
         self.assertLessEqual(ours.floors_gib, ours.dram_gib)
         for k in (TOP.name, TIERED_75.name):
