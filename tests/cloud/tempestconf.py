@@ -66,6 +66,19 @@ CREATE_TESTS = (
      ('test_verify_server_details', 'test_list_servers',
       'test_list_servers_with_detail')),
 )
+# A server's pause and suspend, the compute features the cloud tier's
+# tempest run turns on (CI_FEATURES): two actions on the one server of
+# tempest's ServerActionsTestJSON, libvirt's own on either compute. The
+# other features the computes can do (resize, migrations, shelve,
+# snapshot, rescue, interface attach) each cost a move or a boot more
+# under emulation: tox -e cloud-tempest runs their tests
+# (tests/cloud/tempest_suite.py), and the cloud tier's own tests move
+# servers live (tests/cloud/test_migration.py).
+ACTION_TESTS = (
+    ('tempest.api.compute.servers.test_server_actions.ServerActionsTestJSON',
+     ('test_pause_unpause_server', 'test_suspend_resume_server')),
+)
+CI_FEATURES = {'pause': 'True', 'suspend': 'True'}
 DELETE_TESTS = (
     ('tempest.api.compute.servers.test_delete_server.DeleteServersTestJSON',
      ('test_delete_active_server',

@@ -1,8 +1,9 @@
 """tempest against the whole cloud: our plugin's tests and a few of nova's.
 
-Two runs: our plugin's tests with tempest's server-create tests (the
-cloud tier's subset, tests/cloud/ci.txt), and tempest's server-delete
-tests (tox -e cloud-all).
+Two runs: our plugin's tests with tempest's server-create tests and its
+pause and suspend actions, those two features turned on (the cloud
+tier's subset, tests/cloud/ci.txt), and tempest's server-delete tests
+(tox -e cloud-all).
 
 The cloud is tests/cloud/cloud.py's, shared by the modules of the test
 process: two compute lab hosts with nova-compute, our driver and our
@@ -37,7 +38,7 @@ DELETE_SUMMARY = os.path.join(lay.ARTIFACTS, 'tempest-delete-summary.txt')
 # control plane.
 BUILD_TIMEOUT = 600
 # A worker per test class (stestr keeps a class's tests together): our
-# plugin's API and scenario classes and tempest's two server classes.
+# plugin's API and scenario classes and tempest's server classes.
 # With two, one worker drew both classes that boot servers (119 s)
 # while the other finished in 26 s; the boots now start together, on
 # either compute (each lab host emulates on one core).
@@ -62,7 +63,8 @@ class TempestTest(test_base.TestCase):
             min_compute_nodes=len(CLOUD.computes),
             build_timeout=BUILD_TIMEOUT, driver_extension='True')
         tempest_run.prepare(CLOUD.control.layout, cls.workspace, args,
-                            CLOUD.tempest_ssh_settings())
+                            CLOUD.tempest_ssh_settings(),
+                            features=tempestconf.CI_FEATURES)
 
     def run_tempest(self, regex, summary):
         """tempest's run of ``regex`` against the cloud; fails unless ok.
@@ -82,7 +84,8 @@ class TempestTest(test_base.TestCase):
 
     def test_our_plugin_and_nova_server_tests_pass(self):
         self.run_tempest(tempestconf.test_regex(
-            server_tests=tempestconf.CREATE_TESTS), SUMMARY)
+            server_tests=tempestconf.CREATE_TESTS + tempestconf.ACTION_TESTS),
+            SUMMARY)
 
     def test_novas_delete_server_tests_pass(self):
         self.run_tempest(tempestconf.test_regex(
