@@ -66,19 +66,28 @@ CREATE_TESTS = (
      ('test_verify_server_details', 'test_list_servers',
       'test_list_servers_with_detail')),
 )
-# A server's pause and suspend, the compute features the cloud tier's
-# tempest run turns on (CI_FEATURES): two actions on the one server of
-# tempest's ServerActionsTestJSON, libvirt's own on either compute. The
-# other features the computes can do (resize, migrations, shelve,
-# snapshot, rescue, interface attach) each cost a move or a boot more
-# under emulation: tox -e cloud-tempest runs their tests
-# (tests/cloud/tempest_suite.py), and the cloud tier's own tests move
-# servers live (tests/cloud/test_migration.py).
+# One tempest test of each compute feature the cloud tier's tempest run
+# turns on (CI_FEATURES): pause, suspend and a resize (to the other
+# compute: allow_resize_to_same_host is off) on the one server of
+# tempest's ServerActionsTestJSON, a rescue, a cold and a live (block)
+# migration, each of its own class and server. The other features the
+# computes can do (shelve, snapshot, interface attach) each cost a boot
+# or an image more under emulation: tox -e cloud-tempest runs their
+# tests (tests/cloud/tempest_suite.py).
 ACTION_TESTS = (
     ('tempest.api.compute.servers.test_server_actions.ServerActionsTestJSON',
-     ('test_pause_unpause_server', 'test_suspend_resume_server')),
+     ('test_pause_unpause_server', 'test_suspend_resume_server',
+      'test_resize_server_confirm')),
+    ('tempest.api.compute.servers.test_server_rescue.ServerRescueTestJSON',
+     ('test_rescue_unrescue_instance',)),
+    ('tempest.api.compute.admin.test_migrations.MigrationsAdminTest',
+     ('test_cold_migration',)),
+    ('tempest.api.compute.admin.test_live_migration.LiveMigrationTest',
+     ('test_live_block_migration',)),
 )
-CI_FEATURES = {'pause': 'True', 'suspend': 'True'}
+CI_FEATURES = {name: 'True' for name in (
+    'pause', 'suspend', 'resize', 'rescue', 'cold_migration',
+    'live_migration', 'block_migration_for_live_migration')}
 DELETE_TESTS = (
     ('tempest.api.compute.servers.test_delete_server.DeleteServersTestJSON',
      ('test_delete_active_server',

@@ -1,9 +1,10 @@
 """tempest against the whole cloud: our plugin's tests and a few of nova's.
 
-Two runs: our plugin's tests with tempest's server-create tests and its
-pause and suspend actions, those two features turned on (the cloud
-tier's subset, tests/cloud/ci.txt), and tempest's server-delete tests
-(tox -e cloud-all).
+Two runs: our plugin's tests with tempest's server-create tests and
+one of its tests of each compute feature the run turns on (pause,
+suspend, resize, rescue, cold and live block migration:
+tempestconf.ACTION_TESTS; the cloud tier's subset, tests/cloud/ci.txt),
+and tempest's server-delete tests (tox -e cloud-all).
 
 The cloud is tests/cloud/cloud.py's, shared by the modules of the test
 process: two compute lab hosts with nova-compute, our driver and our
