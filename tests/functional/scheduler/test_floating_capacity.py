@@ -16,7 +16,6 @@ node, as before report 1.6, and chooses the other host in every
 scenario. So each scenario tells the two apart.
 """
 
-import time
 
 from oslo_config import cfg
 
@@ -26,8 +25,6 @@ from nova_numa_policy.contracts import backend
 from nova_numa_policy.contracts import topology
 from nova_numa_policy.decisions import reporting
 from nova_numa_policy.objects import report as report_obj
-from nova_numa_policy.objects import wire as report_wire
-from placement_filters import listener
 
 from agent.sensors import discovery
 from agent.service import cmd as agent_cmd
@@ -98,17 +95,9 @@ class _FloatingCapacityBase(harness.ReportsToTheScheduler,
 
     def report(self, **busy_by_host):
         """Send each host's report through the notifier; wait for all."""
-        for host, fractions in busy_by_host.items():
-            self.notifier.info({}, report_obj.EVENT_TYPE,
-                               report_wire.dump_report(
-                                   self.agent_report(host, fractions),
-                                   target_version=self.REPORT_VERSION))
-        cache = listener.RUNTIME.get_cache()
-        deadline = time.monotonic() + 10
-        while not all(cache.get((h, h)) for h in busy_by_host):
-            self.assertLess(time.monotonic(), deadline,
-                            'reports did not reach the scheduler cache')
-            time.sleep(0.05)
+        self.send_reports([self.agent_report(host, fractions)
+                           for host, fractions in busy_by_host.items()],
+                          target_version=self.REPORT_VERSION)
 
     def boot(self, vcpus, extra_specs=None, expected_state='ACTIVE'):
         flavor_id = self._create_flavor(vcpu=vcpus, memory_mb=512,

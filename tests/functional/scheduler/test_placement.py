@@ -5,13 +5,11 @@ sent by a real oslo.messaging notifier and received by the scheduler's own
 listener, tell them apart. Nodes are ``(cpus, load, free_mb)``.
 """
 
-import time
 
 from oslo_config import cfg
 
 from nova.tests.functional import integrated_helpers
 
-from placement_filters import listener
 from tests.functional.scheduler import harness
 from tests.unit.scheduler import reports
 
@@ -46,15 +44,8 @@ class _PluginsTestBase(harness.ReportsToTheScheduler,
 
     def report(self, **by_host):
         """Send each host's report through the notifier; wait for all."""
-        for host, kwargs in by_host.items():
-            self.notifier.info({}, 'numa_policy.host.report',
-                               reports.make_payload(host=host, **kwargs))
-        cache = listener.RUNTIME.get_cache()
-        deadline = time.monotonic() + 10
-        while not all(cache.get((h, h)) for h in by_host):
-            self.assertLess(time.monotonic(), deadline,
-                            'reports did not reach the scheduler cache')
-            time.sleep(0.05)
+        self.send_reports([reports.make_report(host=host, **kwargs)
+                           for host, kwargs in by_host.items()])
 
     def boot(self, extra_specs=None, expected_state='ACTIVE'):
         flavor_id = self._create_flavor(extra_spec=extra_specs or {})
