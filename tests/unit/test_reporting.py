@@ -9,6 +9,7 @@ from nova_numa_policy.loops import vnuioa
 from nova_numa_policy.objects import wire as report_wire
 from tests import base as test_base
 from tests import topology_factory
+from tests.unit.agent import test_tiering
 
 GUEST = '6f1f1a0e-0000-4000-8000-000000000001'
 NOW = datetime.datetime(2026, 11, 22, 8, 0, tzinfo=datetime.timezone.utc)
@@ -55,7 +56,6 @@ class FloatingNodeTest(test_base.TestCase):
         # A memory-only node (a CXL expander), from a backend that does
         # not tell floating CPUs apart: no load, or the report is
         # malformed and dropped.
-        from tests.unit.agent import test_tiering
         snapshot = test_tiering.snapshot([])
         report = reporting.build_report(snapshot, 'compute1', 'compute1',
                                         seq=1, period=60.0, capabilities=(),
@@ -214,7 +214,6 @@ class DemotableNodeTest(test_base.TestCase):
     """The tiering loop's demotable MB, in the report while it acts."""
 
     def report(self, active_loops, free=(4096, 6144, 8192)):
-        from tests.unit.agent import test_tiering
         snapshot = test_tiering.snapshot(
             [test_tiering.guest({0: 2048}, {0: 0}, uuid=GUEST)], free=free)
         report = reporting.build_report(
