@@ -1,33 +1,13 @@
 """numa-policy-agent: the compute node agent's entry point.
 
-Its loop and signal handling are its own, not oslo.service's. The
-oslo.service of this OpenStack release offers two backends, and neither
-keeps the agent as it is:
-
-* eventlet, the default, runs a service's timers as green threads and
-  handles signals in eventlet's hub. Without monkey-patching, the
-  agent's blocking calls (libvirt, sysfs reads, the sender's waits) would
-  hold the hub and with it the reaction to SIGTERM; with it, libvirt's
-  event loop thread (a C call that blocks) and oslo.messaging's threads
-  would turn green. eventlet is deprecated, and nova moves off it.
-* threading (4.8) runs the service in a child process that cotyledon
-  manages: the process a deployment starts and signals becomes a
-  supervisor, a SIGHUP restarts the child (a new agent boot, so a new
-  ``boot_id`` in its reports), and the start and stop lines and exit
-  codes become cotyledon's. Its one-process mode (``no_fork=True``)
-  handles signals itself, each by ending the process from the handler
-  (``os._exit``): SIGTERM after the service's ``stop`` returns, SIGINT
-  at once with exit code 1, and SIGHUP raises out of whatever the main
-  thread runs. The agent's orderly end (the period's plan finished or
-  rolled back, the sender's pending reports handed over, the host lock
-  released) would then all have to run inside the SIGTERM handler, and
-  SIGINT would skip it.
-
-What the deployments and the lab tiers rely on instead, and
-tests/functional/test_service_signals.py holds: one process; SIGTERM or
-SIGINT ends the loop at once (the period's wait is an event), the sender
-stops, "numa-policy-agent stopped" is logged and the exit code is 0;
-``--once`` exits 1 with one error line when libvirt is away.
+As a service, oslo.service runs it and handles its signals
+(:mod:`nova_numa_policy.launcher`, :mod:`agent.service.daemon`): one
+process; SIGTERM or SIGINT ends the periods between two steps, the
+sender's pending reports are handed over, "numa-policy-agent stopped" is
+logged, the host lock is released and the exit code is 0
+(tests/functional/test_service_signals.py). ``--once`` runs one period
+in this thread, without oslo.service, and exits 1 with one error line
+when libvirt is away.
 """
 
 import signal
@@ -42,6 +22,7 @@ from nova_numa_policy import conf as npconf
 from nova_numa_policy.contracts import errors
 from nova_numa_policy.contracts import messaging
 from nova_numa_policy.contracts import scope
+from nova_numa_policy import launcher
 from nova_numa_policy.loops import options as loop_options
 from nova_numa_policy.objects import report as report_obj
 from nova_numa_policy.objects import wire as report_wire
@@ -57,6 +38,7 @@ from agent.backend import samples
 from agent.backend import settings
 from agent.sensors import discovery
 from agent.sensors import ovs
+from agent.service import daemon
 from agent.service import hostlock
 from agent.service import manager
 from agent.service import notifier
@@ -292,13 +274,23 @@ def _waiting_for_libvirt(uri, stopped):
         retry_error_callback=lambda state: None)
 
 
+def starting(agent):
+    """Log the start line.
+
+    It names the report version, for an operator pinning agents during
+    a rolling upgrade (doc/source/upgrade.rst).
+    """
+    LOG.info('numa-policy-agent starting on %s (libvirt %s, period %ss, '
+             'reports at version %s%s)', agent.host,
+             CONF.numa_policy_agent.libvirt_uri, agent.period,
+             CONF.numa_policy_reports.report_version
+             or report_obj.NumaHostReport.VERSION,
+             ', dry run' if agent.dry_run else '')
+
+
 def main(argv=None):
     parse_args(sys.argv[1:] if argv is None else argv)
     connection.quiet_libvirt_errors()
-    stopped = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stopped.set())
-    print_report = CONF.once and CONF.dry_run
     try:
         # Held until the process ends; a dry run acts on nothing.
         lock = (None if CONF.dry_run else
@@ -307,34 +299,37 @@ def main(argv=None):
         LOG.error('%s; this one exits rather than act twice on every '
                   'guest', exc)
         return 1
+    if CONF.once:
+        return run_once(lock)
+    sender = notifier.ReportSender(
+        notifier.make_notifier(CONF, CONF.numa_policy_agent.host))
+    sender.start()
+    connection.start_event_loop()
+    return launcher.run(CONF, daemon.AgentService(
+        build=lambda stopped: build_when_connected(CONF, sender, False,
+                                                   stopped),
+        starting=starting, sender=sender, lock=lock))
+
+
+def run_once(lock):
+    """One period in this thread; with --dry-run, its report on stdout."""
+    print_report = CONF.dry_run
     sender = None
     if not print_report:
         sender = notifier.ReportSender(
             notifier.make_notifier(CONF, CONF.numa_policy_agent.host))
         sender.start()
-    if not CONF.once:
-        connection.start_event_loop()
-    agent = build_when_connected(CONF, sender, CONF.once, stopped)
+    agent = build_when_connected(CONF, sender, True, threading.Event())
     if agent is None:
         if sender is not None:
             sender.stop()
-        return 1 if CONF.once else 0
-    signal.signal(signal.SIGTERM, agent.stop)
-    signal.signal(signal.SIGINT, agent.stop)
-    if stopped.is_set():
-        agent.stop()
-    # The report version, for an operator pinning agents during a rolling
-    # upgrade (doc/source/upgrade.rst).
-    LOG.info('numa-policy-agent starting on %s (libvirt %s, period %ss, '
-             'reports at version %s%s)', agent.host,
-             CONF.numa_policy_agent.libvirt_uri, agent.period,
-             CONF.numa_policy_reports.report_version
-             or report_obj.NumaHostReport.VERSION,
-             ', dry run' if agent.dry_run else '')
-    report = agent.daemon_loop(once=CONF.once)
+        return 1
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, agent.stop)
+    starting(agent)
+    report = agent.daemon_loop(once=True)
     if sender is not None:
-        if CONF.once:
-            sender.send_pending()
+        sender.send_pending()
         sender.stop()
     if print_report:
         if report is None:

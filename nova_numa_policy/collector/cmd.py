@@ -1,26 +1,24 @@
 """Entry points: ``numa-policy-collector`` and ``numa-policy-db-sync``.
 
-The collector's signal handling is its own, not oslo.service's, for the
-reasons agent/service/cmd.py gives: its listener runs on native threads
-(oslo.messaging's threading executor), which oslo.service's eventlet
-backend would hold up, and its threading backend would move the work
-into a child process. One process; SIGTERM or SIGINT stops the listener,
-"Collector stopped" is logged with the counters, and the exit code is 0
-(tests/functional/test_service_signals.py).
+The collector is an oslo.service service in one process
+(:mod:`nova_numa_policy.launcher`): SIGTERM or SIGINT stops the
+listener, "Collector stopped" is logged with the counters, and the exit
+code is 0 (tests/functional/test_service_signals.py).
 """
 
-import signal
 import sys
 import threading
 
 from oslo_log import log as logging
 import oslo_messaging
+from oslo_service.backend import base as service_base
 
 from nova_numa_policy.collector import db
 from nova_numa_policy.collector import listener
 from nova_numa_policy.collector import migration
 from nova_numa_policy import conf as nnp_conf
 from nova_numa_policy.contracts import messaging
+from nova_numa_policy import launcher
 
 LOG = logging.getLogger(__name__)
 
@@ -34,8 +32,13 @@ def _configure(argv):
     return conf
 
 
-class Collector:
-    """The listener plus the storage it writes to, started and stopped."""
+class Collector(service_base.ServiceBase):
+    """The listener plus the storage it writes to, as oslo.service runs it.
+
+    ``stop`` is called from oslo.service's signal handler, in the main
+    thread, while :meth:`wait` waits there; the listener's own threads
+    hold its locks, never the main thread.
+    """
 
     def __init__(self, conf, transport=None):
         self.storage = db.Storage.from_conf(conf)
@@ -44,33 +47,33 @@ class Collector:
                            oslo_messaging.get_notification_transport(conf))
         self._listener = listener.build_listener(conf, self._transport,
                                                  self.endpoint)
+        self._conf = conf
+        self._stopped = threading.Event()
 
     def start(self):
         self._listener.start()
+        LOG.info('Collecting reports from topic %s into %s',
+                 self._conf.numa_policy_reports.topic,
+                 db.safe_url(self._conf.numa_policy_collector.connection))
 
     def stop(self):
         self._listener.stop()
         self._listener.wait()
         self.storage.dispose()
+        LOG.info('Collector stopped; counters: %s', dict(
+            self.endpoint.counters))
+        self._stopped.set()
+
+    def wait(self):
+        self._stopped.wait()
+
+    def reset(self):
+        """Nothing to reset: one process, never restarted in place."""
 
 
 def main(argv=None):
     conf = _configure(sys.argv[1:] if argv is None else argv)
-    collector = Collector(conf)
-    stopping = threading.Event()
-    # The handler only sets the event: stopping the listener from inside a
-    # signal handler could deadlock on its locks.
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stopping.set())
-    collector.start()
-    LOG.info('Collecting reports from topic %s into %s',
-             conf.numa_policy_reports.topic,
-             db.safe_url(conf.numa_policy_collector.connection))
-    stopping.wait()
-    collector.stop()
-    LOG.info('Collector stopped; counters: %s', dict(
-        collector.endpoint.counters))
-    return 0
+    return launcher.run(conf, Collector(conf))
 
 
 def db_sync(argv=None):

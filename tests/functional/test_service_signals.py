@@ -5,7 +5,10 @@ in the background, waits for the collector's "Collecting reports from
 topic" line, and stops every service with SIGTERM (SIGKILL after a
 while). Each process here is started the same way, on libvirt's test
 driver and oslo.messaging's in-process transport, then stopped with
-SIGTERM: it must log its start, stop promptly, say so and exit 0.
+SIGTERM: it must log its start, stop promptly, say so and exit 0. The
+signals are oslo.service's to handle (nova_numa_policy/launcher): SIGINT
+and SIGHUP must end each service in the same order, and the process a
+deployment starts must be the one that works, not a supervisor of it.
 """
 
 import os
@@ -15,6 +18,7 @@ import sys
 import time
 
 import fixtures
+import psutil
 
 from nova_numa_policy.objects import report as report_obj
 from tests import base as test_base
@@ -63,12 +67,19 @@ class ServiceProcess:
         raise AssertionError(f'no {text!r} (exit code '
                              f'{self.process.poll()}):\n{self.log()}')
 
-    def terminate(self):
-        """SIGTERM; the exit code and the seconds it took to exit."""
+    def terminate(self, signum=signal.SIGTERM):
+        """SIGTERM (or ``signum``); the exit code and the seconds to exit."""
         started = time.monotonic()
-        self.process.send_signal(signal.SIGTERM)
+        self.process.send_signal(signum)
         code = self.process.wait(STOP_TIMEOUT)
         return code, time.monotonic() - started
+
+    def forks_of_itself(self):
+        """Child processes running this process's own command line."""
+        parent = psutil.Process(self.process.pid)
+        command = parent.cmdline()
+        return [child.pid for child in parent.children(recursive=True)
+                if child.cmdline() == command]
 
 
 AGENT_CONFIG = """[DEFAULT]
@@ -91,17 +102,48 @@ connection = sqlite:///{folder}/collector.db
 
 class AgentProcessTest(test_base.TestCase):
 
-    def test_sigterm_stops_the_agent_promptly_and_cleanly(self):
+    def started_agent(self):
         agent = ServiceProcess(self, 'agent.service.cmd', AGENT_CONFIG)
         agent.wait_for_log(
             'numa-policy-agent starting on cn-signals (libvirt '
             'test:///default, period 1.0s, reports at version '
             f'{report_obj.NumaHostReport.VERSION})')
-        code, seconds = agent.terminate()
+        return agent
+
+    def assert_stopped_in_order(self, agent, signum):
+        code, seconds = agent.terminate(signum)
         self.assertEqual(0, code, agent.log())
         self.assertLess(seconds, STOP_TIMEOUT)
         self.assertIn('numa-policy-agent stopped', agent.log())
         self.assertNotIn('Traceback', agent.log())
+
+    def test_sigterm_stops_the_agent_promptly_and_cleanly(self):
+        agent = self.started_agent()
+        # oslo.service runs it in the process that was started: no
+        # supervisor between a service manager and the agent.
+        self.assertEqual([], agent.forks_of_itself())
+        self.assertIn('running service in main process', agent.log())
+        self.assert_stopped_in_order(agent, signal.SIGTERM)
+
+    def test_sigint_stops_the_agent_as_sigterm_does(self):
+        self.assert_stopped_in_order(self.started_agent(), signal.SIGINT)
+
+    def test_sighup_restarts_the_agent_in_its_process(self):
+        agent = self.started_agent()
+        agent.process.send_signal(signal.SIGHUP)
+        agent.wait_for_log('numa-policy-agent stopped')
+        # The same process, executed anew: a second start line, after
+        # the first's orderly end; then SIGTERM ends it as ever.
+        for _ in range(int(START_TIMEOUT / 0.2)):
+            if agent.log().count('numa-policy-agent starting on') == 2:
+                break
+            self.assertIsNone(agent.process.poll(), agent.log())
+            time.sleep(0.2)
+        self.assertEqual(2, agent.log().count('numa-policy-agent starting'),
+                         agent.log())
+        self.assertIn('SIGHUP: stopping, then starting again', agent.log())
+        self.assert_stopped_in_order(agent, signal.SIGTERM)
+        self.assertEqual(2, agent.log().count('numa-policy-agent stopped'))
 
     def test_a_second_agent_on_the_host_exits_saying_why(self):
         first = ServiceProcess(self, 'agent.service.cmd', AGENT_CONFIG)
@@ -123,12 +165,19 @@ class AgentProcessTest(test_base.TestCase):
 
 class CollectorProcessTest(test_base.TestCase):
 
-    def test_sigterm_stops_the_collector_promptly_and_cleanly(self):
+    def assert_stops_in_order(self, signum):
         collector = ServiceProcess(self, 'nova_numa_policy.collector.cmd',
                                    COLLECTOR_CONFIG)
         collector.wait_for_log('Collecting reports from topic')
-        code, seconds = collector.terminate()
+        self.assertEqual([], collector.forks_of_itself())
+        code, seconds = collector.terminate(signum)
         self.assertEqual(0, code, collector.log())
         self.assertLess(seconds, STOP_TIMEOUT)
         self.assertIn('Collector stopped; counters: {}', collector.log())
         self.assertNotIn('Traceback', collector.log())
+
+    def test_sigterm_stops_the_collector_promptly_and_cleanly(self):
+        self.assert_stops_in_order(signal.SIGTERM)
+
+    def test_sigint_stops_the_collector_as_sigterm_does(self):
+        self.assert_stops_in_order(signal.SIGINT)

@@ -28,7 +28,7 @@ LAB_DIR = ROOT / 'lab' / LAB_PACKAGE
 # name is the room's), and those that make up the clients' room.
 BASE_ROOMS = ('contracts', 'objects', 'decisions', 'scheduling', 'loops',
               'api')
-SERVICE_ROOMS = ('conf', 'virt', 'collector', 'rest')
+SERVICE_ROOMS = ('conf', 'virt', 'collector', 'rest', 'launcher')
 CLIENT_MODULES = ('restclient', 'osc', 'dashboard', 'tempest_plugin')
 AGENT_ROOMS = ('sensors', 'privsep', 'backend', 'service')
 PRIVILEGED_ROOM = 'agent.privsep'
@@ -49,16 +49,19 @@ MAY_IMPORT = {
     'agent.privsep': {'agent.sensors'},
     'agent.backend': {'agent.privsep', 'agent.sensors', 'contracts',
                       'decisions', 'virt'},
+    # oslo.service's launch of a service, and nothing of ours.
+    'launcher': set(),
     'agent.service': {'agent.backend', 'agent.privsep', 'agent.sensors',
-                      'contracts', 'objects', 'decisions', 'loops', 'conf'},
+                      'contracts', 'objects', 'decisions', 'loops', 'conf',
+                      'launcher'},
     'placement_filters': {'contracts', 'objects', 'scheduling', 'conf'},
-    'collector': {'contracts', 'objects', 'conf'},
+    'collector': {'contracts', 'objects', 'conf', 'launcher'},
     'rest': {'contracts', 'objects', 'scheduling', 'conf', 'collector'},
     'clients': set(),
     'lab': {'conf', 'contracts', 'objects', 'decisions', 'scheduling',
             'loops', 'api', 'virt', 'agent.sensors', 'agent.privsep',
             'agent.backend', 'agent.service', 'placement_filters',
-            'collector', 'rest', 'clients'},
+            'collector', 'rest', 'clients', 'launcher'},
 }
 # Third-party packages that only an extra (setup.cfg [extras]) or the lab
 # (lab/pyproject.toml) installs -> the rooms that may import them. A plain
