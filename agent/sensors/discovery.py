@@ -55,22 +55,28 @@ class Uplinks:
 
 
 def write_uplinks(path, nics):
-    """Hand the uplinks to the driver extension; False if it cannot.
+    """Hand the uplinks to the driver extension; False if it cannot."""
+    return write_for_driver(
+        path, topology.render_uplinks(nics), 'the uplinks',
+        "it falls back to nova's physnet options")
+
+
+def write_for_driver(path, text, what, fallback):
+    """Write ``text`` for the driver extension; False (and say so) if not.
 
     Written whole or not at all (a temporary file renamed over the old
-    one), so nova-compute never reads half a list.
+    one), so nova-compute never reads half of it.
     """
     directory = os.path.dirname(path) or '.'
     try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix='.uplinks-')
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix='.numa-policy-')
         with os.fdopen(fd, 'w') as f:
-            f.write(topology.render_uplinks(nics))
+            f.write(text)
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except OSError as exc:
-        LOG.warning('Cannot write the uplinks for the driver extension to '
-                    '%s (%s): it falls back to nova\'s physnet options',
-                    path, exc)
+        LOG.warning('Cannot write %s for the driver extension to %s (%s): '
+                    '%s', what, path, exc, fallback)
         return False
     return True
 

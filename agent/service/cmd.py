@@ -39,6 +39,7 @@ from agent.backend import settings
 from agent.sensors import discovery
 from agent.sensors import ovs
 from agent.service import daemon
+from agent.service import handoff
 from agent.service import hostlock
 from agent.service import manager
 from agent.service import notifier
@@ -200,7 +201,8 @@ def build_agent(conf, sender=None, opener=None):
         host_backend, host=opts.host, period=opts.period, sender=sender,
         report_version=conf.numa_policy_reports.report_version,
         traits=traits.from_conf(conf), runner=runner,
-        secret=conf.numa_policy_reports.secret)
+        secret=conf.numa_policy_reports.secret,
+        hand_over=handoff.node_loads_writer(conf.numa_policy.uplinks_file))
     agent_ref.append(agent)
     return agent
 

@@ -30,8 +30,11 @@ class Agent:
     def __init__(self, host_backend, host, period, sender=None,
                  dry_run=False, max_actions=64, report_version=None,
                  traits=None, clock=time.monotonic, runner=None,
-                 secret=None, wall_clock=None):
+                 secret=None, wall_clock=None, hand_over=None):
         """An agent on ``host_backend``.
+
+        ``hand_over``: called with each period's report, for what the
+        driver extension reads of it (:mod:`agent.service.handoff`).
 
         ``runner``: what decides each period (see
         :func:`agent.service.rebalance.build_runner`), with its own budget
@@ -48,6 +51,7 @@ class Agent:
         self.period = period
         self.sender = sender
         self.report_version = report_version
+        self._hand_over = hand_over
         self.traits = traits
         self._clock = clock
         # When an action was carried out, as the collector stores it.
@@ -186,6 +190,8 @@ class Agent:
     def report(self, report):
         """Hand the report to the sender when it is due; never blocks."""
         self.last_report = report
+        if self._hand_over is not None:
+            self._hand_over(report)
         summary = reporting.summary(report)
         now = self._clock()
         due = (self._last_sent_at is None

@@ -8,12 +8,16 @@ indexed by id: hosts number nodes as their firmware does (0, 1, 8, 9).
 
 The host's uplinks have one source too: the agent discovers them, and
 hands them to the driver extension as the text :func:`render_uplinks`
-writes and :func:`parse_uplinks` reads.
+writes and :func:`parse_uplinks` reads. So has each node's measured load:
+the agent hands the driver, beside the uplinks, the load its report gives
+the scheduler (:func:`render_node_loads`, :func:`parse_node_loads`), so a
+``home`` guest boots on the node the scheduler ranked by it.
 
 Pure: XML or JSON text and plain values in, backend values out.
 """
 
 import json
+import os
 from xml.etree import ElementTree
 
 from nova_numa_policy.contracts import backend
@@ -106,6 +110,55 @@ def parse_uplinks(text):
             raise ValueError(f'uplinks: bad {field} in {entry!r}')
         nics.append(backend.NicInfo(**entry))
     return tuple(nics)
+
+
+# Beside the uplinks file ([numa_policy] uplinks_file), in the directory
+# the agent and nova-compute already share.
+NODE_LOADS_FILE = 'numa-policy-node-loads.json'
+
+
+def node_loads_path(uplinks_file):
+    """Where the node loads are handed over; None without an uplinks file."""
+    if not uplinks_file:
+        return None
+    return os.path.join(os.path.dirname(uplinks_file), NODE_LOADS_FILE)
+
+
+def render_node_loads(loads, written_at, period):
+    """``{node id: load}`` as JSON text, with when and how often written.
+
+    ``written_at``: seconds since the epoch; ``period``: the agent's, in
+    seconds.
+    """
+    return json.dumps({'written_at': written_at, 'period': period,
+                       'loads': {str(node): load
+                                 for node, load in sorted(loads.items())}},
+                      sort_keys=True)
+
+
+def _number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def parse_node_loads(text):
+    """``({node id: load}, written_at, period)``; ValueError if malformed.
+
+    Refused whole, like the uplinks: a load outside 0..1, a node id that
+    is not a number, a field missing or one more.
+    """
+    entry = json.loads(text)
+    fields = {'written_at', 'period', 'loads'}
+    if not isinstance(entry, dict) or set(entry) != fields:
+        raise ValueError('node loads: not the agent\'s object')
+    if not (_number(entry['written_at']) and _number(entry['period'])
+            and entry['period'] > 0 and isinstance(entry['loads'], dict)):
+        raise ValueError('node loads: bad written_at, period or loads')
+    loads = {}
+    for node, load in entry['loads'].items():
+        if not (node.isdigit() and _number(load) and 0.0 <= load <= 1.0):
+            raise ValueError(f'node loads: bad load {node!r}: {load!r}')
+        loads[int(node)] = float(load)
+    return loads, entry['written_at'], entry['period']
 
 
 def per_topology(build):

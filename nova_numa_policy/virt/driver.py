@@ -16,6 +16,7 @@ module only adapts nova's objects to it.
 """
 
 import functools
+import time
 from xml.etree import ElementTree
 
 from lxml import etree
@@ -146,12 +147,50 @@ def uplinks(conf):
     return physnet_nics(conf)
 
 
-def free_memory(conn, host):
+# The agent writes the node loads every period; older than this many of
+# its periods, they are not the loads the scheduler judged by.
+FRESH_PERIODS = 3
+
+
+def measured_loads(conf, now=time.time):
+    """``{node id: load}`` the agent measured, if fresh; else ``{}``.
+
+    The loads its last report gave the scheduler
+    (:func:`topology.node_loads_path`, beside the uplinks), so that a
+    ``home`` guest's nodes are chosen by the load the scheduler ranked
+    nodes by. Without them (no agent, a stale or damaged file) every
+    node reads idle and free memory decides, as nova's view alone would.
+    """
+    path = topology.node_loads_path(conf.numa_policy.uplinks_file)
+    if not path:
+        return {}
+    try:
+        with open(path) as f:
+            loads, written_at, period = topology.parse_node_loads(f.read())
+    except FileNotFoundError:
+        LOG.debug('No node loads from the agent at %s yet', path)
+        return {}
+    except (OSError, ValueError) as exc:
+        LOG.warning('Node loads at %s unusable (%s); choosing home nodes '
+                    'by free memory', path, exc)
+        return {}
+    age = now() - written_at
+    if age > FRESH_PERIODS * period:
+        LOG.info('Node loads at %s are %.0f s old (the agent writes them '
+                 'every %s s): choosing home nodes by free memory',
+                 path, age, period)
+        return {}
+    return loads
+
+
+def free_memory(conn, host, loads=None):
     """NodeUsage with libvirt's free memory per node; () if unavailable.
 
     Without it every home guest would pick the same node; the agent later
-    corrects what a stale or missing figure got wrong.
+    corrects what a stale or missing figure got wrong. ``loads``: each
+    node's measured load (:func:`measured_loads`), 0 where not given.
     """
+    loads = loads or {}
     ids = [n.id for n in host.nodes]
     if not ids:
         return ()
@@ -162,7 +201,7 @@ def free_memory(conn, host):
         return ()
     base = min(ids)
     return tuple(
-        backend.NodeUsage(node_id=node_id, cpu_load=0.0,
+        backend.NodeUsage(node_id=node_id, cpu_load=loads.get(node_id, 0.0),
                           memory_free_mb=free[node_id - base] // _BYTES_PER_MB)
         for node_id in ids if node_id - base < len(free))
 
@@ -361,7 +400,8 @@ class NumaPolicyLibvirtDriver(libvirt_driver.LibvirtDriver):
             host = host_topology(conn.getCapabilities(), uplinks(CONF),
                                  self._memory_tiers.read())
             plan = enforcement.boot_plan(
-                resolved, host, usage=free_memory(conn, host),
+                resolved, host,
+                usage=free_memory(conn, host, measured_loads(CONF)),
                 memory_mb=instance.flavor.memory_mb,
                 allowed_cpus=guest.cpuset, vcpus=instance.flavor.vcpus,
                 instances=running_guests(self._host),

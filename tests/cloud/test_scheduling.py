@@ -340,10 +340,10 @@ class OperatorMultiplierTest(_CloudSchedulingBase):
     lands on ``lab-compute-1``, and nova's log shows our weigher's
     multiplied score deciding against its CPUWeigher's. The host is the
     scheduler's to choose; the node, the driver's at boot
-    (decisions/enforcement.py, select_home_nodes, on what nova-compute
-    knows then), which is not asserted here: seen once on node 0, by
-    its free memory. In ``tox -e cloud-all`` (a boot and an aggregate
-    more than CI's subset has room for).
+    (decisions/enforcement.py, select_home_nodes), by the node loads the
+    agent's last report gave the scheduler (agent/service/handoff.py):
+    the explanation's best node. In ``tox -e cloud-all`` (a boot and an
+    aggregate more than CI's subset has room for).
     """
 
     def aggregate_with_multiplier(self, hosts, multiplier):
@@ -412,5 +412,8 @@ class OperatorMultiplierTest(_CloudSchedulingBase):
         self.assertEqual((OPERATOR_MULTIPLIER, 1.0), ours[light])
         self.assertEqual(0.0, ours[heavy][1])
         self.assertGreater(cpu[heavy][1], cpu[light][1])
-        # The light compute's best node, as the explanation said.
+        # The light compute's best node, as the explanation said, holds
+        # the guest's memory, as the kernel counts its pages.
         self.assertEqual(1, self.load_verdict(hosts[light])['node'])
+        pages = self.guest_ram_pages(server)
+        self.assertEqual({1}, set(pages), pages)

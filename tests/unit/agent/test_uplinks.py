@@ -15,13 +15,18 @@ from oslo_config import cfg
 
 from nova_numa_policy.conf import policy as policy_conf
 from nova_numa_policy.contracts import backend
+from nova_numa_policy.contracts import policy
 from nova_numa_policy.contracts import topology
+from nova_numa_policy.decisions import enforcement
 from nova_numa_policy.virt import driver
 
 from agent.sensors import discovery
 from agent.sensors import ovs
+from agent.service import handoff
 from tests import base as test_base
 from tests import fixtures as host_fixtures
+from tests import report_factory
+from tests import topology_factory
 
 NIC = backend.NicInfo('ens2f0', 1, 25000, 'physnet1', None)
 
@@ -177,3 +182,92 @@ class HandOverTest(test_base.TestCase):
         path = os.path.join(self.dir, 'missing', 'uplinks.json')
         self.assertFalse(discovery.write_uplinks(path, [NIC]))
         self.assertIn('Cannot write the uplinks', self.log.output)
+
+
+class NodeLoadsTest(test_base.TestCase):
+    """The node loads the agent reported, handed to the driver at boot."""
+
+    def setUp(self):
+        super().setUp()
+        self.dir = self.useFixture(fixtures.TempDir()).path
+        self.conf = cfg.ConfigOpts()
+        policy_conf.register_opts(self.conf)
+        self.conf([])
+        self.conf.set_override('uplinks_file',
+                               os.path.join(self.dir, 'uplinks.json'),
+                               group='numa_policy')
+        self.log = self.useFixture(fixtures.FakeLogger(level=logging.DEBUG))
+        self.now = 1000.0
+
+    def hand_over(self, **node_fields):
+        report = report_factory.make_report(
+            period=10.0,
+            numa_nodes=[report_factory.make_node(0, **node_fields),
+                        report_factory.make_node(1, floating_load=0.1),
+                        report_factory.make_node(2, node_count=3, cpus=[])])
+        handoff.node_loads_writer(self.conf.numa_policy.uplinks_file,
+                                  clock=lambda: self.now)(report)
+
+    def test_what_is_written_is_read(self):
+        text = topology.render_node_loads({1: 0.25, 0: 1.0}, 12.5, 10.0)
+        self.assertEqual(({0: 1.0, 1: 0.25}, 12.5, 10.0),
+                         topology.parse_node_loads(text))
+
+    def test_a_damaged_file_is_refused_whole(self):
+        good = json.loads(topology.render_node_loads({0: 0.5}, 1.0, 10.0))
+        for damaged in ('', '[]', json.dumps({**good, 'x': 1}),
+                        json.dumps({**good, 'period': 0}),
+                        json.dumps({**good, 'written_at': 'now'}),
+                        json.dumps({**good, 'loads': {'a': 0.5}}),
+                        json.dumps({**good, 'loads': {'0': 1.5}}),
+                        json.dumps({**good, 'loads': {'0': True}})):
+            self.assertRaises(ValueError, topology.parse_node_loads, damaged)
+
+    def test_the_driver_reads_the_loads_the_report_gave(self):
+        self.hand_over(floating_load=0.75)
+        self.assertEqual(['node-loads'], [
+            name[len('numa-policy-'):-len('.json')]
+            for name in os.listdir(self.dir)])
+        # The floating CPUs' load of each node with CPUs.
+        self.assertEqual({0: 0.75, 1: 0.1}, driver.measured_loads(
+            self.conf, now=lambda: self.now + 29))
+
+    def test_without_floating_cpus_the_whole_node_load(self):
+        self.hand_over(floating_load=None, cpu_load=0.4)
+        self.assertEqual(0.4, driver.measured_loads(
+            self.conf, now=lambda: self.now)[0])
+
+    def test_loads_older_than_three_periods_are_not_used(self):
+        self.hand_over(floating_load=0.75)
+        self.assertEqual({}, driver.measured_loads(
+            self.conf, now=lambda: self.now + 31))
+        self.assertIn('are 31 s old', self.log.output)
+
+    def test_no_file_or_a_damaged_one_means_free_memory_decides(self):
+        self.assertEqual({}, driver.measured_loads(self.conf))
+        self.assertIn('No node loads from the agent', self.log.output)
+        with open(topology.node_loads_path(
+                self.conf.numa_policy.uplinks_file), 'w') as f:
+            f.write('{"loads": {}}')
+        self.assertEqual({}, driver.measured_loads(self.conf))
+        self.assertIn('unusable', self.log.output)
+        self.conf.set_override('uplinks_file', '', group='numa_policy')
+        self.assertEqual({}, driver.measured_loads(self.conf))
+
+    def test_a_home_guest_boots_on_the_node_measured_least_loaded(self):
+        host = topology_factory.host_topology(nodes=2, cpus=4)
+
+        class Conn:
+            # Node 0 has more free memory: alone, it would be chosen.
+            def getCellsFreeMemory(self, first, count):
+                return [6144 << 20, 4096 << 20][first:first + count]
+
+        def home_nodes(loads):
+            plan = enforcement.boot_plan(
+                policy.NumaPolicy("home"), host,
+                usage=driver.free_memory(Conn(), host, loads),
+                memory_mb=1024, vcpus=2)
+            return plan.tune.nodes
+
+        self.assertEqual({0}, home_nodes({}))
+        self.assertEqual({1}, home_nodes({0: 0.75, 1: 0.1}))
