@@ -36,7 +36,7 @@ from agent.sensors import guestproc
 LOG = logging.getLogger(__name__)
 
 
-def _temperature(page_mover):
+def _temperature(page_mover, access_monitor=None):
     """A PageTemperature where pages move and the kernel tracks writes."""
     if page_mover is None:
         return None
@@ -45,7 +45,7 @@ def _temperature(page_mover):
                  'DIRTY): tiered guests\' written pages are not measured, '
                  'and the tiering loop holds their floor only')
         return None
-    return pagetemps.PageTemperature(page_mover)
+    return pagetemps.PageTemperature(page_mover, access_monitor)
 
 
 class GuestObserver:
@@ -67,7 +67,8 @@ class GuestObserver:
         self.memory = guestmemory.GuestMemory(paths.root, helpers.page_mover,
                                               timing)
         # What tiered guests wrote, with the page mover only.
-        self.temperature = _temperature(helpers.page_mover)
+        self.temperature = _temperature(helpers.page_mover,
+                                        helpers.access_monitor)
         self._temperature_warned = False
         self.threads = vcputhreads.VcpuThreads(paths.root, timing)
         self.traffic = traffic.GuestTraffic(

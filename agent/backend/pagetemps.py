@@ -10,7 +10,9 @@ reads, for each window of the guest's own memory, the node of each page
 (move_pages(2)'s query) and its bit, counts the written pages per node,
 keeps the bits, and clears them; :meth:`PageTemperature.move` takes the
 pages of the kept reading that match what a move asks for. A page only
-read is not seen: to the census it is cold.
+read is not seen: to the census it is cold, unless DAMON watches the
+guest (:mod:`agent.backend.accesses`, Linux 6.12 has it): a page in a
+region DAMON saw accessed within the period then counts as written.
 
 Nothing here is privileged: every read goes through the page daemon
 (:mod:`agent.privsep.pagemover`). Cost: two daemon calls per window of
@@ -26,6 +28,7 @@ from oslo_log import log as logging
 
 from nova_numa_policy.contracts import backend
 
+from agent.backend import accesses
 from agent.backend import pagemoves
 from agent.backend import pageplan
 
@@ -121,6 +124,17 @@ def written_per_node(nodes, states):
     return counts
 
 
+def with_accesses(states, accessed):
+    """``states`` with each unwritten page that was accessed written: pure.
+
+    ``accessed``: one bool per page, or None (nothing known of reads).
+    """
+    if accessed is None or not any(accessed):
+        return states
+    return bytes(WRITTEN if state == NOT_WRITTEN and seen else state
+                 for state, seen in zip(states, accessed))
+
+
 def matching(nodes, states, wanted):
     """``nodes`` with every page not in state ``wanted`` made -1: pure.
 
@@ -136,8 +150,10 @@ class PageTemperature:
     ``page_mover``: :class:`agent.backend.pagemoves.PageMover`.
     """
 
-    def __init__(self, page_mover):
+    def __init__(self, page_mover, accesses=None):
         self._mover = page_mover
+        # agent.backend.accesses.AccessMonitor, where DAMON is asked.
+        self._accesses = accesses
         self._readings = {}
 
     def census(self, uuid, pid):
@@ -149,12 +165,15 @@ class PageTemperature:
         """
         daemon = self._mover.daemon()
         vmas = self._mover.mappings(pid)
+        ranges = self._accessed(pid)
         kept, written = [], {}
         with pagemoves.translated(pid):
             for start, count in windows(vmas, self._mover.batch_pages):
                 nodes = daemon.page_nodes(pid, start, count, BASE_PAGE_SIZE)
-                states = daemon.page_writes(pid, start, count,
-                                            BASE_PAGE_SIZE)
+                states = with_accesses(
+                    daemon.page_writes(pid, start, count, BASE_PAGE_SIZE),
+                    None if ranges is None else accesses.accessed_pages(
+                        ranges, start, count, BASE_PAGE_SIZE))
                 kept.append((start, count, states))
                 for node, pages in written_per_node(nodes, states).items():
                     written[node] = written.get(node, 0) + pages
@@ -165,9 +184,20 @@ class PageTemperature:
             return None
         return {node: pages / PAGES_PER_MB for node, pages in written.items()}
 
+    def _accessed(self, pid):
+        """What DAMON saw of ``pid`` (watched from now on), or None."""
+        if self._accesses is None:
+            return None
+        self._accesses.follow({reading.pid for reading in
+                               self._readings.values()} | {pid})
+        return self._accesses.accessed(pid)
+
     def forget_all_but(self, live):
         for uuid in set(self._readings) - set(live):
             del self._readings[uuid]
+        if self._accesses is not None:
+            self._accesses.follow({reading.pid for reading in
+                                   self._readings.values()})
 
     def move(self, uuid, pid, source, target, pages, pick):
         """Move up to ``pages`` pages of ``pick`` from ``source``.

@@ -83,9 +83,12 @@ class Helpers:
     give the memory bandwidth and hardware-sampling signals; ``steering``
     carries out the I/O path. ``vf_traffic`` reads an SR-IOV VF's
     counters from its PF (:mod:`agent.sensors.vfstats`).
+    ``access_monitor`` (:class:`agent.backend.accesses.AccessMonitor`)
+    tells the tiering loop what tiered guests read.
     """
 
     page_mover: typing.Any = None
+    access_monitor: typing.Any = None
     monitor_groups: typing.Any = None
     guest_samples: typing.Any = None
     steering: typing.Any = None

@@ -45,6 +45,14 @@ threads before Linux 6.4 and QEMU's threads from 6.4 on; restricting a
 thread of another user takes ``CAP_SYS_NICE``. So it runs as root with
 that one capability.
 
+A fifth (:data:`access`, section ``[numa_policy_access]``) runs DAMON,
+the kernel's data access monitor, on ``tiered`` guests, so the tiering
+loop tells pages a guest reads from cold ones
+(:mod:`agent.privsep.damon`). DAMON's sysfs files are root's and ask for
+no capability: it runs as root with none, and its only entry points
+start, read and remove the agent's own kdamonds, each watching one
+checked guest.
+
 Importing this package registers no option, reads no file and loads
 nothing of oslo.privsep's daemon side (eventlet among it): each context
 is made when first named (``privsep.pages``), with, for the daemons of
@@ -92,6 +100,7 @@ SAMPLER_SECTION = 'numa_policy_sampler'
 SAMPLER_CAPABILITIES = (capabilities.CAP_PERFMON,)
 STEERING_SECTION = 'numa_policy_steering'
 STEERING_CAPABILITIES = (capabilities.CAP_SYS_NICE,)
+ACCESS_SECTION = 'numa_policy_access'
 # The daemons that run as QEMU's account, and so must not serve as root
 # unless asked; the monitor and steering daemons are root by design (the
 # files they write are root's).
@@ -160,6 +169,7 @@ _CONTEXTS = {
     'monitor': (MONITOR_SECTION, ()),
     'sampler': (SAMPLER_SECTION, SAMPLER_CAPABILITIES),
     'steering': (STEERING_SECTION, STEERING_CAPABILITIES),
+    'access': (ACCESS_SECTION, ()),
 }
 _made = {}
 _making = threading.Lock()

@@ -27,6 +27,7 @@ from nova_numa_policy.loops import options as loop_options
 from nova_numa_policy.objects import report as report_obj
 from nova_numa_policy.objects import wire as report_wire
 
+from agent.backend import accesses
 from agent.backend import bandwidth
 from agent.backend import connection
 from agent.backend import domxml
@@ -157,6 +158,8 @@ def helpers(opts):
     """The privileged daemons' clients the agent's options turn on."""
     return settings.Helpers(
         page_mover=pagemoves.PageMover() if opts.page_migration else None,
+        access_monitor=(accesses.AccessMonitor(opts.period)
+                        if opts.access_monitoring else None),
         monitor_groups=(bandwidth.MonitorGroups()
                         if opts.bandwidth_monitoring else None),
         guest_samples=(samples.GuestSamples(

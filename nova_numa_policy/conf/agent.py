@@ -324,6 +324,32 @@ Related options:
 * ``page_migration``: the loops' page moves, which the bandwidth guides.
 '''),
     cfg.BoolOpt(
+        'access_monitoring',
+        default=False,
+        help='''
+Tell the pages a ``tiered`` guest reads from its cold ones with DAMON,
+the kernel's data access monitor: one kdamond per tiered guest, run
+through a privsep daemon as root with no capabilities. Without it the
+tiering loop knows only what a guest wrote over the last period
+(soft-dirty bits), and a page it only reads looks cold and may go to a
+lower tier.
+
+Needs DAMON's virtual address monitoring and sysfs interface
+(``CONFIG_DAMON_VADDR``, ``CONFIG_DAMON_SYSFS``: Debian's 6.12 has them,
+its 6.1 does not); where they are missing, or another user runs DAMON's
+kdamonds, the agent says so once and goes on with the written pages
+alone.
+
+Possible values:
+
+* False (written pages only) or True: needs ``privsep-helper`` allowed
+  through sudo or rootwrap for the ``agent.privsep.access`` context.
+
+Related options:
+
+* ``page_migration``: the tiering loop moves pages through it.
+'''),
+    cfg.BoolOpt(
         'hardware_sampling',
         default=False,
         help='''

@@ -37,6 +37,7 @@ page_migration = {page_migration}
 bandwidth_monitoring = {bandwidth_monitoring}
 hardware_sampling = {hardware_sampling}
 io_path_steering = {io_path_steering}
+access_monitoring = {access_monitoring}
 state_dir = {state_dir}
 dry_run = {dry_run}
 # No Open vSwitch runs in the lab host (its ovs-vsctl is this machine's,
@@ -302,7 +303,8 @@ class LabTestCase(test_base.TestCase):
     def agent_config(self, page_migration=False, dry_run=False,
                      loops=(), interfaces='physnet1:eth0',
                      bandwidth_monitoring=False, hardware_sampling=False,
-                     io_path_steering=False, loop_options=None):
+                     io_path_steering=False, access_monitoring=False,
+                     loop_options=None):
         """The agent's file; ``loop_options``: more [numa_policy_loops]."""
         more = '\n'.join(f'{name} = {value}'
                          for name, value in (loop_options or {}).items())
@@ -312,7 +314,8 @@ class LabTestCase(test_base.TestCase):
             uplinks_file=UPLINKS_FILE, state_dir=STATE_DIR,
             bandwidth_monitoring=bandwidth_monitoring,
             hardware_sampling=hardware_sampling,
-            io_path_steering=io_path_steering)
+            io_path_steering=io_path_steering,
+            access_monitoring=access_monitoring)
 
     def run_agent(self, periods=1, pause=0.0, user='nova', **options):
         """Periods of the real agent in the lab host, as ``user``.

@@ -282,6 +282,16 @@ LEFT_FREE_MB = 30
 # reclaim kept 50-56 MB of a 1024 MB node free whatever the hog asked
 # (labhost.rst, "A newer kernel"), above a 5 % low mark (51 MB).
 COLD_TEST_MARKS = {'tiering_low_free': '0.10', 'tiering_high_free': '0.15'}
+# What the reader reads and never writes: the first pages of the guest's
+# RAM, the first the loop would take down in address order were they
+# cold (its windows go up the guest's mappings).
+READ_OFFSET_MB, READ_MB = 0, 32
+STOP_READER = "pkill -f '[l]ab-reader' || true"
+DAMON_ADMIN = '/sys/kernel/mm/damon/admin'
+# DAMON calls a region cold once idle for a whole period of the agent's
+# (5 s in the lab's file) after its kdamond started at the first census:
+# periods 2 s apart, the agent's own work between them, five of them.
+ACCESS_PERIODS, ACCESS_PAUSE = 5, 2.0
 
 
 class TieringLoopTest(PressureTestCase):
@@ -316,6 +326,14 @@ class TieringLoopTest(PressureTestCase):
             f'{offset_mb} {size_mb}', f'/tmp/writer-{offset_mb}.out',
             STOP_WRITER, 'writing',
             f'the writer writing {size_mb} MB of the guest')
+
+    def read(self, guest, offset_mb, size_mb):
+        """The reader on part of the guest's RAM, until the test ends."""
+        self.in_background(
+            f'python3 -S {WRITER} lab-reader {guest.pid} {GUEST_MB << 20} '
+            f'{offset_mb} {size_mb}', f'/tmp/reader-{offset_mb}.out',
+            STOP_READER, 'reading',
+            f'the reader reading {size_mb} MB of the guest')
 
     def ram_nodes(self, guest, offset_mb, size_mb):
         """{node: pages} of part of the guest's RAM, page by page."""
@@ -381,6 +399,45 @@ class TieringLoopTest(PressureTestCase):
         # Every page it writes stayed on its node.
         self.assertEqual({home: HOT_MB * 256},
                          self.ram_nodes(guest, HOT_OFFSET_MB, HOT_MB))
+
+    def test_pages_it_only_reads_stay_up_where_the_kernel_has_damon(self):
+        """Short top tier, DAMON asked for: what it reads is hot too.
+
+        A reader reads the first 32 MB of the guest's RAM and never
+        writes it; a writer writes 32 MB further on. With
+        ``access_monitoring`` the agent runs DAMON on the guest where the
+        kernel has it (Debian's 6.12; ``tox -e host-tiers-6.12``): the
+        loop takes cold pages down and leaves both the read and the
+        written ones on the guest's node. Where the kernel has no DAMON
+        (Debian's 6.1) the agent says so and knows writes only: the
+        pages it only reads are the first cold ones in its way, and some
+        go down.
+        """
+        damon = self.lab.run(f'test -d {DAMON_ADMIN}',
+                             check=False).returncode == 0
+        guest, home = self.tiered_guest(50)
+        slow = self.TOPOLOGY.slow_node
+        self.read(guest, READ_OFFSET_MB, READ_MB)
+        self.write(guest, HOT_OFFSET_MB, HOT_MB)
+        self.press(home, max(0, self.node_free_mb(home) - LEFT_FREE_MB))
+        _, actions, log = self.run_agent(
+            periods=ACCESS_PERIODS, pause=ACCESS_PAUSE, page_migration=True,
+            loops=('tiering',), loop_options=COLD_TEST_MARKS,
+            access_monitoring=True)
+        self.assertNotIn('Traceback', log)
+        self.addDetail('tiering-actions', base.text(repr([
+            a for period in actions for a in period if a[0] == 'tiering'])))
+        self.assertIn(f'to lower-tier node {slow}', log)
+        self.assertEqual({home: HOT_MB * 256},
+                         self.ram_nodes(guest, HOT_OFFSET_MB, HOT_MB))
+        read = self.ram_nodes(guest, READ_OFFSET_MB, READ_MB)
+        self.addDetail('read-pages', base.text(repr(read)))
+        if damon:
+            self.assertNotIn('DAMON not used', log)
+            self.assertEqual({home: READ_MB * 256}, read)
+        else:
+            self.assertIn('DAMON not used for tiered guests', log)
+            self.assertGreater(read.get(slow, 0), 0, read)
 
     def test_the_report_says_what_the_loop_would_move_down(self):
         """No pressure: nothing moves, and the report says what would.

@@ -10,6 +10,11 @@ write as the process's own: it sets the page's soft-dirty bit, which is
 what the agent's tiering loop reads a guest's hot pages by. The lab's
 guests boot nothing, so nothing else would write there.
 
+``lab-reader`` instead of ``lab-writer``: the same passes, reading only
+(prints ``reading``). The kernel marks each page it reads accessed, as
+the guest's own loads would, which DAMON sees; its soft-dirty bit stays
+clear.
+
 Only the standard library, and no site packages (``-S``): it starts in
 a moment under emulation.
 """
@@ -36,12 +41,19 @@ def write_pass(mem, first, pages):
         os.pwrite(mem, os.pread(mem, 1, address), address)
 
 
+def read_pass(mem, first, pages):
+    for page in range(pages):
+        os.pread(mem, 1, first + page * PAGE)
+
+
 if __name__ == '__main__':
+    reading = sys.argv[1] == 'lab-reader'
+    one_pass = read_pass if reading else write_pass
     pid, ram_bytes, offset_mb, size_mb = (int(a) for a in sys.argv[2:6])
     first = ram_start(pid, ram_bytes) + (offset_mb << 20)
-    mem = os.open(f'/proc/{pid}/mem', os.O_RDWR)
-    write_pass(mem, first, (size_mb << 20) // PAGE)
-    print('writing', flush=True)
+    mem = os.open(f'/proc/{pid}/mem', os.O_RDONLY if reading else os.O_RDWR)
+    one_pass(mem, first, (size_mb << 20) // PAGE)
+    print('reading' if reading else 'writing', flush=True)
     while True:
         time.sleep(0.5)
-        write_pass(mem, first, (size_mb << 20) // PAGE)
+        one_pass(mem, first, (size_mb << 20) // PAGE)

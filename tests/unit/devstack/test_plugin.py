@@ -333,7 +333,8 @@ class ProjectConfigTest(PluginTestCase):
         for setting, option in (
                 ('NUMA_POLICY_AGENT_BANDWIDTH_MONITORING',
                  'bandwidth_monitoring'),
-                ('NUMA_POLICY_AGENT_HARDWARE_SAMPLING', 'hardware_sampling')):
+                ('NUMA_POLICY_AGENT_HARDWARE_SAMPLING', 'hardware_sampling'),
+                ('NUMA_POLICY_AGENT_ACCESS_MONITORING', 'access_monitoring')):
             node = self.node()
             node.run('stack:post-config')
             self.assertFalse(getattr(self._load(node).numa_policy_agent,
