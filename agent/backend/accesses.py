@@ -100,6 +100,17 @@ class AccessMonitor:
             return None
         return accessed_ranges(regions, self._period)
 
+    def release(self):
+        """Stop and remove the agent's kdamonds (the agent stops)."""
+        if not self._watched:
+            return
+        self._watched = frozenset()
+        try:
+            self.daemon().release()
+        except (OSError, ValueError, *privsep.DAEMON_ERRORS) as exc:
+            LOG.warning('DAMON\'s kdamonds of this agent not removed: %s',
+                        exc)
+
     def _say(self, exc):
         log = LOG.debug if self._warned else LOG.warning
         self._warned = True

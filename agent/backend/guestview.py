@@ -86,6 +86,11 @@ class GuestObserver:
         # Live-migrated guests whose arrival was handled.
         self.arrivals = arrivals.ArrivalRecord(paths.state_dir)
 
+    def close(self):
+        """What watches the guests on the agent's behalf stops."""
+        if self.temperature is not None:
+            self.temperature.close()
+
     @property
     def running(self):
         """The uuids of the guests seen at the last observation."""

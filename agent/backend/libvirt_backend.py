@@ -52,6 +52,10 @@ class LibvirtBackend(backend.Backend):
         self.actions = actions.GuestActions(connection, self.host,
                                             self.guests, helpers.page_mover)
 
+    def close(self):
+        """The agent stops: nothing it started watches the guests on."""
+        self.guests.close()
+
     @property
     def numa_maps_bound(self):
         """Which guests' numa_maps a round reads (a benchmark swaps it)."""

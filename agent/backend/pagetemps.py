@@ -192,6 +192,11 @@ class PageTemperature:
                                self._readings.values()} | {pid})
         return self._accesses.accessed(pid)
 
+    def close(self):
+        """Leave nothing watching the guests: DAMON's kdamonds go."""
+        if self._accesses is not None:
+            self._accesses.release()
+
     def forget_all_but(self, live):
         for uuid in set(self._readings) - set(live):
             del self._readings[uuid]

@@ -174,15 +174,25 @@ def tried_regions(index, admin=ADMIN):
     return parse_regions(texts)
 
 
+def _live_guests(pids):
+    """The checked guests among ``pids``; one that ended is left out."""
+    for pid in pids:
+        try:
+            yield privsep.checked_guest(
+                pid, section=privsep.ACCESS_SECTION).pid
+        except ProcessLookupError:
+            continue
+
+
 @privsep.access.entrypoint
 def watch(pids, sample_us, aggr_us):
     """DAMON on each of ``pids`` (checked guests), and on nothing else.
 
-    Returns the pids watched. Nothing changes when those already are.
+    Returns the pids watched (a guest that ended is not). Nothing
+    changes when those already are.
     """
     sample_us, aggr_us = intervals(sample_us, aggr_us)
-    pids = sorted({privsep.checked_guest(
-        pid, section=privsep.ACCESS_SECTION).pid for pid in pids})
+    pids = sorted(_live_guests(pids))
     if sorted(watched(ADMIN, MARKER)) == pids:
         return pids
     start_watching(pids, sample_us, aggr_us)

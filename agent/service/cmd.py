@@ -333,6 +333,7 @@ def run_once(lock):
         signal.signal(signum, agent.stop)
     starting(agent)
     report = agent.daemon_loop(once=True)
+    agent.close()
     if sender is not None:
         sender.send_pending()
         sender.stop()

@@ -47,7 +47,10 @@ class AgentService(service_base.ServiceBase):
         if self._stopped.is_set():
             agent.stop()
         self._starting(agent)
-        agent.daemon_loop()
+        try:
+            agent.daemon_loop()
+        finally:
+            agent.close()
 
     def stop(self):
         """End in order, once, from oslo.service's handler or after SIGHUP.

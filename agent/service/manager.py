@@ -84,6 +84,12 @@ class Agent:
         self._stop.set()
         self._wake.set()
 
+    def close(self):
+        """After the last period: the backend's watchers stop (DAMON's)."""
+        close = getattr(self.backend, 'close', None)
+        if close is not None:
+            close()
+
     # -- steps -----------------------------------------------------------
 
     def observe(self):

@@ -170,6 +170,9 @@ class FakeAccessDaemon:
     def regions(self, pid):
         return self.regions_of.get(pid)
 
+    def release(self):
+        self.watches.append('released')
+
 
 class AccessMonitorTest(test_base.TestCase):
 
@@ -230,4 +233,7 @@ class CensusWithReadsTest(test_base.TestCase):
         self.temps.census('u1', 42)
         self.temps.census('u2', 43)
         self.temps.forget_all_but({'u2'})
-        self.assertEqual([[42], [42, 43], [43]], self.access.watches)
+        self.temps.close()
+        self.temps.close()
+        self.assertEqual([[42], [42, 43], [43], 'released'],
+                         self.access.watches)

@@ -13,9 +13,13 @@ class FakeAgent:
     def __init__(self):
         self.stopped = threading.Event()
         self.looping = threading.Event()
+        self.closed = False
 
     def stop(self, *_args):
         self.stopped.set()
+
+    def close(self):
+        self.closed = self.stopped.is_set()
 
     def daemon_loop(self):
         self.looping.set()
@@ -44,6 +48,9 @@ class AgentServiceTest(test_base.TestCase):
         self.assertTrue(agent.stopped.is_set())
         service.wait()  # returns: the periods' thread has ended
         self.assert_ended_in_order()
+        # What the backend started for it (DAMON's kdamonds) went, after
+        # the last period.
+        self.assertTrue(agent.closed)
 
     def test_a_stop_while_waiting_for_libvirt_ends_the_wait(self):
         waiting = threading.Event()
