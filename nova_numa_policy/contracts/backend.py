@@ -196,8 +196,9 @@ class InstanceState:
     # kernel's own behaviour, also when it asked for no policy.
     requested_tiers: tiers.MemoryTiers = tiers.ANY
     # Of its memory per node ({node id: MB}), what it wrote over the last
-    # period (the kernel's soft-dirty bits): its hot memory, as far as
-    # this host can tell. None when not measured (only ``tiered`` guests
+    # period (the kernel's soft-dirty bits), and what it read where DAMON
+    # watches it: its hot memory, as far as this host can tell. None when
+    # not measured (only ``tiered`` guests
     # are, on a host with a lower tier and a page mover).
     written_mb_per_node: dict | None = None
 
