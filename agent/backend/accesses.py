@@ -7,12 +7,15 @@ access daemon of :mod:`agent.privsep.damon`), a page the bits call
 unwritten but that lies in a region DAMON saw accessed within the last
 period counts as hot too: what a guest only reads is not demoted.
 
-A region counts as accessed within the period when DAMON's last
-aggregation saw it accessed (``nr_accesses`` above 0) or when its access
-frequency has been as it is for less than the period (``age`` times the
-aggregation interval): a region must be seen idle for a whole period
-before its pages are called cold. A kdamond just started knows no region
-that old, so for its first period everything it watches is hot.
+DAMON aggregates over one period of the agent's (at most a minute),
+sampling each region 500 times in it: a page read now and then is
+sampled while read in some of those. A region counts as accessed when
+DAMON's last aggregation saw it accessed (``nr_accesses`` above 0) or
+when its access frequency has been as it is for less than the period
+(``age`` times the aggregation interval): a region must be seen idle
+for a whole aggregation before its pages are called cold. A kdamond
+just started knows no region that old, so for its first period
+everything it watches is hot.
 """
 
 import bisect
@@ -23,14 +26,21 @@ from agent import privsep
 
 LOG = logging.getLogger(__name__)
 
-# Sampling every 10 ms, aggregating over half a second: a region idle
-# for a whole period of the agent (seconds) is idle over many
-# aggregations.
-SAMPLE_US = 10000
-AGGREGATION_US = 500000
+# Samples per aggregation, and the bounds of a sample (the access
+# daemon's own bounds are wider: agent.privsep.damon).
+SAMPLES = 500
+SAMPLE_US = (5000, 100000)
+AGGREGATION_US_MAX = 60000000
 
 
-def accessed_ranges(regions, period_s, aggregation_us=AGGREGATION_US):
+def intervals(period_s):
+    """(sample_us, aggregation_us) for the agent's period: pure."""
+    aggregation = min(int(period_s * 1e6), AGGREGATION_US_MAX)
+    sample = min(max(aggregation // SAMPLES, SAMPLE_US[0]), SAMPLE_US[1])
+    return sample, max(aggregation, sample)
+
+
+def accessed_ranges(regions, period_s, aggregation_us):
     """Sorted, merged ``(start, end)`` accessed within the period: pure.
 
     ``regions``: DAMON's ``(start, end, nr_accesses, age)``.
@@ -68,6 +78,7 @@ class AccessMonitor:
 
     def __init__(self, period):
         self._period = period
+        self._sample_us, self._aggregation_us = intervals(period)
         self._watched = frozenset()
         self._warned = False
 
@@ -82,7 +93,7 @@ class AccessMonitor:
             return
         try:
             self._watched = frozenset(self.daemon().watch(
-                sorted(pids), SAMPLE_US, AGGREGATION_US))
+                sorted(pids), self._sample_us, self._aggregation_us))
         except (OSError, ValueError, *privsep.DAEMON_ERRORS) as exc:
             self._say(exc)
             self._watched = frozenset()
@@ -98,7 +109,7 @@ class AccessMonitor:
             return None
         if regions is None:
             return None
-        return accessed_ranges(regions, self._period)
+        return accessed_ranges(regions, self._period, self._aggregation_us)
 
     def release(self):
         """Stop and remove the agent's kdamonds (the agent stops)."""

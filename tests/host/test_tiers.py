@@ -288,10 +288,15 @@ COLD_TEST_MARKS = {'tiering_low_free': '0.10', 'tiering_high_free': '0.15'}
 READ_OFFSET_MB, READ_MB = 0, 32
 STOP_READER = "pkill -f '[l]ab-reader' || true"
 DAMON_ADMIN = '/sys/kernel/mm/damon/admin'
-# DAMON calls a region cold once idle for a whole period of the agent's
-# (5 s in the lab's file) after its kdamond started at the first census:
-# periods 2 s apart, the agent's own work between them, five of them.
+# DAMON calls a region cold once idle over a whole aggregation, one
+# period of the agent's (5 s in the lab's file), after its kdamond
+# started at the first census: periods 2 s apart, the agent's own work
+# between them, five of them.
 ACCESS_PERIODS, ACCESS_PAUSE = 5, 2.0
+# A floor of 10 % and a high mark no cold-down reaches: the loop takes
+# every page it calls cold down, so a page it only reads is in its way.
+ACCESS_FLOOR = 10
+ACCESS_MARKS = {'tiering_low_free': '0.10', 'tiering_high_free': '0.45'}
 
 
 class TieringLoopTest(PressureTestCase):
@@ -404,7 +409,9 @@ class TieringLoopTest(PressureTestCase):
         """Short top tier, DAMON asked for: what it reads is hot too.
 
         A reader reads the first 32 MB of the guest's RAM and never
-        writes it; a writer writes 32 MB further on. With
+        writes it; a writer writes 32 MB further on; the loop is set to
+        take every page it calls cold down (a 10 % floor, a high mark
+        out of reach). With
         ``access_monitoring`` the agent runs DAMON on the guest where the
         kernel has it (Debian's 6.12; ``tox -e host-tiers-6.12``): the
         loop takes cold pages down and leaves both the read and the
@@ -415,14 +422,14 @@ class TieringLoopTest(PressureTestCase):
         """
         damon = self.lab.run(f'test -d {DAMON_ADMIN}',
                              check=False).returncode == 0
-        guest, home = self.tiered_guest(50)
+        guest, home = self.tiered_guest(ACCESS_FLOOR)
         slow = self.TOPOLOGY.slow_node
         self.read(guest, READ_OFFSET_MB, READ_MB)
         self.write(guest, HOT_OFFSET_MB, HOT_MB)
         self.press(home, max(0, self.node_free_mb(home) - LEFT_FREE_MB))
         _, actions, log = self.run_agent(
             periods=ACCESS_PERIODS, pause=ACCESS_PAUSE, page_migration=True,
-            loops=('tiering',), loop_options=COLD_TEST_MARKS,
+            loops=('tiering',), loop_options=ACCESS_MARKS,
             access_monitoring=True)
         self.assertNotIn('Traceback', log)
         self.addDetail('tiering-actions', base.text(repr([

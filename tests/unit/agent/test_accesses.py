@@ -20,7 +20,8 @@ from tests import base as test_base
 from tests.unit.agent import test_pagetemps as faked
 
 MB = 1 << 20
-AGGR = accesses.AGGREGATION_US
+# Half a second: the aggregation of an agent whose period is that.
+AGGR = 500000
 
 
 class AccessedRangesTest(test_base.TestCase):
@@ -30,12 +31,23 @@ class AccessedRangesTest(test_base.TestCase):
         regions = [(0, MB, 0, 20), (MB, 2 * MB, 0, 19), (2 * MB, 3 * MB,
                                                          3, 400)]
         self.assertEqual([(MB, 3 * MB)],
-                         accesses.accessed_ranges(regions, 10.0))
+                         accesses.accessed_ranges(regions, 10.0, AGGR))
 
     def test_neighbours_merge_and_order_does_not_matter(self):
         regions = [(4 * MB, 5 * MB, 1, 0), (0, MB, 1, 0), (MB, 2 * MB, 0, 0)]
         self.assertEqual([(0, 2 * MB), (4 * MB, 5 * MB)],
-                         accesses.accessed_ranges(regions, 10.0))
+                         accesses.accessed_ranges(regions, 10.0, AGGR))
+
+    def test_one_aggregation_a_period_of_500_samples(self):
+        self.assertEqual((10000, 5000000), accesses.intervals(5.0))
+        # Bounded: a sample of 5 ms at least, an aggregation of a minute
+        # at most (then idle means idle for that many aggregations).
+        self.assertEqual((5000, 500000), accesses.intervals(0.5))
+        self.assertEqual((100000, 60000000), accesses.intervals(300.0))
+        # A region idle over one whole aggregation of a period is cold.
+        sample, aggregation = accesses.intervals(5.0)
+        self.assertEqual([(0, MB)], accesses.accessed_ranges(
+            [(0, MB, 0, 0), (MB, 2 * MB, 0, 1)], 5.0, aggregation))
 
     def test_pages_of_a_window_inside_the_ranges(self):
         ranges = [(8192, 16384), (20480, 24576)]
