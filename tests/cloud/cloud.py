@@ -69,9 +69,12 @@ SERVER_STATE = ('status', 'OS-EXT-STS:task_state', 'OS-EXT-STS:vm_state',
                 'OS-EXT-SRV-ATTR:host', 'fault')
 REGISTER_TIMEOUT = 900
 # nova's state and instances directory in each lab host: a tmpfs this
-# large, so that flavors of a 1 GB disk fit (three on a host, and one
-# more coming in by migration); the tiny image takes a few MB of it.
-STATE_DISK_GB = 4
+# large (a limit, not memory taken), which nova reports as the host's
+# DISK_GB: tempest's classes keep their servers of 1 GB disks until they
+# end, and two run at once (at 4 GB, placement once offered a boot one
+# host of two, the other's DISK_GB all held: cloud.rst). The tiny image
+# and the guests' overlays take a few MB of it.
+STATE_DISK_GB = 12
 REPORT_TIMEOUT = 300
 AGENT_LOG = '/tmp/numa-policy-agent.log'
 AGENT_BINARY = '/usr/bin/numa-policy-agent'
