@@ -81,6 +81,8 @@ class AccessMonitor:
         self._sample_us, self._aggregation_us = intervals(period)
         self._watched = frozenset()
         self._warned = False
+        # A kernel without DAMON does not grow it: asked once.
+        self._absent = False
 
     @staticmethod
     def daemon():
@@ -89,12 +91,14 @@ class AccessMonitor:
     def follow(self, pids):
         """Watch exactly ``pids``; DAMON restarts only when they change."""
         pids = frozenset(pids)
-        if pids == self._watched:
+        if pids == self._watched or self._absent:
             return
         try:
             self._watched = frozenset(self.daemon().watch(
                 sorted(pids), self._sample_us, self._aggregation_us))
         except (OSError, ValueError, *privsep.DAEMON_ERRORS) as exc:
+            # No sysfs interface: no DAMON in this kernel, for good.
+            self._absent = isinstance(exc, FileNotFoundError)
             self._say(exc)
             self._watched = frozenset()
 

@@ -48,6 +48,10 @@ class DamonBusy(PermissionError):
     """DAMON runs kdamonds that are not the agent's."""
 
 
+class NoDamon(FileNotFoundError):
+    """This kernel has no DAMON sysfs interface."""
+
+
 def _write(path, value):
     with open(path, 'w') as f:
         f.write(f'{value}\n')
@@ -113,6 +117,9 @@ def parse_regions(texts):
 
 
 def _ours(admin, marker):
+    if not os.path.isdir(admin):
+        raise NoDamon(f'this kernel has no DAMON sysfs interface ({admin}: '
+                      f'CONFIG_DAMON_SYSFS and CONFIG_DAMON_VADDR)')
     count = int(_read(os.path.join(admin, 'kdamonds', 'nr_kdamonds')))
     return count == 0 or os.path.exists(marker)
 

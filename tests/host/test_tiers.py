@@ -420,8 +420,7 @@ class TieringLoopTest(PressureTestCase):
         pages it only reads are the first cold ones in its way, and some
         go down.
         """
-        damon = self.lab.run(f'test -d {DAMON_ADMIN}',
-                             check=False).returncode == 0
+        damon = self.lab.run(f'test -d {DAMON_ADMIN}', check=False).ok
         guest, home = self.tiered_guest(ACCESS_FLOOR)
         slow = self.TOPOLOGY.slow_node
         self.read(guest, READ_OFFSET_MB, READ_MB)

@@ -210,6 +210,23 @@ class AccessMonitorTest(test_base.TestCase):
         self.assertIsNone(monitor.accessed(42))
         self.assertEqual(1, log.output.count('DAMON not used'))
 
+    def test_a_kernel_without_damon_is_asked_once(self):
+        log = self.useFixture(fixtures.FakeLogger())
+        daemon = FakeAccessDaemon({}, fail=damon.NoDamon('no DAMON here'))
+        monitor = self.monitor(daemon)
+        monitor.follow({42})
+        daemon.fail = None
+        monitor.follow({41, 42})
+        self.assertEqual([], daemon.watches)
+        self.assertIn('no DAMON here', log.output)
+
+    def test_the_daemon_says_so_where_the_kernel_has_no_damon(self):
+        tree = self.useFixture(SysfsTree())
+        self.assertRaisesRegex(
+            damon.NoDamon, 'no DAMON sysfs interface', damon.start_watching,
+            [42], 10000, AGGR, admin=os.path.join(tree.root, 'none'),
+            marker=tree.marker)
+
     def test_what_a_watched_guest_accessed(self):
         monitor = self.monitor(FakeAccessDaemon(
             {42: [(0, MB, 1, 0), (MB, 2 * MB, 0, 100)]}))
