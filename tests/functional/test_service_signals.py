@@ -82,6 +82,15 @@ class ServiceProcess:
                 if child.cmdline() == command]
 
 
+def assert_ended_in_order(test, service, signum, last_words):
+    """``signum`` ends ``service`` promptly, in order, saying so."""
+    code, seconds = service.terminate(signum)
+    test.assertEqual(0, code, service.log())
+    test.assertLess(seconds, STOP_TIMEOUT)
+    test.assertIn(last_words, service.log())
+    test.assertNotIn('Traceback', service.log())
+
+
 AGENT_CONFIG = """[DEFAULT]
 transport_url = fake:/
 [oslo_messaging_notifications]
@@ -111,11 +120,8 @@ class AgentProcessTest(test_base.TestCase):
         return agent
 
     def assert_stopped_in_order(self, agent, signum):
-        code, seconds = agent.terminate(signum)
-        self.assertEqual(0, code, agent.log())
-        self.assertLess(seconds, STOP_TIMEOUT)
-        self.assertIn('numa-policy-agent stopped', agent.log())
-        self.assertNotIn('Traceback', agent.log())
+        assert_ended_in_order(self, agent, signum,
+                              'numa-policy-agent stopped')
 
     def test_sigterm_stops_the_agent_promptly_and_cleanly(self):
         agent = self.started_agent()
@@ -170,11 +176,8 @@ class CollectorProcessTest(test_base.TestCase):
                                    COLLECTOR_CONFIG)
         collector.wait_for_log('Collecting reports from topic')
         self.assertEqual([], collector.forks_of_itself())
-        code, seconds = collector.terminate(signum)
-        self.assertEqual(0, code, collector.log())
-        self.assertLess(seconds, STOP_TIMEOUT)
-        self.assertIn('Collector stopped; counters: {}', collector.log())
-        self.assertNotIn('Traceback', collector.log())
+        assert_ended_in_order(self, collector, signum,
+                              'Collector stopped; counters: {}')
 
     def test_sigterm_stops_the_collector_promptly_and_cleanly(self):
         self.assert_stops_in_order(signal.SIGTERM)

@@ -1,7 +1,6 @@
 """The CPUs nova's configuration gives unpinned guests on a host."""
 
 import collections
-import os
 
 import fixtures
 from oslo_config import cfg
@@ -10,6 +9,7 @@ from nova_numa_policy.contracts import scope
 
 from agent.service import cmd
 from tests import base as test_base
+from tests import fixtures as host_fixtures
 
 HOST = frozenset(range(8))
 
@@ -96,10 +96,8 @@ class BoundTest(test_base.TestCase):
 class NovaConfTest(test_base.TestCase):
 
     def partition(self, text):
-        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
-                            'nova.conf')
-        with open(path, 'w') as f:
-            f.write(text)
+        path = host_fixtures.write_file(
+            self.useFixture(fixtures.TempDir()).path, 'nova.conf', text)
         conf = cfg.ConfigOpts()
         conf([], default_config_files=[path])
         return cmd.cpu_partition(conf)

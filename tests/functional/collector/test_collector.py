@@ -67,6 +67,15 @@ class CollectorTestBase(test_base.TestCase):
     def notifier(self):
         return self.useFixture(svc.Notifier(self.conf, self.queues.topic))
 
+    def first_report_stored(self, collector):
+        """(counters, notifier) once a first report of compute-1 is in."""
+        counters = collector.endpoint.counters
+        notifier = self.notifier()
+        notifier.info(REPORT, fakes.make_payload(seq=1))
+        svc.wait_for(lambda: counters['reports_stored'] == 1,
+                     what='the first report')
+        return counters, notifier
+
 
 class EndToEndTest(CollectorTestBase):
 
@@ -147,12 +156,8 @@ class OutageTest(CollectorTestBase):
         self.conf.set_override(
             'connection', self.database.url_via('127.0.0.1', proxy.port),
             'numa_policy_collector')
-        collector = self.start_collector()
-        counters = collector.endpoint.counters
-        notifier = self.notifier()
-        notifier.info(REPORT, fakes.make_payload(seq=1))
-        svc.wait_for(lambda: counters['reports_stored'] == 1,
-                     what='the first report')
+        counters, notifier = self.first_report_stored(
+            self.start_collector())
 
         proxy.cut()
         notifier.info(REPORT, fakes.make_payload(seq=2))
@@ -170,14 +175,9 @@ class OutageTest(CollectorTestBase):
         broker = sa.engine.make_url(
             svc.TRANSPORT_URL.replace('rabbit://', 'amqp://'))
         proxy = self.useFixture(svc.TcpProxy(broker.host, broker.port))
-        collector = self.start_collector(
+        counters, notifier = self.first_report_stored(self.start_collector(
             svc.TRANSPORT_URL.replace(f':{broker.port}/',
-                                      f':{proxy.port}/'))
-        counters = collector.endpoint.counters
-        notifier = self.notifier()
-        notifier.info(REPORT, fakes.make_payload(seq=1))
-        svc.wait_for(lambda: counters['reports_stored'] == 1,
-                     what='the first report')
+                                      f':{proxy.port}/')))
 
         proxy.cut()
         # Sent while the collector is cut off: the broker keeps it in the

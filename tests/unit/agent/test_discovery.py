@@ -158,11 +158,15 @@ def write_cpu_lines(root, busy_idle):
 
 class LoadTest(test_base.TestCase):
 
-    def test_node_loads_from_two_proc_stat_samples(self):
+    def sampled_host(self):
+        """(root, topology, first CPU times) of a host of two 2-CPU nodes."""
         root = self.useFixture(fixtures.TempDir()).path
         host_fixtures.numa_host(root, 2, 2)
         topo = discovery.discover('<capabilities/>', root, {}, {})
-        before = discovery.read_cpu_times(root)
+        return root, topo, discovery.read_cpu_times(root)
+
+    def test_node_loads_from_two_proc_stat_samples(self):
+        root, topo, before = self.sampled_host()
         host_fixtures.write_proc(root, 4, busy={0: 500, 1: 500, 2: 100},
                                  elapsed=2000)
         after = discovery.read_cpu_times(root)
@@ -170,10 +174,7 @@ class LoadTest(test_base.TestCase):
         self.assertEqual({0: 0.5, 1: 0.05}, loads)
 
     def test_floating_loads_are_measured_on_the_floating_cpus_only(self):
-        root = self.useFixture(fixtures.TempDir()).path
-        host_fixtures.numa_host(root, 2, 2)
-        topo = discovery.discover('<capabilities/>', root, {}, {})
-        before = discovery.read_cpu_times(root)
+        root, topo, before = self.sampled_host()
         # CPU 0 shared and busy, CPU 1 dedicated and idle; node 1's
         # pinned guests keep its CPUs busy.
         host_fixtures.write_proc(root, 4, busy={0: 800, 2: 1000, 3: 1000},

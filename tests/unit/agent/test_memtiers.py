@@ -163,10 +163,7 @@ class TierSensorTest(test_base.TestCase):
         self.assertEqual(1, self.log.output.count('demotion cannot be read'))
 
     def test_bytes_that_are_not_text_are_said_as_nothing(self):
-        path = os.path.join(self.root, sysfs.MEMORY_TIERING_DIR,
-                            'memory_tier4')
-        os.makedirs(path)
-        with open(os.path.join(path, 'nodelist'), 'wb') as f:
-            f.write(b'\xff\xfe')
+        host_fixtures.write_undecodable_tier(self.root,
+                                             sysfs.MEMORY_TIERING_DIR)
         self.assertEqual(backend.MemoryTiers(), self.read())
         self.assertIn('memory tiers cannot be read', self.log.output)

@@ -17,6 +17,7 @@ from agent import privsep
 from agent.privsep import pagemover
 from agent.privsep import trust
 from tests import base as test_base
+from tests import fixtures as host_fixtures
 from tests.unit.agent import memchild
 from tests.unit.agent import test_pagemover
 
@@ -199,11 +200,8 @@ class _Override(fixtures.Fixture):
 class QemuAccountTest(test_base.TestCase):
 
     def conf(self, text):
-        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
-                            'qemu.conf')
-        with open(path, 'w') as f:
-            f.write(text)
-        return path
+        return host_fixtures.write_file(
+            self.useFixture(fixtures.TempDir()).path, 'qemu.conf', text)
 
     def test_qemu_conf_wins(self):
         path = self.conf('# user = "nobody"\nuser = "+64055"\n'

@@ -4,7 +4,6 @@ libvirt's capabilities do not say them: the driver reads the kernel's
 files at each boot, under a fixture root here.
 """
 
-import os
 
 import fixtures
 
@@ -68,11 +67,8 @@ class HostTopologyTest(test_base.TestCase):
         self.assertIn("'2-x'", self.log.output)
 
     def test_bytes_that_are_not_text_are_no_tiers(self):
-        path = os.path.join(self.root, tier_files.MEMORY_TIERING_DIR,
-                            'memory_tier4')
-        os.makedirs(path)
-        with open(os.path.join(path, 'nodelist'), 'wb') as f:
-            f.write(b'\xff\xfe')
+        host_fixtures.write_undecodable_tier(self.root,
+                                             tier_files.MEMORY_TIERING_DIR)
         self.assertEqual(backend.MemoryTiers(), self.read())
         self.assertIn('memory tiers cannot be read', self.log.output)
 
