@@ -169,7 +169,8 @@ TEST_PROCESSES = ('lab-busy', 'lab-hog', 'tests.labhost.sharer',
                   'irqbalance')
 # What the agent leaves on a host; removed after each test.
 AGENT_FILES = ('/etc/nova/nova.conf', '/etc/nova/numa-policy-agent.conf',
-               '/tmp/numa-policy-uplinks.json')
+               '/tmp/numa-policy-uplinks.json',
+               '/tmp/numa-policy-node-loads.json')
 AGENT_LOGS = '/tmp/lab-agent-*.log'
 # Directories the agent makes for its state.
 AGENT_DIRS = ('/tmp/numa-policy-state',)
@@ -308,6 +309,9 @@ def run_agent(config_files, periods=1, pause=0.0):
         actions.append([[loop, type(action).__name__, action.instance_uuid,
                          action.reason] for loop, action in
                         agent.last_loop_actions])
+    # As the agent does when it stops: what it started (DAMON's kdamonds)
+    # goes with it.
+    agent.close()
     return {'reports': reports, 'loop_actions': actions,
             'log': read_file(log_file) or ''}
 
