@@ -188,9 +188,11 @@ class PageTemperature:
         """What DAMON saw of ``pid`` (watched from now on), or None."""
         if self._accesses is None:
             return None
-        self._accesses.follow({reading.pid for reading in
-                               self._readings.values()} | {pid})
+        self._accesses.follow(self._censused_pids() | {pid})
         return self._accesses.accessed(pid)
+
+    def _censused_pids(self):
+        return {reading.pid for reading in self._readings.values()}
 
     def close(self):
         """Leave nothing watching the guests: DAMON's kdamonds go."""
@@ -201,8 +203,7 @@ class PageTemperature:
         for uuid in set(self._readings) - set(live):
             del self._readings[uuid]
         if self._accesses is not None:
-            self._accesses.follow({reading.pid for reading in
-                                   self._readings.values()})
+            self._accesses.follow(self._censused_pids())
 
     def move(self, uuid, pid, source, target, pages, pick):
         """Move up to ``pages`` pages of ``pick`` from ``source``.

@@ -116,17 +116,19 @@ def parse_regions(texts):
                   for region in texts)
 
 
+def _kdamonds(admin):
+    return int(_read(os.path.join(admin, 'kdamonds', 'nr_kdamonds')))
+
+
 def _ours(admin, marker):
     if not os.path.isdir(admin):
         raise NoDamon(f'this kernel has no DAMON sysfs interface ({admin}: '
                       f'CONFIG_DAMON_SYSFS and CONFIG_DAMON_VADDR)')
-    count = int(_read(os.path.join(admin, 'kdamonds', 'nr_kdamonds')))
-    return count == 0 or os.path.exists(marker)
+    return _kdamonds(admin) == 0 or os.path.exists(marker)
 
 
 def _stop_all(admin):
-    count = int(_read(os.path.join(admin, 'kdamonds', 'nr_kdamonds')))
-    for index in range(count):
+    for index in range(_kdamonds(admin)):
         state = os.path.join(kdamond_dir(admin, index), 'state')
         if _read(state) == 'on':
             _write(state, 'off')
@@ -137,8 +139,7 @@ def watched(admin, marker):
     if not os.path.exists(marker):
         return {}
     found = {}
-    count = int(_read(os.path.join(admin, 'kdamonds', 'nr_kdamonds')))
-    for index in range(count):
+    for index in range(_kdamonds(admin)):
         kdamond = kdamond_dir(admin, index)
         if _read(os.path.join(kdamond, 'state')) != 'on':
             continue
