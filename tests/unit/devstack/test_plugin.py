@@ -701,7 +701,8 @@ class ShellcheckTest(test_base.TestCase):
         files += sorted(os.path.join(lib, name) for name in os.listdir(lib))
         harness = os.path.join(ROOT, 'tests', 'devstack')
         files += [os.path.join(harness, name) for name in
-                  ('run_plugin.sh', 'stubs.sh', 'fake_console_script')]
+                  ('run_plugin.sh', 'stubs.sh', 'fake_console_script',
+                   'with_devstack.sh')]
         result = subprocess.run([shellcheck, '-x', *files], cwd=DEVSTACK,
                                 capture_output=True, text=True, timeout=60)
         self.assertEqual(0, result.returncode, result.stdout + result.stderr)
