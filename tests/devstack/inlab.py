@@ -10,9 +10,9 @@ host's /etc is this machine's, where ``tox -e devstack`` made the user.
 from tests.devstack import node as node_mod
 
 
-def lay_out(localrc, nova_conf):
+def lay_out(localrc, nova_conf, devstack_tree):
     """A new node; its root."""
-    return node_mod.Node.lay_out(localrc, nova_conf).root
+    return node_mod.Node.lay_out(localrc, nova_conf, devstack_tree).root
 
 
 def run(root, steps):

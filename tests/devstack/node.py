@@ -34,6 +34,9 @@ UNITCTL = os.path.join(HERE, 'unitctl.py')
 STACK_USER = 'stack'
 PLUGIN = 'nova-numa-policy'
 PHASE_TIMEOUT = 300
+HORIZON_INIT = '# Horizon\'s local/enabled package\n'
+# What the plugin starts, by devstack service name.
+SERVICES = ('numa-policy-api', 'numa-policy-collector', 'numa-policy-agent')
 
 
 class PhaseFailed(Exception):
@@ -61,24 +64,30 @@ class Node:
         self.manager = unitctl.Manager(self.units, self.state)
 
     @classmethod
-    def lay_out(cls, localrc, nova_conf=None):
+    def lay_out(cls, localrc, nova_conf=None, devstack_tree=None):
         """A new node in a fresh temporary directory.
 
         ``localrc``: local.conf's [[local|localrc]] settings beyond the
         node's paths; ``nova_conf``: nova.conf's and nova-cpu.conf's
-        text as devstack's lib/nova leaves them, if this node has them.
+        text as devstack's lib/nova leaves them, if this node has them;
+        ``devstack_tree``: the pinned tree (by default the lab cache's,
+        which a lab host, with a home of its own, is told).
         """
         root = tempfile.mkdtemp(prefix='numa-devstack-')
         os.chmod(root, 0o755)
         node = cls(root)
-        node._lay_out(localrc, nova_conf)
+        node._lay_out(localrc, nova_conf, devstack_tree or tree.require())
         return node
 
-    def _lay_out(self, localrc, nova_conf):
-        shutil.copytree(tree.require(), self.devstack, symlinks=True)
+    def _lay_out(self, localrc, nova_conf, devstack_tree):
+        shutil.copytree(devstack_tree, self.devstack, symlinks=True)
         for path in (self.dest, self.data, self.units,
                      os.path.dirname(self.nova_conf), self.horizon_enabled):
             os.makedirs(path, exist_ok=True)
+        # Horizon's own package file, as a Horizon checkout has it.
+        with open(os.path.join(self.horizon_enabled, '__init__.py'),
+                  'w') as f:
+            f.write(HORIZON_INIT)
         os.symlink(ROOT, os.path.join(self.dest, PLUGIN))
         self._requirements()
         if nova_conf is not None:

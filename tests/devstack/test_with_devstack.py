@@ -40,6 +40,7 @@ from tests.cloud import accounts
 from tests.cloud import control
 from tests.cloud import layout as lay
 from tests.devstack import node as node_mod
+from tests.devstack import tree
 from tests.labhost import fixture as lab_fixture
 from tests.labhost import topology as topology_mod
 
@@ -140,10 +141,15 @@ class LocalNodeTestCase(DevstackTestCase):
     def node(self, localrc, nova_conf=NOVA_CONF):
         node = node_mod.Node.lay_out({**LOCAL, **localrc}, nova_conf)
         self.addCleanup(node.close)
-        self.addCleanup(lambda: self.addDetail(
-            'with_devstack.log',
-            content.text_content(node_mod.tail(node.log, 200))))
+        self.addCleanup(self._attach_logs, node)
         return node
+
+    def _attach_logs(self, node):
+        self.addDetail('with_devstack.log',
+                       content.text_content(node_mod.tail(node.log, 200)))
+        for service in node_mod.SERVICES:
+            self.addDetail(f'{service}.log', content.text_content(
+                node.service_log(service)[-6000:]))
 
 
 class ControllerTest(LocalNodeTestCase):
@@ -200,9 +206,13 @@ class ControllerTest(LocalNodeTestCase):
                          value(ours, 'DEFAULT', 'transport_url'))
         self.assertEqual(keystone, value(ours, 'keystone_authtoken',
                                          'auth_url'))
-        # install: the panel's files in Horizon's enabled directory.
-        panel = set(os.listdir(node.horizon_enabled))
-        self.assertTrue(panel, 'no panel file installed')
+        # install: the panel's file in Horizon's enabled directory,
+        # Horizon's own package file as it was.
+        horizon_init = os.path.join(node.horizon_enabled, '__init__.py')
+        self.assertEqual({'__init__.py', '_2190_admin_numa_policy_panel.py'},
+                         set(os.listdir(node.horizon_enabled)))
+        with open(horizon_init) as f:
+            self.assertEqual(node_mod.HORIZON_INIT, f.read())
 
         # post-config: the service user, the catalog entry, in keystone.
         session = accounts.admin_session()
@@ -242,11 +252,10 @@ class ControllerTest(LocalNodeTestCase):
             self.assertStopped(node.facts(service))
         self.assertIn('Collector stopped; counters',
                       node.service_log('numa-policy-collector'))
-        # clean: our files and the panel gone.
+        # clean: our files and the panel gone, Horizon's left.
         node.run('clean')
         self.assertFalse(os.path.exists(node.conf_dir))
-        self.assertEqual({'__init__.py'} & panel,
-                         set(os.listdir(node.horizon_enabled)) & panel)
+        self.assertEqual(['__init__.py'], os.listdir(node.horizon_enabled))
 
 
 class ComputeTest(LocalNodeTestCase):
@@ -330,7 +339,7 @@ class LabComputeTest(DevstackTestCase):
             **LOCAL, 'ENABLED_SERVICES': COMPUTE_SERVICES,
             # The driver extension, as the cloud's computes run it.
             'NUMA_POLICY_DRIVER_EXTENSION': 'True',
-        }, NOVA_CONF)
+        }, NOVA_CONF, tree.require())
         self.addCleanup(self.call, 'close', root)
         self.addCleanup(lambda: self.addDetail(
             'with_devstack.log', content.text_content(self.call('log', root))))

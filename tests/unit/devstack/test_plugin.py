@@ -636,6 +636,23 @@ class HorizonTest(PluginTestCase):
         node.run('clean')
         self.assertFalse(os.path.exists(installed))
 
+    def test_horizons_own_package_file_is_left_alone(self):
+        # The panel's package has an __init__.py, and so has Horizon's
+        # local/enabled: installing must not overwrite Horizon's, nor
+        # clean remove it.
+        node = self.node(ALL_IN_ONE + ',horizon',
+                         NUMA_POLICY_ENABLE_HORIZON='True')
+        installed = self._panel_checkout(
+            node, files=('_1990_numa_policy_panel.py', '__init__.py'))
+        horizons = os.path.join(os.path.dirname(installed), '__init__.py')
+        with open(horizons, 'w') as f:
+            f.write('# Horizon\'s\n')
+        node.run('stack:install')
+        node.run('clean')
+        self.assertFalse(os.path.exists(installed))
+        with open(horizons) as f:
+            self.assertEqual('# Horizon\'s\n', f.read())
+
     def test_enabled_but_no_panel_in_checkout_warns(self):
         node = self.node(ALL_IN_ONE + ',horizon',
                          NUMA_POLICY_ENABLE_HORIZON='True')
