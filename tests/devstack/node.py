@@ -24,6 +24,7 @@ import tempfile
 
 import psutil
 
+from tests.cloud.services import tail
 from tests.devstack import tree
 from tests.devstack import unitctl
 
@@ -154,8 +155,7 @@ class Node:
 
     def unit(self, service):
         """The unit file devstack wrote for ``service``, parsed."""
-        with open(os.path.join(self.units, unit_name(service))) as f:
-            return unitctl.parse_unit(f.read())
+        return self.manager.unit(unit_name(service))
 
     def pid(self, service):
         return self.manager.pid(unit_name(service))
@@ -201,8 +201,3 @@ def local_conf(settings, plugin_url):
     lines += [f'{name}={value}' for name, value in settings.items()]
     lines.append(f'enable_plugin {PLUGIN} {plugin_url}')
     return '\n'.join(lines) + '\n'
-
-
-def tail(path, lines=40):
-    with open(path, errors='replace') as f:
-        return ''.join(f.readlines()[-lines:])

@@ -92,7 +92,8 @@ class Manager:
     def log_path(self, unit):
         return self._path(unit, '.log')
 
-    def _unit(self, unit):
+    def unit(self, unit):
+        """The unit file ``unit``, parsed; UnitError if there is none."""
         path = os.path.join(self.units_dir, unit)
         try:
             with open(path) as f:
@@ -114,7 +115,7 @@ class Manager:
         """Units are read when started: nothing to reload."""
 
     def enable(self, unit):
-        self._unit(unit)
+        self.unit(unit)
         open(self._path(unit, '.enabled'), 'w').close()
 
     def disable(self, unit):
@@ -129,7 +130,7 @@ class Manager:
     def start(self, unit):
         if self.pid(unit):
             return
-        settings = service_settings(self._unit(unit))
+        settings = service_settings(self.unit(unit))
         user = pwd.getpwnam(settings['user'])
         gid = (grp.getgrnam(settings['group']).gr_gid if settings['group']
                else user.pw_gid)
@@ -147,7 +148,7 @@ class Manager:
     def stop(self, unit):
         pid = self.pid(unit)
         if pid is not None:
-            timeout = service_settings(self._unit(unit))['stop_timeout']
+            timeout = service_settings(self.unit(unit))['stop_timeout']
             _terminate(pid, timeout)
         try:
             os.remove(self._path(unit, '.pid'))
