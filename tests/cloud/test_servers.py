@@ -15,6 +15,10 @@ host nova placed it on:
   it and the policy applied; and its explanation, asked just before the
   server was created, passed the host nova chose (asked afterwards, the
   answer is about a host with more guests on it).
+
+And a port hot-plugged into the running NIC server through nova's
+``os-interface``: bound, wired and in the live XML, the guest still on
+the NIC's node.
 """
 
 import json
@@ -47,6 +51,9 @@ BOOT_TIMEOUT = 900
 # The key of the home server with hw:numa_nic_locality=required.
 NIC_REQUIRED = 'home+nic-required'
 REPORT_TIMEOUT = 180
+# An attached port wired by the compute's emulated Open vSwitch agent
+# (seen: seven ports' plugged events over three minutes).
+ATTACH_TIMEOUT = 300
 # Reads of a guest's tune around the kernel's view before giving up on
 # one that holds across it (our agent moves guests as loads change).
 TUNED_VIEW_READS = 4
@@ -398,6 +405,52 @@ class ServersTest(test_base.TestCase):
             expected = ((server['OS-EXT-SRV-ATTR:host'], 'ovs')
                         if value == NIC_REQUIRED else None)
             self.assertEqual(expected, bound.get(server['id']), value)
+
+    def test_interface_attached_to_the_nic_server_while_it_runs(self):
+        """A second port on physnet1, hot-plugged through nova's API.
+
+        nova's ``os-interface`` creates the port and its compute binds
+        it and plugs it into the running domain (nova's libvirt code
+        under our driver); the compute's Open vSwitch agent wires it
+        (ACTIVE); the live domain XML holds an interface of its MAC;
+        and the guest stays where its policy put it, as the kernel
+        shows, on the NIC's node. No detach: a hot unplug waits for the
+        guest to release the device (ACPI), and the tiny image runs no
+        OS to do it; the port goes with the server at the class's end.
+        tempest's interface tests log in to the guest
+        (``run_validation``) and skip in this cloud.
+        """
+        guest = self.placed(NIC_REQUIRED)
+        answer = self.nova.post(
+            f'/servers/{guest.uuid}/os-interface',
+            {'interfaceAttachment': {'net_id': self.network['id']}})
+        attached = answer.json()['interfaceAttachment']
+        self.addDetail('attached', content.text_content(
+            json.dumps(attached, indent=1, sort_keys=True)))
+        listed = self.nova.get(
+            f'/servers/{guest.uuid}/os-interface')['interfaceAttachments']
+        self.assertEqual(2, len(listed), listed)
+        self.assertIn(attached['port_id'], [i['port_id'] for i in listed])
+        port = self.eventually(
+            lambda: self.session.get(
+                f"{endpoints.url('neutron')}/v2.0/ports/"
+                f"{attached['port_id']}").json()['port'],
+            lambda p: p['status'] == 'ACTIVE',
+            'the attached port ACTIVE', ATTACH_TIMEOUT,
+            describe=lambda p: repr({k: p[k] for k in (
+                'binding:host_id', 'status', 'binding:vif_type')}))
+        self.assertEqual((guest.host, 'ovs'),
+                         (port['binding:host_id'], port['binding:vif_type']))
+        macs = [mac.get('address') for mac in ElementTree.fromstring(
+            guest.read_xml()).findall('./devices/interface/mac')]
+        self.assertIn(attached['mac_addr'], macs)
+        self.assertEqual(2, len(macs), macs)
+        tune, view = self.tuned_view(guest)
+        nic_node = CLOUD.computes[guest.host].topology.nic_node
+        self.assertEqual(('strict', frozenset({nic_node})),
+                         (tune.mode, tune.nodes))
+        self.addDetail('kernel-view', content.text_content(describe(view)))
+        self.assert_kernel_follows(view, tune, domain_iothreads(guest.xml))
 
     def test_novas_privileged_daemon_started_through_rootwrap(self):
         """nova-compute's privsep daemon, started through rootwrap and sudo.

@@ -192,7 +192,8 @@ class SelectionTest(test_base.TestCase):
             bool(deletes.search(t)) for t in (plugin, create, delete)))
 
     def test_the_named_server_tests_exist_in_tempest(self):
-        for path, methods in tempestconf.SERVER_TESTS:
+        for path, methods in (tempestconf.SERVER_TESTS +
+                              tempestconf.ACTION_TESTS):
             module, cls = path.rsplit('.', 1)
             test_class = getattr(importlib.import_module(module), cls)
             for method in methods:
