@@ -68,6 +68,10 @@ GET_RETRIES = 3
 SERVER_STATE = ('status', 'OS-EXT-STS:task_state', 'OS-EXT-STS:vm_state',
                 'OS-EXT-SRV-ATTR:host', 'fault')
 REGISTER_TIMEOUT = 900
+# An Open vSwitch agent that is not alive and logged nothing for this
+# long is restarted once (_wait_for_l2_agents); its imports alone were
+# silent for 147 s on a slow hour.
+L2_STALL_SECONDS = 420
 # nova's state and instances directory in each lab host: a tmpfs this
 # large (a limit, not memory taken), which nova reports as the host's
 # DISK_GB: tempest's classes keep their servers of 1 GB disks until they
@@ -403,23 +407,42 @@ class Cloud:
         return result.stdout
 
     def _wait_for_l2_agents(self):
-        """Each compute's OVS agent reported to neutron: ports bind there."""
+        """Each compute's OVS agent reported to neutron: ports bind there.
+
+        An agent that is not alive and has logged nothing for
+        L2_STALL_SECONDS is restarted, once, saying so: on a slow hour
+        one stopped for good just after its bridge's datapath line (CI,
+        2026-11-30, 13:17), and the cloud never came up.
+        """
         names = set(self.computes)
         url = endpoints.url('neutron') + '/v2.0/agents'
+        stalls = {name: l2agent.Stall(L2_STALL_SECONDS) for name in names}
+        restarted = set()
 
         def alive():
             answer = self.session().get(
                 url, params={'binary': 'neutron-openvswitch-agent'},
                 raise_exc=False)
-            if answer.status_code != 200:
-                return set()
-            return {a['host'] for a in answer.json()['agents']
-                    if a['alive']}
+            found = set()
+            if answer.status_code == 200:
+                found = {a['host'] for a in answer.json()['agents']
+                         if a['alive']}
+            for name in sorted(names - found - restarted):
+                host = self.computes[name]
+                if stalls[name].seen(host.l2_agent_log(), time.monotonic()):
+                    print(f'cloud: {name}: neutron-openvswitch-agent not '
+                          f'alive and silent for {L2_STALL_SECONDS} s: '
+                          'restarted', flush=True)
+                    host.restart_l2_agent()
+                    restarted.add(name)
+            return found
 
         try:
             resources.wait_for(alive, lambda found: names <= found,
                                "each compute's Open vSwitch agent alive "
-                               'in neutron', REGISTER_TIMEOUT, interval=3)
+                               'in neutron',
+                               REGISTER_TIMEOUT + L2_STALL_SECONDS,
+                               interval=3)
         except resources.ResourceError as exc:
             logs = '\n'.join(
                 f'--- neutron-openvswitch-agent in {h.name} (end) ---\n'

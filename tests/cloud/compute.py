@@ -513,6 +513,10 @@ class ComputeHost:
                       self.settings['DEFAULT']['transport_url'],
                       self._guest(L2_AGENT_LOG))
 
+    def restart_l2_agent(self):
+        """neutron's agent killed and started again (l2agent.restart)."""
+        l2agent.restart(self.lab, self.python, self._guest(L2_AGENT_LOG))
+
     def l2_agent_log(self):
         """neutron's agent's log so far (and what it printed)."""
         return self._read_shared(L2_AGENT_LOG, l2agent.OUTPUT)

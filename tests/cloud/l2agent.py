@@ -49,6 +49,9 @@ OVSDB_PORT = 6640
 SCHEMA = '/usr/share/openvswitch/vswitch.ovsschema'
 # What the agent prints, beside its log.
 OUTPUT = 'l2-agent.out'
+# The agent's process for pkill -f: the bracket keeps the pattern from
+# matching the shell that runs pkill.
+AGENT_PATTERN = '[b]in/neutron-openvswitch-agent'
 # Seconds between the agent's loops (neutron's default: 2). Each loop
 # asks OVSDB and OpenFlow whether anything changed; under emulation that
 # made the agent the largest user of its lab host's one core while the
@@ -130,9 +133,45 @@ def start(lab, python, host, transport_url, log_file, nic='eth0'):
              (CONF, ml2_settings()))
     lab.run(ovs_script(nic) + '\n' + deploy.files_script(
         (path, configs.render(sections)) for path, sections in files))
+    launch(lab, python, log_file)
+
+
+def launch(lab, python, log_file):
+    """The agent's process, on the files :func:`start` wrote."""
     command = os.path.join(os.path.dirname(python),
                            'neutron-openvswitch-agent')
     output = os.path.join(os.path.dirname(log_file), OUTPUT)
     lab.run(f'cd / && setsid {shlex.quote(command)} --config-file '
             f'{NEUTRON_CONF} --config-file {CONF} '
-            f'> {shlex.quote(output)} 2>&1 < /dev/null &')
+            f'>> {shlex.quote(output)} 2>&1 < /dev/null &')
+
+
+def restart(lab, python, log_file):
+    """The agent killed and launched again; Open vSwitch is left as it is.
+
+    SIGKILL: the stall this is for (:class:`Stall`) was an eventlet
+    process that logged nothing more, which may heed no other signal.
+    """
+    lab.run(f'pkill -KILL -f {shlex.quote(AGENT_PATTERN)}', check=False)
+    launch(lab, python, log_file)
+
+
+class Stall:
+    """Whether an agent's log has stopped growing for ``seconds``.
+
+    ``seen(text, now)`` with the log as read at ``now`` (a monotonic
+    clock): True once the same text has been read for longer than
+    ``seconds``. Silent stretches of over two minutes are normal under
+    emulation (its imports, seen: 147 s), so ``seconds`` is well above.
+    """
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+        self.length = None
+        self.since = None
+
+    def seen(self, text, now):
+        if len(text) != self.length:
+            self.length, self.since = len(text), now
+            return False
+        return now - self.since > self.seconds

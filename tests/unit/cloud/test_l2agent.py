@@ -23,3 +23,25 @@ class Ml2SettingsTest(test_base.TestCase):
         interval = int(l2agent.ml2_settings()['agent']['polling_interval'])
         self.assertGreater(interval, 2)
         self.assertLessEqual(interval, 10)
+
+
+class StallTest(test_base.TestCase):
+
+    def test_a_growing_log_is_not_a_stall(self):
+        stall = l2agent.Stall(60)
+        self.assertFalse(stall.seen('a', 0))
+        self.assertFalse(stall.seen('ab', 100))
+        self.assertFalse(stall.seen('abc', 200))
+
+    def test_the_same_log_for_longer_than_the_limit_is(self):
+        stall = l2agent.Stall(60)
+        self.assertFalse(stall.seen('a', 0))
+        self.assertFalse(stall.seen('a', 60))
+        self.assertTrue(stall.seen('a', 61))
+
+    def test_the_silence_counts_from_the_last_change(self):
+        stall = l2agent.Stall(60)
+        stall.seen('a', 0)
+        stall.seen('ab', 50)
+        self.assertFalse(stall.seen('ab', 100))
+        self.assertTrue(stall.seen('ab', 111))
