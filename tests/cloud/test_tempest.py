@@ -2,7 +2,7 @@
 
 Two runs: our plugin's tests with tempest's server-create tests and
 one of its tests of each compute feature the run turns on (pause,
-suspend, rescue, cold and live block migration, snapshot, shelve:
+suspend, rescue, cold and live block migration:
 tempestconf.ACTION_TESTS; the cloud tier's subset, tests/cloud/ci.txt),
 and tempest's server-delete tests (tox -e cloud-all).
 
