@@ -75,8 +75,9 @@ CREATE_TESTS = (
 # shelve each cost a boot more (ImagesOneServerTestJSON's
 # test_create_delete_image, DeleteServersTestJSON's
 # test_delete_server_while_in_shelved_state): with them, on a slow
-# hour, every boot of the step outlasted tempest's 600 s before they
-# ran (2026-11-30 14:14); tox -e cloud-tempest runs them. Interface
+# hour, the step's first boots outlasted tempest's 600 s and the shelve
+# failed after 929 s (2026-11-30 14:14); tox -e cloud-tempest runs
+# them. Interface
 # attach has no tempest test that can run here: they log in to the
 # guest (run_validation), which the tiny images cannot answer; the
 # cloud tier's own test attaches a port (tests/cloud/test_servers.py).
