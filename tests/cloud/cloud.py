@@ -429,7 +429,8 @@ class Cloud:
                          if a['alive']}
             for name in sorted(names - found - restarted):
                 host = self.computes[name]
-                if stalls[name].seen(host.l2_agent_log(), time.monotonic()):
+                size = host.l2_agent_log_size()
+                if stalls[name].seen(size, time.monotonic()):
                     print(f'cloud: {name}: neutron-openvswitch-agent not '
                           f'alive and silent for {L2_STALL_SECONDS} s: '
                           'restarted', flush=True)

@@ -517,6 +517,12 @@ class ComputeHost:
         """neutron's agent killed and started again (l2agent.restart)."""
         l2agent.restart(self.lab, self.python, self._guest(L2_AGENT_LOG))
 
+    def l2_agent_log_size(self):
+        """Bytes of neutron's agent's log and output so far."""
+        return sum(os.path.getsize(self._here(name))
+                   for name in (L2_AGENT_LOG, l2agent.OUTPUT)
+                   if os.path.exists(self._here(name)))
+
     def l2_agent_log(self):
         """neutron's agent's log so far (and what it printed)."""
         return self._read_shared(L2_AGENT_LOG, l2agent.OUTPUT)

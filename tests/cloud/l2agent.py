@@ -159,19 +159,20 @@ def restart(lab, python, log_file):
 class Stall:
     """Whether an agent's log has stopped growing for ``seconds``.
 
-    ``seen(text, now)`` with the log as read at ``now`` (a monotonic
-    clock): True once the same text has been read for longer than
-    ``seconds``. Silent stretches of over two minutes are normal under
-    emulation (its imports, seen: 147 s), so ``seconds`` is well above.
+    ``seen(size, now)`` with the log's size in bytes at ``now`` (a
+    monotonic clock): True once the same size has been seen for longer
+    than ``seconds``. Silent stretches of over two minutes are normal
+    under emulation (its imports, seen: 147 s), so ``seconds`` is well
+    above.
     """
 
     def __init__(self, seconds):
         self.seconds = seconds
-        self.length = None
+        self.size = None
         self.since = None
 
-    def seen(self, text, now):
-        if len(text) != self.length:
-            self.length, self.since = len(text), now
+    def seen(self, size, now):
+        if size != self.size:
+            self.size, self.since = size, now
             return False
         return now - self.since > self.seconds

@@ -77,10 +77,10 @@ CREATE_TESTS = (
 # test_delete_server_while_in_shelved_state): with them, on a slow
 # hour, the step's first boots outlasted tempest's 600 s and the shelve
 # failed after 929 s (2026-11-30 14:14); tox -e cloud-tempest runs
-# them. Interface
-# attach has no tempest test that can run here: they log in to the
-# guest (run_validation), which the tiny images cannot answer; the
-# cloud tier's own test attaches a port (tests/cloud/test_servers.py).
+# them. Interface attach has no tempest test that can run here: they
+# log in to the guest (run_validation), which the tiny images cannot
+# answer; the cloud tier's own test attaches a port
+# (tests/cloud/test_servers.py).
 ACTION_TESTS = (
     ('tempest.api.compute.servers.test_server_actions.ServerActionsTestJSON',
      ('test_pause_unpause_server', 'test_suspend_resume_server')),

@@ -29,19 +29,19 @@ class StallTest(test_base.TestCase):
 
     def test_a_growing_log_is_not_a_stall(self):
         stall = l2agent.Stall(60)
-        self.assertFalse(stall.seen('a', 0))
-        self.assertFalse(stall.seen('ab', 100))
-        self.assertFalse(stall.seen('abc', 200))
+        self.assertFalse(stall.seen(1, 0))
+        self.assertFalse(stall.seen(2, 100))
+        self.assertFalse(stall.seen(3, 200))
 
     def test_the_same_log_for_longer_than_the_limit_is(self):
         stall = l2agent.Stall(60)
-        self.assertFalse(stall.seen('a', 0))
-        self.assertFalse(stall.seen('a', 60))
-        self.assertTrue(stall.seen('a', 61))
+        self.assertFalse(stall.seen(1, 0))
+        self.assertFalse(stall.seen(1, 60))
+        self.assertTrue(stall.seen(1, 61))
 
     def test_the_silence_counts_from_the_last_change(self):
         stall = l2agent.Stall(60)
-        stall.seen('a', 0)
-        stall.seen('ab', 50)
-        self.assertFalse(stall.seen('ab', 100))
-        self.assertTrue(stall.seen('ab', 111))
+        stall.seen(1, 0)
+        stall.seen(2, 50)
+        self.assertFalse(stall.seen(2, 100))
+        self.assertTrue(stall.seen(2, 111))
