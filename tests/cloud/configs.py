@@ -57,6 +57,9 @@ def _common(layout, service):
     }
 
 
+# Seconds a nova service waits for an RPC call's answer (nova's
+# default is 60).
+RPC_RESPONSE_TIMEOUT = 180
 # bcrypt's minimum (keystone's default is 12).
 PASSWORD_HASH_ROUNDS = 4
 
@@ -98,6 +101,12 @@ def nova(layout):
             # cloud has only loopback.
             'my_ip': endpoints.HOST_ADDRESS,
             'osapi_compute_listen': endpoints.HOST_ADDRESS,
+            # nova-api waits on the compute for an interface attach (an
+            # RPC call, 60 s by default): under emulation the compute's
+            # port binding and device attach took longer, and the API
+            # answered 500 (a CI run of 2026-11-30). Within gunicorn's
+            # worker timeout (services.WORKER_TIMEOUT).
+            'rpc_response_timeout': str(RPC_RESPONSE_TIMEOUT),
         },
         'wsgi': {'api_paste_config': layout.conf('nova', 'api-paste.ini')},
         'api_database': {'connection': lay.db_url('nova_api')},

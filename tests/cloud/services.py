@@ -66,6 +66,10 @@ class Spec:
     config_files_env: str = None
 
 
+# Seconds gunicorn lets a worker be silent before killing it as hung.
+WORKER_TIMEOUT = 300
+
+
 def wsgi(name, port, app, env=(), config_files_env=None):
     """A gunicorn serving ``app`` on 127.0.0.1:``port``.
 
@@ -79,7 +83,7 @@ def wsgi(name, port, app, env=(), config_files_env=None):
             '--no-control-socket',
             '--bind', f'{endpoints.HOST_ADDRESS}:{port}',
             '--workers', '1', '--worker-class', 'gthread', '--threads', '4',
-            '--timeout', '300', '--graceful-timeout', '5',
+            '--timeout', str(WORKER_TIMEOUT), '--graceful-timeout', '5',
             '--name', name, '--error-logfile', '-', app)
     return Spec(name, argv, tuple(env), port=port, failed=WORKER_DIED,
                 config_files_env=config_files_env)

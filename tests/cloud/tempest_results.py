@@ -14,6 +14,9 @@ import testtools
 PASSED = ('success', 'xfail')
 FAILED = ('fail', 'uxsuccess')
 SKIPPED = ('skip',)
+# The exit code of a run stopped at its deadline (as coreutils'
+# timeout(1) says it): its tests' outcomes are only in its output.
+STOPPED = 124
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,6 +89,9 @@ def verdict(results, tempest_returncode):
     skipped or was left unfinished.
     """
     groups = by_status(results)
+    if tempest_returncode == STOPPED:
+        return False, ('stopped at its deadline; what each test did is in '
+                       'the output above')
     reasons = []
     if tempest_returncode:
         reasons.append(f'tempest run exited {tempest_returncode}')

@@ -23,8 +23,10 @@ SSH settings (:func:`prepare`, :func:`run_selected`).
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
+import threading
 
 from oslo_config import cfg
 
@@ -43,7 +45,6 @@ IMAGES = ('numa-tempest-raw', 'numa-tempest-raw-alt')
 # (name, vCPUs, MiB of RAM, GiB of disk): flavor_ref and flavor_ref_alt.
 FLAVORS = (('numa-tempest-64', 1, 64, 1), ('numa-tempest-128', 1, 128, 1))
 NETWORK = 'physnet1-flat'
-RUN_TIMEOUT = 3600
 
 
 class RunnerError(Exception):
@@ -216,25 +217,59 @@ RELAYED = 'tempest| '
 QUOTED = '    '
 
 
-def run_tempest(workspace, argv):
+def run_tempest(workspace, argv, deadline=None):
     """Run tempest in the workspace, its output to ours and its log.
 
     Each line reaches our output marked with :data:`RELAYED`, and the
-    log as tempest wrote it.
+    log as tempest wrote it. A run still going after ``deadline``
+    seconds is killed with its workers (its own session) and returns
+    ``tempest_results.STOPPED``, with a line saying so.
     """
     collected = []
     with open(workspace.run_log, 'w') as log:
         process = subprocess.Popen(argv, cwd=workspace.path,
                                    stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, text=True,
-                                   errors='replace')
-        for line in process.stdout:
-            sys.stdout.write(RELAYED + line)
-            sys.stdout.flush()
-            log.write(line)
-            collected.append(line)
-        returncode = process.wait(timeout=RUN_TIMEOUT)
+                                   errors='replace', start_new_session=True)
+        stopped = threading.Event()
+        timer = _deadline_timer(process, deadline, stopped)
+        try:
+            for line in process.stdout:
+                _relay(line, log, collected)
+            returncode = process.wait()
+        finally:
+            if timer:
+                timer.cancel()
+        if stopped.is_set():
+            returncode = results.STOPPED
+            _relay(f'tempest_run: stopped, still running after its '
+                   f'deadline of {deadline} s\n', log, collected)
     return returncode, ''.join(collected)
+
+
+def _relay(line, log, collected):
+    sys.stdout.write(RELAYED + line)
+    sys.stdout.flush()
+    log.write(line)
+    collected.append(line)
+
+
+def _deadline_timer(process, deadline, stopped):
+    """A started timer that kills ``process``'s session at ``deadline``."""
+    if deadline is None:
+        return None
+
+    def stop():
+        stopped.set()
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    timer = threading.Timer(deadline, stop)
+    timer.daemon = True
+    timer.start()
+    return timer
 
 
 def last_run(workspace):
@@ -278,20 +313,25 @@ def summary(outcome, returncode, output):
     return ok, '\n'.join(text)
 
 
-def run_parsed(workspace, regex, concurrency):
+def run_parsed(workspace, regex, concurrency, deadline=None):
     """Run the selected tests: (tempest's exit code, output, results).
 
     The results are every test's outcome from the run's subunit stream
     (tempest_results.parse), for callers that count them themselves.
     """
     returncode, output = run_tempest(
-        workspace, tempest_command(workspace, regex, concurrency))
+        workspace, tempest_command(workspace, regex, concurrency), deadline)
+    if returncode == results.STOPPED:
+        # A killed run is not in stestr's repository: its "last" would
+        # be the run before.
+        return returncode, output, []
     return returncode, output, results.parse(last_run(workspace))
 
 
-def run_selected(workspace, regex, concurrency):
+def run_selected(workspace, regex, concurrency, deadline=None):
     """Run the selected tests: (passed, the summary's text)."""
-    returncode, output, outcome = run_parsed(workspace, regex, concurrency)
+    returncode, output, outcome = run_parsed(workspace, regex, concurrency,
+                                             deadline)
     return summary(outcome, returncode, output)
 
 

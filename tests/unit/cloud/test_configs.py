@@ -3,6 +3,7 @@
 from tests import base as test_base
 from tests.cloud import configs
 from tests.cloud import layout as lay
+from tests.cloud import services
 
 
 class SchedulerDefaultsTest(test_base.TestCase):
@@ -13,3 +14,14 @@ class SchedulerDefaultsTest(test_base.TestCase):
         sections = configs.nova(lay.Layout('/nonexistent'))
         self.assertNotIn('numa_policy_scheduler', sections)
         self.assertFalse(hasattr(configs, 'scheduler_overrides'))
+
+
+class RpcTimeoutTest(test_base.TestCase):
+
+    def test_nova_api_waits_on_the_compute_longer_than_novas_default(self):
+        # An interface attach is nova-api's RPC call to the compute; the
+        # gunicorn worker serving it must outlast the wait.
+        default = configs.nova(lay.Layout('/nonexistent'))['DEFAULT']
+        timeout = int(default['rpc_response_timeout'])
+        self.assertGreater(timeout, 60)
+        self.assertLess(timeout, services.WORKER_TIMEOUT)

@@ -119,6 +119,35 @@ class SummaryTest(test_base.TestCase):
             self.assertEqual(' - Passed: 3\n', f.read())
 
 
+    def test_a_run_past_its_deadline_is_stopped_with_its_workers(self):
+        # The child keeps tempest's stdout open: killing the parent alone
+        # would leave the relay reading until the child ends (60 s).
+        workspace = tempestconf.Workspace(
+            self.useFixture(fixtures.TempDir()).path)
+        os.makedirs(os.path.dirname(workspace.run_log), exist_ok=True)
+        out = self.useFixture(fixtures.StringStream('relayed'))
+        self.useFixture(fixtures.MonkeyPatch('sys.stdout', out.stream))
+        code, output = tempest_run.run_tempest(
+            workspace, ['sh', '-c', 'echo started; sleep 60 & sleep 60'],
+            deadline=0.5)
+        self.assertEqual(tempest_results.STOPPED, code)
+        self.assertEqual('started\ntempest_run: stopped, still running '
+                         'after its deadline of 0.5 s\n', output)
+        ok, text = tempest_run.summary([], code, output)
+        self.assertFalse(ok)
+        self.assertIn('FAILED (stopped at its deadline', text)
+
+    def test_a_run_within_its_deadline_keeps_its_exit_code(self):
+        workspace = tempestconf.Workspace(
+            self.useFixture(fixtures.TempDir()).path)
+        os.makedirs(os.path.dirname(workspace.run_log), exist_ok=True)
+        self.useFixture(fixtures.MonkeyPatch(
+            'sys.stdout', self.useFixture(
+                fixtures.StringStream('relayed')).stream))
+        self.assertEqual((3, ''), tempest_run.run_tempest(
+            workspace, ['sh', '-c', 'exit 3'], deadline=60))
+
+
 class CommandTest(test_base.TestCase):
 
     def test_serial_by_default_and_in_the_workspace_conf(self):

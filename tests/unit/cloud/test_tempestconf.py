@@ -174,7 +174,7 @@ class SelectionTest(test_base.TestCase):
                 'test_list_flavors[id-e36]'):
             self.assertFalse(self._selected(test_id), test_id)
 
-    def test_the_ci_run_and_the_delete_run_split_the_selection(self):
+    def test_the_ci_run_and_the_cloud_all_run_split_the_selection(self):
         create = ('tempest.api.compute.servers.test_create_server.'
                   'ServersTestJSON.test_list_servers[id-9a4,smoke]')
         delete = ('tempest.api.compute.servers.test_delete_server.'
@@ -183,16 +183,16 @@ class SelectionTest(test_base.TestCase):
                   'test_flavor_numa_policy.FlavorNumaPolicyTest.'
                   'test_misspelt_key_is_refused[id-6bf031ae]')
         ci = re.compile(tempestconf.test_regex(
-            server_tests=tempestconf.CREATE_TESTS))
-        deletes = re.compile(tempestconf.test_regex(
-            plugin=None, server_tests=tempestconf.DELETE_TESTS))
-        self.assertEqual((True, True, False), tuple(
+            server_tests=tempestconf.ACTION_TESTS))
+        cloud_all = re.compile(tempestconf.test_regex(
+            plugin=None, server_tests=tempestconf.CLOUD_ALL_TESTS))
+        self.assertEqual((True, False, False), tuple(
             bool(ci.search(t)) for t in (plugin, create, delete)))
-        self.assertEqual((False, False, True), tuple(
-            bool(deletes.search(t)) for t in (plugin, create, delete)))
+        self.assertEqual((False, True, True), tuple(
+            bool(cloud_all.search(t)) for t in (plugin, create, delete)))
 
     def test_the_named_server_tests_exist_in_tempest(self):
-        for path, methods in (tempestconf.SERVER_TESTS +
+        for path, methods in (tempestconf.CLOUD_ALL_TESTS +
                               tempestconf.ACTION_TESTS):
             module, cls = path.rsplit('.', 1)
             test_class = getattr(importlib.import_module(module), cls)
