@@ -118,7 +118,6 @@ class SummaryTest(test_base.TestCase):
         with open(workspace.run_log) as f:
             self.assertEqual(' - Passed: 3\n', f.read())
 
-
     def test_a_run_past_its_deadline_is_stopped_with_its_workers(self):
         # The child keeps tempest's stdout open: killing the parent alone
         # would leave the relay reading until the child ends (60 s).
