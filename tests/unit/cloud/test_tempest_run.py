@@ -104,12 +104,17 @@ class SummaryTest(test_base.TestCase):
         self.assertIn('     - Passed: 1', text)
         self.assertNotRegex(text, r'(?m)^ - Passed: |^Ran ')
 
-    def test_tempests_lines_reach_our_output_marked(self):
+    def _relaying_workspace(self):
+        """A workspace with its log's folder, and our stdout captured."""
         workspace = tempestconf.Workspace(
             self.useFixture(fixtures.TempDir()).path)
         os.makedirs(os.path.dirname(workspace.run_log), exist_ok=True)
         out = self.useFixture(fixtures.StringStream('relayed'))
         self.useFixture(fixtures.MonkeyPatch('sys.stdout', out.stream))
+        return workspace, out
+
+    def test_tempests_lines_reach_our_output_marked(self):
+        workspace, out = self._relaying_workspace()
         code, output = tempest_run.run_tempest(
             workspace, ['printf', ' - Passed: 3\\n'])
         self.assertEqual((0, ' - Passed: 3\n'), (code, output))
@@ -121,11 +126,7 @@ class SummaryTest(test_base.TestCase):
     def test_a_run_past_its_deadline_is_stopped_with_its_workers(self):
         # The child keeps tempest's stdout open: killing the parent alone
         # would leave the relay reading until the child ends (60 s).
-        workspace = tempestconf.Workspace(
-            self.useFixture(fixtures.TempDir()).path)
-        os.makedirs(os.path.dirname(workspace.run_log), exist_ok=True)
-        out = self.useFixture(fixtures.StringStream('relayed'))
-        self.useFixture(fixtures.MonkeyPatch('sys.stdout', out.stream))
+        workspace, out = self._relaying_workspace()
         code, output = tempest_run.run_tempest(
             workspace, ['sh', '-c', 'echo started; sleep 60 & sleep 60'],
             deadline=0.5)
@@ -137,12 +138,7 @@ class SummaryTest(test_base.TestCase):
         self.assertIn('FAILED (stopped at its deadline', text)
 
     def test_a_run_within_its_deadline_keeps_its_exit_code(self):
-        workspace = tempestconf.Workspace(
-            self.useFixture(fixtures.TempDir()).path)
-        os.makedirs(os.path.dirname(workspace.run_log), exist_ok=True)
-        self.useFixture(fixtures.MonkeyPatch(
-            'sys.stdout', self.useFixture(
-                fixtures.StringStream('relayed')).stream))
+        workspace, _ = self._relaying_workspace()
         self.assertEqual((3, ''), tempest_run.run_tempest(
             workspace, ['sh', '-c', 'exit 3'], deadline=60))
 
