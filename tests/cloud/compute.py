@@ -122,6 +122,10 @@ def stand_in_settings(address=endpoints.GUEST_GATEWAY,
     }
 
 
+# Seconds os-vif waits on ovsdb-server (os-vif's default is 120).
+OVSDB_TIMEOUT = 300
+
+
 def lab_settings(host, my_ip, state_dir=STATE_DIR, log_file=None,
                  link_address=None):
     """The lab host's own part of nova.conf.
@@ -145,6 +149,12 @@ def lab_settings(host, my_ip, state_dir=STATE_DIR, log_file=None,
         'DEFAULT': default,
         'oslo_concurrency': {'lock_path': os.path.join(state_dir, 'locks')},
         'libvirt': libvirt,
+        # os-vif's wait on the lab host's ovsdb-server when it plugs a
+        # port (120 s by default, os-vif's native transactions too):
+        # with four boots at once under emulation a plug timed out and
+        # nova rescheduled the boot to the other compute (CI run of
+        # 2026-11-30 17:37), a boot more on a busy cloud.
+        'os_vif_ovs': {'ovs_vsctl_timeout': str(OVSDB_TIMEOUT)},
         # No console proxy in the lab's cloud.
         'vnc': {'enabled': 'False'},
     }

@@ -1,5 +1,9 @@
 """A compute lab host's settings that need no lab host (pure)."""
 
+import fixtures
+from oslo_config import cfg
+from vif_plug_ovs import ovs
+
 from tests import base as test_base
 from tests.cloud import compute
 from tests.labhost import deploy
@@ -43,3 +47,19 @@ class FilesScriptTest(test_base.TestCase):
         self.assertIn('mkdir -p /etc/a\n', script)
         self.assertIn('cat > /etc/a/b.conf <<"LAB_EOF"\n[x]\ny = 1\nLAB_EOF\n'
                       'chmod 0644 /etc/a/b.conf', script)
+
+
+class OsVifTest(test_base.TestCase):
+
+    def test_os_vif_reads_the_longer_ovsdb_wait(self):
+        # Read back by os-vif's own option: a misspelt name or group
+        # would leave its 120 s default.
+        path = self.useFixture(fixtures.TempDir()).join('nova.conf')
+        with open(path, 'w') as f:
+            f.write(compute.render(compute.lab_settings('c1', '10.0.0.2')))
+        conf = cfg.ConfigOpts()
+        conf.register_opts(ovs.OvsPlugin.CONFIG_OPTS, group='os_vif_ovs')
+        conf(args=[], default_config_files=[path])
+        self.assertEqual(compute.OVSDB_TIMEOUT,
+                         conf.os_vif_ovs.ovs_vsctl_timeout)
+        self.assertGreater(compute.OVSDB_TIMEOUT, 120)
