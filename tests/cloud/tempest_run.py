@@ -240,7 +240,8 @@ def run_tempest(workspace, argv, deadline=None):
         finally:
             if timer:
                 timer.cancel()
-        if stopped.is_set():
+        # A run that ended by itself as the timer fired keeps its code.
+        if stopped.is_set() and returncode == -signal.SIGKILL:
             returncode = results.STOPPED
             _relay(f'tempest_run: stopped, still running after its '
                    f'deadline of {deadline} s\n', log, collected)
