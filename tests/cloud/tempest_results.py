@@ -88,10 +88,10 @@ def verdict(results, tempest_returncode):
     ok only if tempest passed, something ran, and nothing failed,
     skipped or was left unfinished.
     """
-    groups = by_status(results)
     if tempest_returncode == STOPPED:
         return False, ('stopped at its deadline; what each test did is in '
                        'the output above')
+    groups = by_status(results)
     reasons = []
     if tempest_returncode:
         reasons.append(f'tempest run exited {tempest_returncode}')

@@ -126,7 +126,7 @@ class SummaryTest(test_base.TestCase):
     def test_a_run_past_its_deadline_is_stopped_with_its_workers(self):
         # The child keeps tempest's stdout open: killing the parent alone
         # would leave the relay reading until the child ends (60 s).
-        workspace, out = self._relaying_workspace()
+        workspace, _ = self._relaying_workspace()
         code, output = tempest_run.run_tempest(
             workspace, ['sh', '-c', 'echo started; sleep 60 & sleep 60'],
             deadline=0.5)

@@ -182,14 +182,19 @@ class SelectionTest(test_base.TestCase):
         plugin = ('nova_numa_policy.tempest_plugin.tests.api.'
                   'test_flavor_numa_policy.FlavorNumaPolicyTest.'
                   'test_misspelt_key_is_refused[id-6bf031ae]')
+        cold = ('tempest.api.compute.admin.test_migrations.'
+                'MigrationsAdminTest.test_cold_migration[id-4bf,multinode]')
+        pause = ('tempest.api.compute.servers.test_server_actions.'
+                 'ServerActionsTestJSON.test_pause_unpause_server[id-bd6]')
+        tests = (plugin, pause, create, cold, delete)
         ci = re.compile(tempestconf.test_regex(
             server_tests=tempestconf.ACTION_TESTS))
         cloud_all = re.compile(tempestconf.test_regex(
             plugin=None, server_tests=tempestconf.CLOUD_ALL_TESTS))
-        self.assertEqual((True, False, False), tuple(
-            bool(ci.search(t)) for t in (plugin, create, delete)))
-        self.assertEqual((False, True, True), tuple(
-            bool(cloud_all.search(t)) for t in (plugin, create, delete)))
+        self.assertEqual((True, True, False, False, False), tuple(
+            bool(ci.search(t)) for t in tests))
+        self.assertEqual((False, False, True, True, True), tuple(
+            bool(cloud_all.search(t)) for t in tests))
 
     def test_the_named_server_tests_exist_in_tempest(self):
         for path, methods in (tempestconf.CLOUD_ALL_TESTS +
