@@ -316,6 +316,31 @@ def run_agent(config_files, periods=1, pause=0.0):
             'log': read_file(log_file) or ''}
 
 
+def silent_client_connection(seconds):
+    """A libvirt connection after ``seconds`` of not reading its socket.
+
+    The client registers libvirt's event loop, as nova-compute does, and
+    never runs it: libvirtd's keepalive requests, if it sends any, go
+    unanswered, as nova-compute's do while its event thread runs a
+    lifecycle handler. ``{'open': whether a call still works, 'error':
+    libvirt's message if not}``.
+    """
+    libvirt.virEventRegisterDefaultImpl()
+    conn = libvirt.open(SYSTEM_URI)
+    try:
+        time.sleep(seconds)
+        try:
+            conn.getLibVersion()
+            return {'open': True, 'error': None}
+        except libvirt.libvirtError as exc:
+            return {'open': False, 'error': str(exc)}
+    finally:
+        try:
+            conn.close()
+        except libvirt.libvirtError:
+            pass
+
+
 def _stop_libvirtd():
     import subprocess
     subprocess.run(['pkill', '-x', 'libvirtd'], check=False)

@@ -9,12 +9,21 @@ grep -q '^# lab host' "$conf/qemu.conf" || cat >> "$conf/qemu.conf" <<'CONF'
 # lab host
 security_driver = "none"
 CONF
+# No keepalive requests from libvirtd: a client answers them on its
+# libvirt event thread, and nova-compute runs its lifecycle handlers on
+# that thread; under emulation they have taken over the 30 s libvirtd
+# waits by default, it closed nova-compute's connection, and nova-compute
+# then hung on its own connection lock (nova/virt/libvirt/host.py, its
+# close callback run by the thread that holds the lock). The lab's
+# clients are local (a dead one closes its socket) or the linked lab
+# host's libvirtd, which still sends its own (qemu.conf's keepalive).
 grep -q '^# lab host' "$conf/libvirtd.conf" || cat >> "$conf/libvirtd.conf" <<'CONF'
 # lab host
 unix_sock_group = "libvirt"
 unix_sock_rw_perms = "0770"
 auth_unix_ro = "none"
 auth_unix_rw = "none"
+keepalive_interval = -1
 CONF
 # A lab host linked to another (tests/labhost/network.py) takes
 # connections from it on the link's address, with no authentication, as
