@@ -43,13 +43,34 @@ def plan(plugin_registrations):
     return users, services, urls
 
 
+# Times a read is sent again when its connection failed.
+READ_RETRIES = 3
+READS = frozenset({'GET', 'HEAD'})
+
+
+class ReadRetryingSession(ks_session.Session):
+    """A keystoneauth session that sends a failed read again.
+
+    gunicorn closes a keep-alive connection idle for 2 s, and a request
+    sent on one it is closing fails (RemoteDisconnected): a test polling
+    every 2 s meets it often (a port's status, 2026-12-01). A read is
+    safe to send again; a write is not (a server created twice), and
+    keeps keystoneauth's default of no retry.
+    """
+
+    def request(self, url, method, **kwargs):
+        if method.upper() in READS:
+            kwargs.setdefault('connect_retries', READ_RETRIES)
+        return super().request(url, method, **kwargs)
+
+
 def admin_session(address=endpoints.HOST_ADDRESS):
     """A keystoneauth session as keystone's bootstrap admin."""
     auth = v3.Password(
         auth_url=lay.keystone_url(address) + '/v3', username='admin',
         password=lay.ADMIN_PASSWORD, project_name='admin',
         user_domain_name=lay.DOMAIN, project_domain_name=lay.DOMAIN)
-    return ks_session.Session(auth=auth)
+    return ReadRetryingSession(auth=auth)
 
 
 def admin_env(address=endpoints.HOST_ADDRESS):

@@ -63,7 +63,6 @@ from tests.labhost import topology as topology_mod
 COMPUTES = (('lab-compute-1', topology_mod.TWO_NODES),
             ('lab-compute-2', topology_mod.FOUR_NODES_NIC_ON_0))
 COMPUTE_MICROVERSION = '2.86'
-GET_RETRIES = 3
 # A server's fields that say where a delete (or any action) stands.
 SERVER_STATE = ('status', 'OS-EXT-STS:task_state', 'OS-EXT-STS:vm_state',
                 'OS-EXT-SRV-ATTR:host', 'fault')
@@ -138,10 +137,9 @@ class Nova:
                         f'compute {microversion}'}
 
     def get(self, path, **kwargs):
-        # Retried: gunicorn closes an idle keep-alive connection after 2 s,
-        # and a poll may send on one it is closing (RemoteDisconnected).
+        # The session sends a read again on a failed connection
+        # (accounts.ReadRetryingSession).
         return self.session.get(self.base + path, headers=self.headers,
-                                connect_retries=GET_RETRIES,
                                 **kwargs).json()
 
     def post(self, path, body, **kwargs):
@@ -205,7 +203,7 @@ class Nova:
         def answer():
             got = self.session.get(
                 f'{self.base}/servers/{server_id}', headers=self.headers,
-                raise_exc=False, connect_retries=GET_RETRIES)
+                raise_exc=False)
             if got.status_code == 404:
                 return True
             server = got.json().get('server', {})
@@ -480,8 +478,7 @@ class Cloud:
     def numa_api(self, path):
         """GET of our REST API with a keystone token: (status, body)."""
         answer = self.session().get(endpoints.url('numa-policy') + path,
-                                    raise_exc=False,
-                                    connect_retries=GET_RETRIES)
+                                    raise_exc=False)
         try:
             body = answer.json()
         except ValueError:

@@ -25,3 +25,13 @@ class RpcTimeoutTest(test_base.TestCase):
         timeout = int(default['rpc_response_timeout'])
         self.assertGreater(timeout, 60)
         self.assertLess(timeout, services.WORKER_TIMEOUT)
+
+
+class PlacementRetriesTest(test_base.TestCase):
+
+    def test_every_novas_placement_client_retries_a_failed_connection(self):
+        # The controller's services and each compute's nova-compute.
+        sections = [configs.nova(lay.Layout('/nonexistent'))['placement'],
+                    configs.compute()['placement']]
+        for section in sections:
+            self.assertGreater(int(section['connect_retries']), 0, section)
