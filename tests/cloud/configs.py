@@ -67,8 +67,7 @@ def _common(layout, service):
 RPC_RESPONSE_TIMEOUT = 180
 # Times nova's placement client sends a request again when its
 # connection fails. gunicorn closes a keep-alive connection idle for 2 s,
-# and a request sent on one it is closing fails (RemoteDisconnected);
-# through a lab host's forwarded port the close arrives late, and a
+# and a request sent on one it is closing fails (RemoteDisconnected): a
 # compute's delete failed so, leaving its server in ERROR (a CI run of
 # 2026-11-30). nova's neutron and glance clients retry by default
 # ([neutron] http_retries, [glance] num_retries); its placement client
