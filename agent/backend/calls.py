@@ -34,6 +34,22 @@ def active(dom):
         return False
 
 
+# libvirt keeps a domain in these states while a job of its own holds
+# it: starting it, or bringing it in by migration (and, on the source,
+# the last moment of sending it away). A call that needs the domain's
+# QEMU monitor, as ioThreadInfo does, waits for that job's end, 30 s at
+# most in libvirt's qemu driver, and then fails.
+_HELD_BY_LIBVIRT = frozenset({
+    (libvirt.VIR_DOMAIN_PAUSED, libvirt.VIR_DOMAIN_PAUSED_STARTING_UP),
+    (libvirt.VIR_DOMAIN_PAUSED, libvirt.VIR_DOMAIN_PAUSED_MIGRATION),
+})
+
+
+def held_by_libvirt(state):
+    """Whether ``dom.state()``'s (state, reason) is a start or migration."""
+    return tuple(state) in _HELD_BY_LIBVIRT
+
+
 def cpumap(cpus, size):
     return tuple(cpu in cpus for cpu in range(size))
 

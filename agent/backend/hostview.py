@@ -35,6 +35,19 @@ def network_bridge(connection, name):
         return None
 
 
+def _held_by_libvirt(dom):
+    try:
+        state = dom.state()
+    except libvirt.libvirtError:
+        # Gone since the listing: the observation skips it as it is.
+        return False
+    if calls.held_by_libvirt(state):
+        LOG.debug('Not observing %s this period: libvirt is starting or '
+                  'migrating it (state, reason %s)', dom.name(), state)
+        return True
+    return False
+
+
 class HostObserver:
     """Reads the host: ``connection`` to libvirt, files under ``root``.
 
@@ -101,9 +114,17 @@ class HostObserver:
         return kind == 'QEMU' and '/session' not in self._connection.uri
 
     def active_domains(self):
+        """The running domains, but those libvirt is starting or migrating.
+
+        Those are observed from the next period on: observing one now
+        would wait up to 30 s for libvirt's job (:func:`calls.held_by_libvirt`)
+        and hold up every other guest's period with it.
+        """
         conn = self._connection.get()
-        return self._call('listAllDomains', conn.listAllDomains,
-                          libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE)
+        return [dom for dom in self._call(
+            'listAllDomains', conn.listAllDomains,
+            libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE)
+            if not _held_by_libvirt(dom)]
 
     def guest_cpus(self, topology):
         """The host's CPUs guests without dedicated CPUs may run on."""

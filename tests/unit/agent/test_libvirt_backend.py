@@ -149,6 +149,76 @@ class ObserveTest(base.TestDriverHostTest):
                           self.backend.move_pages, base.INTERLEAVED, 0, 1, 10)
 
 
+class HeldByLibvirt:
+    """A domain as libvirt shows it while a job of its own holds it.
+
+    Everything but ``state`` is the test driver's domain; a call that
+    would wait for the job on a real host fails the test instead.
+    """
+
+    def __init__(self, dom, reason):
+        self._dom = dom
+        self._reason = reason
+
+    def state(self):
+        return [libvirt.VIR_DOMAIN_PAUSED, self._reason]
+
+    def ioThreadInfo(self, flags):
+        raise AssertionError('observed while libvirt held it: a real host '
+                             'would have waited 30 s here')
+
+    def __getattr__(self, name):
+        return getattr(self._dom, name)
+
+
+class HeldDomainsTest(base.TestDriverHostTest):
+    """A domain libvirt is starting or migrating is observed later."""
+
+    def hold(self, uuid, reason):
+        conn = self.connection.get()
+        listed = conn.listAllDomains
+        self.patch(conn, 'listAllDomains', lambda flags=0: [
+            HeldByLibvirt(dom, reason) if dom.UUIDString() == uuid else dom
+            for dom in listed(flags)])
+
+    def observed(self):
+        return {i.uuid for i in self.backend.observe().instances}
+
+    def test_a_domain_libvirt_is_starting_waits_for_the_next_period(self):
+        self.hold(base.INTERLEAVED, libvirt.VIR_DOMAIN_PAUSED_STARTING_UP)
+        self.assertEqual({base.HOME_FROM_NOVA, base.NOVA_TOPOLOGY,
+                          base.NO_POLICY}, self.observed())
+
+    def test_a_domain_migrating_in_waits_for_the_next_period(self):
+        self.hold(base.HOME_FROM_NOVA, libvirt.VIR_DOMAIN_PAUSED_MIGRATION)
+        self.assertNotIn(base.HOME_FROM_NOVA, self.observed())
+        # Arrived and running: observed like the others.
+        self.patch(self.connection.get(), 'listAllDomains',
+                   libvirt.virConnect.listAllDomains.__get__(
+                       self.connection.get()))
+        self.assertIn(base.HOME_FROM_NOVA, self.observed())
+
+    def test_a_guest_paused_by_its_user_is_still_observed(self):
+        self.dom(base.INTERLEAVED).suspend()
+        self.assertEqual(
+            (libvirt.VIR_DOMAIN_PAUSED, libvirt.VIR_DOMAIN_PAUSED_USER),
+            tuple(self.dom(base.INTERLEAVED).state()))
+        self.assertIn(base.INTERLEAVED, self.observed())
+
+    def test_only_a_start_or_a_migration_is_held_by_libvirt(self):
+        held = {(libvirt.VIR_DOMAIN_PAUSED, reason) for reason in (
+            libvirt.VIR_DOMAIN_PAUSED_STARTING_UP,
+            libvirt.VIR_DOMAIN_PAUSED_MIGRATION)}
+        others = {
+            (libvirt.VIR_DOMAIN_RUNNING, libvirt.VIR_DOMAIN_RUNNING_BOOTED),
+            (libvirt.VIR_DOMAIN_RUNNING, libvirt.VIR_DOMAIN_RUNNING_MIGRATED),
+            (libvirt.VIR_DOMAIN_PAUSED, libvirt.VIR_DOMAIN_PAUSED_USER),
+            (libvirt.VIR_DOMAIN_PAUSED, libvirt.VIR_DOMAIN_PAUSED_SNAPSHOT),
+            (libvirt.VIR_DOMAIN_PAUSED, libvirt.VIR_DOMAIN_PAUSED_UNKNOWN)}
+        self.assertEqual(held, {s for s in held | others
+                                if calls.held_by_libvirt(list(s))})
+
+
 TOP_GUEST = '66666666-6666-4666-8666-666666666666'
 
 
