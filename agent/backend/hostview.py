@@ -116,9 +116,9 @@ class HostObserver:
     def active_domains(self):
         """The running domains, but those libvirt is starting or migrating.
 
-        Those are observed from the next period on: observing one now
-        would wait up to 30 s for libvirt's job (:func:`calls.held_by_libvirt`)
-        and hold up every other guest's period with it.
+        Those are observed in the first period after libvirt's job ends:
+        observing one while it lasts would wait up to 30 s for it
+        (:func:`calls.held_by_libvirt`), and every other guest with it.
         """
         conn = self._connection.get()
         return [dom for dom in self._call(
