@@ -190,12 +190,12 @@ class HeldDomainsTest(base.TestDriverHostTest):
                           base.NO_POLICY}, self.observed())
 
     def test_a_domain_migrating_in_waits_for_the_next_period(self):
+        conn = self.connection.get()
+        unheld = conn.listAllDomains
         self.hold(base.HOME_FROM_NOVA, libvirt.VIR_DOMAIN_PAUSED_MIGRATION)
         self.assertNotIn(base.HOME_FROM_NOVA, self.observed())
         # Arrived and running: observed like the others.
-        self.patch(self.connection.get(), 'listAllDomains',
-                   libvirt.virConnect.listAllDomains.__get__(
-                       self.connection.get()))
+        self.patch(conn, 'listAllDomains', unheld)
         self.assertIn(base.HOME_FROM_NOVA, self.observed())
 
     def test_a_guest_paused_by_its_user_is_still_observed(self):
